@@ -1,0 +1,476 @@
+//! Per-event wire layouts. Each event is a MessagePack array whose first element is its tag.
+//! Hot events (span edges, samples) are positional arrays of integers; rare events with many
+//! fields carry a MessagePack map (field names as keys) so they can grow without breaking old
+//! readers. Readers skip trailing fields they do not know and whole events with unknown tags.
+
+use crate::event::*;
+use crate::msgpack::{self, Reader};
+use crate::{DecodeError, EncodeError};
+use serde::{Serialize, de::DeserializeOwned};
+
+/// Delta-coding state shared by the encoder and decoder of one frame.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cursor {
+    /// Last timestamp written/read (starts at the frame's `base_ns`).
+    pub t: u64,
+    /// Last span id written/read (starts at 0).
+    pub s: u64,
+}
+
+/// Largest timestamp or span id a stream may carry: deltas must fit an i64.
+pub(crate) const MAX_ABS: u64 = i64::MAX as u64;
+
+fn delta(from: u64, to: u64, what: &'static str) -> Result<i64, EncodeError> {
+    if to > MAX_ABS || from > MAX_ABS {
+        return Err(EncodeError::TimestampOverflow { what, ts: to });
+    }
+    Ok(to as i64 - from as i64)
+}
+
+impl Cursor {
+    fn put_ts(&mut self, out: &mut Vec<u8>, ts: u64) -> Result<(), EncodeError> {
+        msgpack::write_sint(out, delta(self.t, ts, "event")?);
+        self.t = ts;
+        Ok(())
+    }
+
+    fn put_span(&mut self, out: &mut Vec<u8>, span: u64) -> Result<(), EncodeError> {
+        msgpack::write_sint(out, delta(self.s, span, "span id")?);
+        self.s = span;
+        Ok(())
+    }
+
+    fn put_opt_span(&mut self, out: &mut Vec<u8>, span: Option<u64>) -> Result<(), EncodeError> {
+        match span {
+            Some(s) => self.put_span(out, s),
+            None => {
+                msgpack::write_nil(out);
+                Ok(())
+            }
+        }
+    }
+
+    fn get_abs(r: &mut Reader<'_>, base: u64, what: &'static str) -> Result<u64, DecodeError> {
+        let at = r.pos();
+        let d = r.read_i64(what)?;
+        let v = base as i128 + d as i128;
+        if v < 0 || v > MAX_ABS as i128 {
+            return Err(DecodeError::OutOfRange {
+                offset: at,
+                what,
+                value: v,
+            });
+        }
+        Ok(v as u64)
+    }
+
+    fn get_ts(&mut self, r: &mut Reader<'_>) -> Result<u64, DecodeError> {
+        self.t = Self::get_abs(r, self.t, "timestamp delta")?;
+        Ok(self.t)
+    }
+
+    fn get_span(&mut self, r: &mut Reader<'_>) -> Result<u64, DecodeError> {
+        self.s = Self::get_abs(r, self.s, "span id delta")?;
+        Ok(self.s)
+    }
+
+    fn get_opt_span(&mut self, r: &mut Reader<'_>) -> Result<Option<u64>, DecodeError> {
+        if r.take_nil() {
+            Ok(None)
+        } else {
+            self.get_span(r).map(Some)
+        }
+    }
+}
+
+fn put_map<T: Serialize>(out: &mut Vec<u8>, v: &T, what: &'static str) -> Result<(), EncodeError> {
+    rmp_serde::encode::write_named(out, v).map_err(|e| EncodeError::Serialize {
+        what,
+        message: e.to_string(),
+    })
+}
+
+/// Number of array elements (tag included) each known event needs at least.
+fn min_fields(tag: u8) -> usize {
+    match tag {
+        tag::HELLO => 2,
+        tag::NAME_DEF => 3,
+        tag::THREAD_DEF => 4,
+        tag::PROOF_BEGIN | tag::PROOF_END => 3,
+        tag::SPAN_BEGIN => 7,
+        tag::SPAN_END => 3,
+        tag::MARKER => 6,
+        tag::ALLOC_SAMPLE => 9,
+        tag::ALLOC | tag::RELEASE => 6,
+        tag::GPU_SAMPLE => 14,
+        tag::GPU_SPAN => 7,
+        tag::DROPPED => 3,
+        tag::HEARTBEAT | tag::LIVE_START => 2,
+        tag::HISTORY_GAP => 5,
+        tag::GOODBYE => 3,
+        tag::SUBSCRIBE => 3,
+        _ => 1,
+    }
+}
+
+/// Appends one event to `out`.
+pub(crate) fn encode_event(
+    out: &mut Vec<u8>,
+    cur: &mut Cursor,
+    ev: &Event,
+) -> Result<(), EncodeError> {
+    use msgpack::*;
+    let t = ev.kind().tag();
+    write_array_len(out, min_fields(t) as u32);
+    write_uint(out, t as u64);
+    match ev {
+        Event::Hello(h) => put_map(out, h.as_ref(), "hello")?,
+        Event::NameDef { id, name } => {
+            write_uint(out, *id as u64);
+            write_str(out, name);
+        }
+        Event::ThreadDef { id, name, os_tid } => {
+            write_uint(out, *id as u64);
+            write_str(out, name);
+            write_uint(out, *os_tid);
+        }
+        Event::ProofBegin(p) => {
+            cur.put_ts(out, p.ts)?;
+            put_map(out, p.as_ref(), "proof_begin")?;
+        }
+        Event::ProofEnd(p) => {
+            cur.put_ts(out, p.ts)?;
+            put_map(out, p.as_ref(), "proof_end")?;
+        }
+        Event::SpanBegin(s) => {
+            cur.put_span(out, s.span)?;
+            match s.parent {
+                Some(p) => write_sint(out, delta(p, s.span, "parent span id")?),
+                None => write_nil(out),
+            }
+            write_opt_uint(out, s.proof);
+            write_uint(out, s.name as u64);
+            write_uint(out, s.thread as u64);
+            cur.put_ts(out, s.ts)?;
+        }
+        Event::SpanEnd(s) => {
+            cur.put_span(out, s.span)?;
+            cur.put_ts(out, s.ts)?;
+        }
+        Event::Marker(m) => {
+            cur.put_ts(out, m.ts)?;
+            write_uint(out, m.name as u64);
+            write_uint(out, m.thread as u64);
+            cur.put_opt_span(out, m.span)?;
+            match &m.text {
+                Some(t) => write_str(out, t),
+                None => write_nil(out),
+            }
+        }
+        Event::AllocSample(s) => {
+            cur.put_ts(out, s.ts)?;
+            for v in [
+                s.live_bytes,
+                s.peak_bytes,
+                s.allocs,
+                s.frees,
+                s.alloc_bytes,
+                s.free_bytes,
+                s.rss_bytes,
+            ] {
+                write_uint(out, v);
+            }
+        }
+        Event::Alloc(b) | Event::Release(b) => {
+            cur.put_ts(out, b.ts)?;
+            write_uint(out, b.bytes);
+            write_uint(out, b.inside_ns);
+            write_uint(out, b.thread as u64);
+            cur.put_opt_span(out, b.span)?;
+        }
+        Event::GpuSample(g) => {
+            cur.put_ts(out, g.ts)?;
+            write_uint(out, g.device as u64);
+            write_opt_uint(out, g.util_pct.map(u64::from));
+            write_opt_uint(out, g.mem_util_pct.map(u64::from));
+            write_opt_uint(out, g.mem_used_bytes);
+            write_opt_uint(out, g.mem_total_bytes);
+            write_opt_uint(out, g.power_mw.map(u64::from));
+            write_opt_uint(out, g.energy_mj);
+            write_opt_uint(out, g.temp_c.map(u64::from));
+            write_opt_uint(out, g.sm_clock_mhz.map(u64::from));
+            write_opt_uint(out, g.mem_clock_mhz.map(u64::from));
+            write_opt_uint(out, g.pcie_rx_kbps.map(u64::from));
+            write_opt_uint(out, g.pcie_tx_kbps.map(u64::from));
+        }
+        Event::GpuSpan(g) => {
+            cur.put_ts(out, g.start)?;
+            write_uint(out, g.end.saturating_sub(g.start));
+            write_uint(out, g.device as u64);
+            write_uint(out, g.stream as u64);
+            write_uint(out, g.name as u64);
+            cur.put_opt_span(out, g.span)?;
+        }
+        Event::Dropped(d) => {
+            cur.put_ts(out, d.ts)?;
+            write_map_len(out, d.counts.len() as u32);
+            for (k, n) in &d.counts {
+                write_uint(out, k.tag() as u64);
+                write_uint(out, *n);
+            }
+        }
+        Event::Heartbeat { ts } | Event::LiveStart { ts } => cur.put_ts(out, *ts)?,
+        Event::HistoryGap(h) => {
+            cur.put_ts(out, h.ts)?;
+            write_uint(out, h.evicted_events);
+            write_uint(out, h.evicted_from);
+            write_uint(out, h.evicted_until);
+        }
+        Event::Goodbye { ts, reason } => {
+            cur.put_ts(out, *ts)?;
+            write_str(out, reason);
+        }
+        Event::Subscribe(s) => {
+            write_bool(out, s.history);
+            write_str(out, &s.client);
+        }
+    }
+    Ok(())
+}
+
+fn get_map<T: DeserializeOwned>(
+    r: &mut Reader<'_>,
+    index: usize,
+    tag: u64,
+) -> Result<T, DecodeError> {
+    let start = r.pos();
+    r.skip_value(1)?;
+    let bytes = r.slice(start, r.pos());
+    rmp_serde::from_slice(bytes).map_err(|e| DecodeError::BadPayload {
+        offset: start,
+        index,
+        tag,
+        message: e.to_string(),
+    })
+}
+
+fn small<T: TryFrom<u64>>(
+    r: &mut Reader<'_>,
+    what: &'static str,
+) -> Result<Option<T>, DecodeError> {
+    let at = r.pos();
+    match r.read_opt_u64(what)? {
+        None => Ok(None),
+        Some(v) => T::try_from(v)
+            .map(Some)
+            .map_err(|_| DecodeError::OutOfRange {
+                offset: at,
+                what,
+                value: v as i128,
+            }),
+    }
+}
+
+/// Decodes one event. Returns `Ok(None)` for an event of unknown kind (skipped whole).
+pub(crate) fn decode_event(
+    r: &mut Reader<'_>,
+    cur: &mut Cursor,
+    index: usize,
+) -> Result<Option<Event>, DecodeError> {
+    let start = r.pos();
+    let n = r.read_array_len("event")?;
+    if n == 0 {
+        return Err(DecodeError::MissingFields {
+            offset: start,
+            index,
+            tag: 0,
+            found: 0,
+            needed: 1,
+        });
+    }
+    let tag_at = r.pos();
+    let t = r.read_u64("event tag")?;
+    let known = u8::try_from(t).ok().and_then(EventKind::from_tag);
+    let needed = match known {
+        Some(k) => min_fields(k.tag()),
+        None => {
+            for _ in 1..n {
+                r.skip_value(1)?;
+            }
+            return Ok(None);
+        }
+    };
+    if n < needed {
+        return Err(DecodeError::MissingFields {
+            offset: tag_at,
+            index,
+            tag: t,
+            found: n,
+            needed,
+        });
+    }
+    let ev = match t as u8 {
+        tag::HELLO => Event::Hello(Box::new(get_map(r, index, t)?)),
+        tag::NAME_DEF => Event::NameDef {
+            id: r.read_u32("name id")?,
+            name: r.read_str("name")?.to_owned(),
+        },
+        tag::THREAD_DEF => Event::ThreadDef {
+            id: r.read_u32("thread id")?,
+            name: r.read_str("thread name")?.to_owned(),
+            os_tid: r.read_u64("os thread id")?,
+        },
+        tag::PROOF_BEGIN => {
+            let ts = cur.get_ts(r)?;
+            let mut p: ProofBegin = get_map(r, index, t)?;
+            p.ts = ts;
+            Event::ProofBegin(Box::new(p))
+        }
+        tag::PROOF_END => {
+            let ts = cur.get_ts(r)?;
+            let mut p: ProofEnd = get_map(r, index, t)?;
+            p.ts = ts;
+            Event::ProofEnd(Box::new(p))
+        }
+        tag::SPAN_BEGIN => {
+            let span = cur.get_span(r)?;
+            let parent = if r.take_nil() {
+                None
+            } else {
+                let at = r.pos();
+                let d = r.read_i64("parent delta")?;
+                let p = span as i128 - d as i128;
+                if p < 0 || p > crate::codec::MAX_ABS as i128 {
+                    return Err(DecodeError::OutOfRange {
+                        offset: at,
+                        what: "parent delta",
+                        value: p,
+                    });
+                }
+                Some(p as u64)
+            };
+            Event::SpanBegin(SpanBegin {
+                span,
+                parent,
+                proof: r.read_opt_u64("proof id")?,
+                name: r.read_u32("name id")?,
+                thread: r.read_u32("thread id")?,
+                ts: cur.get_ts(r)?,
+            })
+        }
+        tag::SPAN_END => Event::SpanEnd(SpanEnd {
+            span: cur.get_span(r)?,
+            ts: cur.get_ts(r)?,
+        }),
+        tag::MARKER => Event::Marker(Box::new(Marker {
+            ts: cur.get_ts(r)?,
+            name: r.read_u32("name id")?,
+            thread: r.read_u32("thread id")?,
+            span: cur.get_opt_span(r)?,
+            text: r.read_opt_str("marker text")?.map(str::to_owned),
+        })),
+        tag::ALLOC_SAMPLE => Event::AllocSample(AllocSample {
+            ts: cur.get_ts(r)?,
+            live_bytes: r.read_u64("live bytes")?,
+            peak_bytes: r.read_u64("peak bytes")?,
+            allocs: r.read_u64("alloc count")?,
+            frees: r.read_u64("free count")?,
+            alloc_bytes: r.read_u64("allocated bytes")?,
+            free_bytes: r.read_u64("freed bytes")?,
+            rss_bytes: r.read_u64("rss bytes")?,
+        }),
+        tag::ALLOC | tag::RELEASE => {
+            let b = BlockEvent {
+                ts: cur.get_ts(r)?,
+                bytes: r.read_u64("block bytes")?,
+                inside_ns: r.read_u64("time inside allocator")?,
+                thread: r.read_u32("thread id")?,
+                span: cur.get_opt_span(r)?,
+            };
+            if t as u8 == tag::ALLOC {
+                Event::Alloc(b)
+            } else {
+                Event::Release(b)
+            }
+        }
+        tag::GPU_SAMPLE => Event::GpuSample(Box::new(GpuSample {
+            ts: cur.get_ts(r)?,
+            device: r.read_u32("device")?,
+            util_pct: small(r, "utilisation")?,
+            mem_util_pct: small(r, "memory utilisation")?,
+            mem_used_bytes: r.read_opt_u64("memory used")?,
+            mem_total_bytes: r.read_opt_u64("memory total")?,
+            power_mw: small(r, "power")?,
+            energy_mj: r.read_opt_u64("energy")?,
+            temp_c: small(r, "temperature")?,
+            sm_clock_mhz: small(r, "SM clock")?,
+            mem_clock_mhz: small(r, "memory clock")?,
+            pcie_rx_kbps: small(r, "PCIe rx")?,
+            pcie_tx_kbps: small(r, "PCIe tx")?,
+        })),
+        tag::GPU_SPAN => {
+            let start = cur.get_ts(r)?;
+            let at = r.pos();
+            let dur = r.read_u64("GPU span duration")?;
+            let end = start.checked_add(dur).ok_or(DecodeError::OutOfRange {
+                offset: at,
+                what: "GPU span duration",
+                value: dur as i128,
+            })?;
+            Event::GpuSpan(GpuSpan {
+                start,
+                end,
+                device: r.read_u32("device")?,
+                stream: r.read_u32("stream")?,
+                name: r.read_u32("name id")?,
+                span: cur.get_opt_span(r)?,
+            })
+        }
+        tag::DROPPED => {
+            let ts = cur.get_ts(r)?;
+            let len = r.read_map_len("drop counts")?;
+            let mut counts = Vec::with_capacity(len.min(EventKind::ALL.len()));
+            for _ in 0..len {
+                let k = r.read_u64("dropped kind")?;
+                let n = r.read_u64("dropped count")?;
+                // Losses of a kind this reader does not know could not be shown anyway.
+                if let Some(kind) = u8::try_from(k).ok().and_then(EventKind::from_tag) {
+                    counts.push((kind, n));
+                }
+            }
+            Event::Dropped(Dropped { ts, counts })
+        }
+        tag::HEARTBEAT => Event::Heartbeat { ts: cur.get_ts(r)? },
+        tag::LIVE_START => Event::LiveStart { ts: cur.get_ts(r)? },
+        tag::HISTORY_GAP => Event::HistoryGap(HistoryGap {
+            ts: cur.get_ts(r)?,
+            evicted_events: r.read_u64("evicted events")?,
+            evicted_from: r.read_u64("evicted from")?,
+            evicted_until: r.read_u64("evicted until")?,
+        }),
+        tag::GOODBYE => Event::Goodbye {
+            ts: cur.get_ts(r)?,
+            reason: r.read_str("goodbye reason")?.to_owned(),
+        },
+        tag::SUBSCRIBE => Event::Subscribe(Subscribe {
+            history: r.read_bool("history flag")?,
+            client: r.read_str("client name")?.to_owned(),
+        }),
+        _ => unreachable_kind(t, index, tag_at)?,
+    };
+    for _ in needed..n {
+        r.skip_value(1)?;
+    }
+    Ok(Some(ev))
+}
+
+/// `EventKind::from_tag` and the match above list the same tags; this keeps a mismatch from
+/// ever being a panic.
+fn unreachable_kind(tag: u64, index: usize, offset: usize) -> Result<Event, DecodeError> {
+    Err(DecodeError::BadPayload {
+        offset,
+        index,
+        tag,
+        message: "known tag without a decoder".into(),
+    })
+}

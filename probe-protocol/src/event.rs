@@ -1,0 +1,445 @@
+//! Decoded events: every id and timestamp is absolute here; the deltas live only on the wire.
+
+use serde::{Deserialize, Serialize};
+
+/// Nanoseconds on the prover's monotonic clock since the session started.
+pub type Ns = u64;
+/// Span id, unique within a session; never 0.
+pub type SpanId = u64;
+/// Proof (batch) id, unique within a session.
+pub type ProofId = u64;
+/// Interned name id (see [`Event::NameDef`]).
+pub type NameId = u32;
+/// Thread id on the wire (see [`Event::ThreadDef`]); small, dense, per session.
+pub type ThreadId = u32;
+
+/// One-byte tags that lead every event on the wire. Stable: a tag is never reused.
+pub mod tag {
+    pub const HELLO: u8 = 1;
+    pub const NAME_DEF: u8 = 2;
+    pub const THREAD_DEF: u8 = 3;
+    pub const PROOF_BEGIN: u8 = 4;
+    pub const PROOF_END: u8 = 5;
+    pub const SPAN_BEGIN: u8 = 6;
+    pub const SPAN_END: u8 = 7;
+    pub const MARKER: u8 = 8;
+    pub const ALLOC_SAMPLE: u8 = 9;
+    pub const ALLOC: u8 = 10;
+    pub const RELEASE: u8 = 11;
+    pub const GPU_SAMPLE: u8 = 12;
+    pub const GPU_SPAN: u8 = 13;
+    pub const DROPPED: u8 = 14;
+    pub const HEARTBEAT: u8 = 15;
+    pub const HISTORY_GAP: u8 = 16;
+    pub const LIVE_START: u8 = 17;
+    pub const GOODBYE: u8 = 18;
+    /// Client → server.
+    pub const SUBSCRIBE: u8 = 32;
+}
+
+/// Event kinds, used to count drops per kind. The discriminant is the wire tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[repr(u8)]
+pub enum EventKind {
+    Hello = tag::HELLO,
+    NameDef = tag::NAME_DEF,
+    ThreadDef = tag::THREAD_DEF,
+    ProofBegin = tag::PROOF_BEGIN,
+    ProofEnd = tag::PROOF_END,
+    SpanBegin = tag::SPAN_BEGIN,
+    SpanEnd = tag::SPAN_END,
+    Marker = tag::MARKER,
+    AllocSample = tag::ALLOC_SAMPLE,
+    Alloc = tag::ALLOC,
+    Release = tag::RELEASE,
+    GpuSample = tag::GPU_SAMPLE,
+    GpuSpan = tag::GPU_SPAN,
+    Dropped = tag::DROPPED,
+    Heartbeat = tag::HEARTBEAT,
+    HistoryGap = tag::HISTORY_GAP,
+    LiveStart = tag::LIVE_START,
+    Goodbye = tag::GOODBYE,
+    Subscribe = tag::SUBSCRIBE,
+}
+
+impl EventKind {
+    /// Every kind, in tag order.
+    pub const ALL: [EventKind; 19] = [
+        EventKind::Hello,
+        EventKind::NameDef,
+        EventKind::ThreadDef,
+        EventKind::ProofBegin,
+        EventKind::ProofEnd,
+        EventKind::SpanBegin,
+        EventKind::SpanEnd,
+        EventKind::Marker,
+        EventKind::AllocSample,
+        EventKind::Alloc,
+        EventKind::Release,
+        EventKind::GpuSample,
+        EventKind::GpuSpan,
+        EventKind::Dropped,
+        EventKind::Heartbeat,
+        EventKind::HistoryGap,
+        EventKind::LiveStart,
+        EventKind::Goodbye,
+        EventKind::Subscribe,
+    ];
+
+    pub fn tag(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_tag(tag: u8) -> Option<EventKind> {
+        EventKind::ALL.iter().copied().find(|k| k.tag() == tag)
+    }
+
+    /// Lower-case name used in reports and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Hello => "hello",
+            EventKind::NameDef => "name_def",
+            EventKind::ThreadDef => "thread_def",
+            EventKind::ProofBegin => "proof_begin",
+            EventKind::ProofEnd => "proof_end",
+            EventKind::SpanBegin => "span_begin",
+            EventKind::SpanEnd => "span_end",
+            EventKind::Marker => "marker",
+            EventKind::AllocSample => "alloc_sample",
+            EventKind::Alloc => "alloc",
+            EventKind::Release => "release",
+            EventKind::GpuSample => "gpu_sample",
+            EventKind::GpuSpan => "gpu_span",
+            EventKind::Dropped => "dropped",
+            EventKind::Heartbeat => "heartbeat",
+            EventKind::HistoryGap => "history_gap",
+            EventKind::LiveStart => "live_start",
+            EventKind::Goodbye => "goodbye",
+            EventKind::Subscribe => "subscribe",
+        }
+    }
+}
+
+/// The first event of every session: who is talking and on what machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Hello {
+    pub protocol_major: u16,
+    pub protocol_minor: u16,
+    pub prover_name: String,
+    pub prover_version: String,
+    pub pid: u32,
+    pub hostname: String,
+    /// Wall-clock time (Unix epoch, ns) of session time 0.
+    pub session_start_unix_ns: u64,
+    /// How session timestamps are taken, e.g. `"monotonic-tsc"` or `"monotonic"`.
+    pub clock: String,
+    /// Proving backend in use, e.g. `"cpu"` or `"gpu"`.
+    pub backend: String,
+    /// Why that backend (e.g. why the GPU backend is off). Empty when there is nothing to say.
+    pub backend_reason: String,
+    pub gpus: Vec<GpuInfo>,
+    /// Why `gpus` is empty (no NVML, no driver, ...). `None` when GPUs were enumerated.
+    pub gpu_unavailable_reason: Option<String>,
+    pub gpu_driver_version: Option<String>,
+    pub cpu_count: u32,
+    pub total_ram_bytes: u64,
+    /// Threshold at or above which allocations produce `Alloc`/`Release` events.
+    pub large_block_threshold: u64,
+    pub alloc_sample_interval_ns: u64,
+    pub gpu_sample_interval_ns: u64,
+    pub history_budget_bytes: u64,
+    /// The prover's command line, for bug reports.
+    pub command_line: Vec<String>,
+}
+
+/// One GPU as NVML reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct GpuInfo {
+    pub index: u32,
+    pub name: String,
+    pub memory_total_bytes: u64,
+    pub uuid: String,
+    pub pci_bus_id: String,
+}
+
+/// A proof (one batch) starts. `span` is its outer span: the wrapper timer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct ProofBegin {
+    #[serde(skip)]
+    pub ts: Ns,
+    pub proof: ProofId,
+    pub span: SpanId,
+    pub circuit: String,
+    pub constraints: u64,
+    /// Circuits in the batch.
+    pub circuits: u32,
+    pub backend: String,
+    /// `true` when the parameters are a synthetic SRS: proofs cannot verify.
+    pub synthetic_srs: bool,
+}
+
+/// How a proof ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct ProofEnd {
+    #[serde(skip)]
+    pub ts: Ns,
+    pub proof: ProofId,
+    /// `true` when proving finished without error.
+    pub ok: bool,
+    pub verification: Verification,
+    /// Error text when `ok` is false.
+    pub error: Option<String>,
+}
+
+/// The verifier's verdict on a proof.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Verification {
+    /// Checked and valid.
+    Valid,
+    /// Checked and rejected.
+    Invalid,
+    /// Not checked (verification off, or not this proof of the batch).
+    #[default]
+    NotChecked,
+    /// Cannot be checked: made with a synthetic SRS.
+    Unverifiable,
+}
+
+impl Verification {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verification::Valid => "valid",
+            Verification::Invalid => "INVALID",
+            Verification::NotChecked => "not checked",
+            Verification::Unverifiable => "unverifiable (synthetic SRS)",
+        }
+    }
+}
+
+/// A span opens. `parent` may live on another thread; `proof` is the proof it belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanBegin {
+    pub ts: Ns,
+    pub span: SpanId,
+    pub parent: Option<SpanId>,
+    pub proof: Option<ProofId>,
+    pub name: NameId,
+    pub thread: ThreadId,
+}
+
+/// A span closes (on the thread that opened it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanEnd {
+    pub ts: Ns,
+    pub span: SpanId,
+}
+
+/// An instant with a name, optionally a short text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    pub ts: Ns,
+    pub name: NameId,
+    pub thread: ThreadId,
+    pub span: Option<SpanId>,
+    pub text: Option<String>,
+}
+
+/// Allocator counters, sampled periodically.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AllocSample {
+    pub ts: Ns,
+    pub live_bytes: u64,
+    pub peak_bytes: u64,
+    pub allocs: u64,
+    pub frees: u64,
+    pub alloc_bytes: u64,
+    pub free_bytes: u64,
+    /// Resident set size of the process; 0 when unknown.
+    pub rss_bytes: u64,
+}
+
+/// A large allocation (`Alloc`) or release (`Release`): at or above the threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockEvent {
+    /// When the call into the allocator started.
+    pub ts: Ns,
+    pub bytes: u64,
+    /// Time spent inside the allocator call.
+    pub inside_ns: u64,
+    pub thread: ThreadId,
+    /// Innermost open span on that thread, if any.
+    pub span: Option<SpanId>,
+}
+
+/// One NVML sample of one device. Fields are `None` when the device did not answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GpuSample {
+    pub ts: Ns,
+    pub device: u32,
+    /// Percent of time a kernel was running.
+    pub util_pct: Option<u8>,
+    /// Percent of time device memory was read or written.
+    pub mem_util_pct: Option<u8>,
+    pub mem_used_bytes: Option<u64>,
+    pub mem_total_bytes: Option<u64>,
+    pub power_mw: Option<u32>,
+    /// Millijoules since the driver loaded.
+    pub energy_mj: Option<u64>,
+    pub temp_c: Option<u32>,
+    pub sm_clock_mhz: Option<u32>,
+    pub mem_clock_mhz: Option<u32>,
+    /// PCIe throughput, KB/s (sampled at a lower rate).
+    pub pcie_rx_kbps: Option<u32>,
+    pub pcie_tx_kbps: Option<u32>,
+}
+
+/// Device-side work (kernel or copy) timed by CUDA events, already on the session clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuSpan {
+    pub start: Ns,
+    pub end: Ns,
+    pub device: u32,
+    pub stream: u32,
+    pub name: NameId,
+    /// The phase span that launched it.
+    pub span: Option<SpanId>,
+}
+
+/// Events lost since the previous `Dropped` of this stream, per kind.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Dropped {
+    pub ts: Ns,
+    pub counts: Vec<(EventKind, u64)>,
+}
+
+impl Dropped {
+    pub fn total(&self) -> u64 {
+        self.counts.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// The flight recorder evicted older history before this subscriber joined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HistoryGap {
+    pub ts: Ns,
+    pub evicted_events: u64,
+    /// Session time of the first and last evicted event.
+    pub evicted_from: Ns,
+    pub evicted_until: Ns,
+}
+
+/// What a client asks for on connect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscribe {
+    /// Send the flight recorder's history before live events.
+    pub history: bool,
+    /// Who is asking, for the prover's log.
+    pub client: String,
+}
+
+/// Everything that travels in a frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    Hello(Box<Hello>),
+    NameDef {
+        id: NameId,
+        name: String,
+    },
+    ThreadDef {
+        id: ThreadId,
+        name: String,
+        os_tid: u64,
+    },
+    ProofBegin(Box<ProofBegin>),
+    ProofEnd(Box<ProofEnd>),
+    SpanBegin(SpanBegin),
+    SpanEnd(SpanEnd),
+    Marker(Box<Marker>),
+    AllocSample(AllocSample),
+    Alloc(BlockEvent),
+    Release(BlockEvent),
+    GpuSample(Box<GpuSample>),
+    GpuSpan(GpuSpan),
+    Dropped(Dropped),
+    Heartbeat {
+        ts: Ns,
+    },
+    HistoryGap(HistoryGap),
+    /// History ends here; what follows is live.
+    LiveStart {
+        ts: Ns,
+    },
+    Goodbye {
+        ts: Ns,
+        reason: String,
+    },
+    Subscribe(Subscribe),
+}
+
+impl Event {
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Event::Hello(_) => EventKind::Hello,
+            Event::NameDef { .. } => EventKind::NameDef,
+            Event::ThreadDef { .. } => EventKind::ThreadDef,
+            Event::ProofBegin(_) => EventKind::ProofBegin,
+            Event::ProofEnd(_) => EventKind::ProofEnd,
+            Event::SpanBegin(_) => EventKind::SpanBegin,
+            Event::SpanEnd(_) => EventKind::SpanEnd,
+            Event::Marker(_) => EventKind::Marker,
+            Event::AllocSample(_) => EventKind::AllocSample,
+            Event::Alloc(_) => EventKind::Alloc,
+            Event::Release(_) => EventKind::Release,
+            Event::GpuSample(_) => EventKind::GpuSample,
+            Event::GpuSpan(_) => EventKind::GpuSpan,
+            Event::Dropped(_) => EventKind::Dropped,
+            Event::Heartbeat { .. } => EventKind::Heartbeat,
+            Event::HistoryGap(_) => EventKind::HistoryGap,
+            Event::LiveStart { .. } => EventKind::LiveStart,
+            Event::Goodbye { .. } => EventKind::Goodbye,
+            Event::Subscribe(_) => EventKind::Subscribe,
+        }
+    }
+
+    /// The event's session timestamp, when it has one (a GPU span reports its start).
+    pub fn ts(&self) -> Option<Ns> {
+        Some(match self {
+            Event::Hello(_)
+            | Event::NameDef { .. }
+            | Event::ThreadDef { .. }
+            | Event::Subscribe(_) => return None,
+            Event::ProofBegin(p) => p.ts,
+            Event::ProofEnd(p) => p.ts,
+            Event::SpanBegin(s) => s.ts,
+            Event::SpanEnd(s) => s.ts,
+            Event::Marker(m) => m.ts,
+            Event::AllocSample(s) => s.ts,
+            Event::Alloc(b) | Event::Release(b) => b.ts,
+            Event::GpuSample(s) => s.ts,
+            Event::GpuSpan(s) => s.start,
+            Event::Dropped(d) => d.ts,
+            Event::Heartbeat { ts } | Event::LiveStart { ts } | Event::Goodbye { ts, .. } => *ts,
+            Event::HistoryGap(h) => h.ts,
+        })
+    }
+
+    /// Definitions and session bookkeeping that a stream must never lose.
+    pub fn is_essential(&self) -> bool {
+        matches!(
+            self,
+            Event::Hello(_)
+                | Event::NameDef { .. }
+                | Event::ThreadDef { .. }
+                | Event::Dropped(_)
+                | Event::HistoryGap(_)
+                | Event::LiveStart { .. }
+                | Event::Goodbye { .. }
+                | Event::Subscribe(_)
+        )
+    }
+}

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""A complete decoder of proofscope recordings, written from docs/PROTOCOL.md alone.
+
+Usage: python3 tools/psrec.py FILE.psrec [--summary]
+Needs the `msgpack` package (pip install msgpack). CI runs it on the recordings in
+recordings/ to keep the spec honest.
+"""
+import struct
+import sys
+
+import msgpack
+
+MAX_FRAME = 4 << 20
+MAGIC = b"\x89PSREC\r\n"
+KINDS = {1: "hello", 2: "name_def", 3: "thread_def", 4: "proof_begin", 5: "proof_end",
+         6: "span_begin", 7: "span_end", 8: "marker", 9: "alloc_sample", 10: "alloc",
+         11: "release", 12: "gpu_sample", 13: "gpu_span", 14: "dropped", 15: "heartbeat",
+         16: "history_gap", 17: "live_start", 18: "goodbye", 32: "subscribe"}
+MIN_FIELDS = {1: 1, 2: 2, 3: 3, 4: 2, 5: 2, 6: 6, 7: 2, 8: 5, 9: 8, 10: 5, 11: 5, 12: 13,
+              13: 6, 14: 2, 15: 1, 16: 4, 17: 1, 18: 2, 32: 2}
+
+
+def frames(data, offset=0):
+    """Yields (offset, body); stops at a truncation, reporting it on stderr."""
+    i = offset
+    while i < len(data):
+        if i + 4 > len(data):
+            print(f"truncated at byte {i}: incomplete length prefix", file=sys.stderr)
+            return
+        (n,) = struct.unpack_from("<I", data, i)
+        if n > MAX_FRAME:
+            raise ValueError(f"byte {i}: frame length {n} exceeds {MAX_FRAME}")
+        if i + 4 + n > len(data):
+            print(f"truncated at byte {i}: frame needs {n + 4} bytes, {len(data) - i} present",
+                  file=sys.stderr)
+            return
+        yield i, data[i + 4:i + 4 + n]
+        i += 4 + n
+
+
+def events(body):
+    arr = msgpack.unpackb(body, raw=False, strict_map_key=False)
+    major, minor, base, evs = arr[0], arr[1], arr[2], arr[3:]
+    if major != 1:
+        raise ValueError(f"protocol {major}.{minor}; this decoder speaks 1.x")
+    cur = {"t": base, "s": 0}
+
+    def ts(d):
+        cur["t"] += d
+        return cur["t"]
+
+    def span(d):
+        if d is None:
+            return None
+        cur["s"] += d
+        return cur["s"]
+
+    for e in evs:
+        tag, f = e[0], e[1:]
+        if tag not in KINDS:
+            continue  # unknown kind: skipped
+        if len(f) < MIN_FIELDS[tag]:
+            raise ValueError(f"event tag {tag} has {len(f)} fields, needs {MIN_FIELDS[tag]}")
+        k = KINDS[tag]
+        if tag == 1:
+            yield k, f[0]
+        elif tag == 2:
+            yield k, {"id": f[0], "name": f[1]}
+        elif tag == 3:
+            yield k, {"id": f[0], "name": f[1], "os_tid": f[2]}
+        elif tag in (4, 5):
+            t = ts(f[0])
+            yield k, dict(f[1], ts=t)
+        elif tag == 6:
+            s = span(f[0])
+            parent = None if f[1] is None else s - f[1]
+            yield k, {"span": s, "parent": parent, "proof": f[2], "name": f[3],
+                      "thread": f[4], "ts": ts(f[5])}
+        elif tag == 7:
+            s = span(f[0])
+            yield k, {"span": s, "ts": ts(f[1])}
+        elif tag == 8:
+            t = ts(f[0])
+            yield k, {"ts": t, "name": f[1], "thread": f[2], "span": span(f[3]), "text": f[4]}
+        elif tag == 9:
+            names = ["live_bytes", "peak_bytes", "allocs", "frees", "alloc_bytes",
+                     "free_bytes", "rss_bytes"]
+            t = ts(f[0])
+            yield k, dict(zip(names, f[1:8]), ts=t)
+        elif tag in (10, 11):
+            t = ts(f[0])
+            yield k, {"ts": t, "bytes": f[1], "inside_ns": f[2], "thread": f[3],
+                      "span": span(f[4])}
+        elif tag == 12:
+            names = ["device", "util_pct", "mem_util_pct", "mem_used_bytes", "mem_total_bytes",
+                     "power_mw", "energy_mj", "temp_c", "sm_clock_mhz", "mem_clock_mhz",
+                     "pcie_rx_kbps", "pcie_tx_kbps"]
+            t = ts(f[0])
+            yield k, dict(zip(names, f[1:13]), ts=t)
+        elif tag == 13:
+            start = ts(f[0])
+            yield k, {"start": start, "end": start + f[1], "device": f[2], "stream": f[3],
+                      "name": f[4], "span": span(f[5])}
+        elif tag == 14:
+            t = ts(f[0])
+            yield k, {"ts": t, "counts": {KINDS.get(kt, kt): n for kt, n in f[1].items()}}
+        elif tag in (15, 17):
+            yield k, {"ts": ts(f[0])}
+        elif tag == 16:
+            t = ts(f[0])
+            yield k, {"ts": t, "evicted_events": f[1], "evicted_from": f[2],
+                      "evicted_until": f[3]}
+        elif tag == 18:
+            yield k, {"ts": ts(f[0]), "reason": f[1]}
+        elif tag == 32:
+            yield k, {"history": f[0], "client": f[1]}
+
+
+def read(path):
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if data[:8] != MAGIC:
+        raise ValueError("not a proofscope recording")
+    (version,) = struct.unpack_from("<H", data, 8)
+    if version != 1:
+        raise ValueError(f"recording version {version} not supported")
+    for _off, body in frames(data, 12):
+        yield from events(body)
+
+
+def main():
+    path = sys.argv[1]
+    counts = {}
+    names = {}
+    spans = {}
+    for kind, ev in read(path):
+        counts[kind] = counts.get(kind, 0) + 1
+        if kind == "name_def":
+            names[ev["id"]] = ev["name"]
+        elif kind == "span_begin":
+            spans[ev["span"]] = ev
+        if "--summary" not in sys.argv:
+            print(kind, ev)
+    phases = sorted({names.get(s["name"], "?") for s in spans.values()})
+    print("events:", ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
+    print("span names:", ", ".join(phases))
+
+
+if __name__ == "__main__":
+    main()
