@@ -1,1 +1,3 @@
+//! An instrumented Groth16 prover over BLS12-381, and the proofscope probe that watches it.
 
+pub mod probe;

@@ -1,0 +1,298 @@
+//! A counting global allocator wrapping the system allocator.
+//!
+//! Counting is always on and costs a few plain stores: each thread owns a counter slot (single
+//! writer, so no atomic read-modify-write); threads beyond the slot table share an overflow
+//! slot with atomic adds. Blocks at or above the large-block threshold are timed and reported
+//! as `Alloc`/`Release` events through a lock-free queue — never allocating inside the
+//! allocator. `alloc_zeroed` and `realloc` are forwarded as such, so calloc'd pages stay
+//! untouched and reallocations can use mremap.
+
+use super::clock::ticks;
+use super::local::{current_ctx, os_tid};
+use crossbeam_queue::ArrayQueue;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+/// Default threshold for large-block events (1 MiB).
+pub const DEFAULT_LARGE_BLOCK: u64 = 1 << 20;
+const SLOTS: usize = 512;
+/// Large-block events queued between collector cycles before dropping.
+pub const LARGE_QUEUE_CAPACITY: usize = 65_536;
+
+#[derive(Debug)]
+#[repr(align(64))]
+struct Slot {
+    allocs: AtomicU64,
+    frees: AtomicU64,
+    alloc_bytes: AtomicU64,
+    free_bytes: AtomicU64,
+}
+
+impl Slot {
+    // Used only to initialise the statics below, each copy a distinct slot.
+    #[allow(clippy::declare_interior_mutable_const)]
+    const ZERO: Slot = Slot {
+        allocs: AtomicU64::new(0),
+        frees: AtomicU64::new(0),
+        alloc_bytes: AtomicU64::new(0),
+        free_bytes: AtomicU64::new(0),
+    };
+}
+
+static TABLE: [Slot; SLOTS] = [Slot::ZERO; SLOTS];
+static OVERFLOW: Slot = Slot::ZERO;
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicU64 = AtomicU64::new(0);
+static THRESHOLD: AtomicU64 = AtomicU64::new(DEFAULT_LARGE_BLOCK);
+static EVENTS_ON: AtomicBool = AtomicBool::new(false);
+static QUEUE: OnceLock<ArrayQueue<RawBlock>> = OnceLock::new();
+static DROPPED_ALLOC: AtomicU64 = AtomicU64::new(0);
+static DROPPED_RELEASE: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's slot index + 1 (0: not assigned yet).
+    static MY_SLOT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// A large allocation or release, as queued by the allocator.
+#[derive(Debug, Clone, Copy)]
+pub struct RawBlock {
+    pub ticks: u64,
+    pub inside_ticks: u64,
+    pub bytes: u64,
+    pub os_tid: u32,
+    pub span: u64,
+    pub release: bool,
+}
+
+/// Totals over all threads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AllocTotals {
+    pub allocs: u64,
+    pub frees: u64,
+    pub alloc_bytes: u64,
+    pub free_bytes: u64,
+}
+
+impl AllocTotals {
+    pub fn live_bytes(&self) -> u64 {
+        self.alloc_bytes.saturating_sub(self.free_bytes)
+    }
+}
+
+/// Which slot this thread writes, and whether it owns it.
+#[inline(always)]
+fn my_slot() -> (&'static Slot, bool) {
+    let idx = MY_SLOT.try_with(Cell::get).unwrap_or(usize::MAX);
+    if idx != 0 && idx != usize::MAX {
+        return (&TABLE[idx - 1], true);
+    }
+    if idx == usize::MAX {
+        return (&OVERFLOW, false);
+    }
+    let n = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
+    if n < SLOTS {
+        let _ = MY_SLOT.try_with(|c| c.set(n + 1));
+        (&TABLE[n], true)
+    } else {
+        let _ = MY_SLOT.try_with(|c| c.set(usize::MAX));
+        (&OVERFLOW, false)
+    }
+}
+
+#[inline(always)]
+fn bump(c: &AtomicU64, v: u64, owned: bool) {
+    if owned {
+        // Single writer: a plain load and store, no locked instruction.
+        c.store(c.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
+    } else {
+        c.fetch_add(v, Ordering::Relaxed);
+    }
+}
+
+#[inline(always)]
+fn count_alloc(bytes: usize) {
+    let (s, owned) = my_slot();
+    bump(&s.allocs, 1, owned);
+    bump(&s.alloc_bytes, bytes as u64, owned);
+}
+
+#[inline(always)]
+fn count_free(bytes: usize) {
+    let (s, owned) = my_slot();
+    bump(&s.frees, 1, owned);
+    bump(&s.free_bytes, bytes as u64, owned);
+}
+
+/// Sums every slot. Relaxed reads: a consistent-enough snapshot for sampling.
+pub fn totals() -> AllocTotals {
+    let used = NEXT_SLOT.load(Ordering::Relaxed).min(SLOTS);
+    let mut t = AllocTotals::default();
+    for s in TABLE[..used].iter().chain(std::iter::once(&OVERFLOW)) {
+        t.allocs += s.allocs.load(Ordering::Relaxed);
+        t.frees += s.frees.load(Ordering::Relaxed);
+        t.alloc_bytes += s.alloc_bytes.load(Ordering::Relaxed);
+        t.free_bytes += s.free_bytes.load(Ordering::Relaxed);
+    }
+    t
+}
+
+/// This thread's own counters (exact when the thread owns its slot).
+pub fn thread_totals() -> AllocTotals {
+    let (s, _) = my_slot();
+    AllocTotals {
+        allocs: s.allocs.load(Ordering::Relaxed),
+        frees: s.frees.load(Ordering::Relaxed),
+        alloc_bytes: s.alloc_bytes.load(Ordering::Relaxed),
+        free_bytes: s.free_bytes.load(Ordering::Relaxed),
+    }
+}
+
+/// Highest live bytes seen (updated at every large block and every sample).
+pub fn peak_bytes(live_now: u64) -> u64 {
+    PEAK.fetch_max(live_now, Ordering::Relaxed).max(live_now)
+}
+
+/// Large-block events dropped because the queue was full: (allocs, releases).
+pub fn dropped() -> (u64, u64) {
+    (
+        DROPPED_ALLOC.load(Ordering::Relaxed),
+        DROPPED_RELEASE.load(Ordering::Relaxed),
+    )
+}
+
+/// Turns large-block events on (threshold in bytes) for a session.
+pub(crate) fn enable_events(threshold: u64) {
+    let _ = QUEUE.get_or_init(|| ArrayQueue::new(LARGE_QUEUE_CAPACITY));
+    THRESHOLD.store(threshold.max(1), Ordering::Relaxed);
+    EVENTS_ON.store(true, Ordering::Release);
+}
+
+pub(crate) fn disable_events() {
+    EVENTS_ON.store(false, Ordering::Release);
+}
+
+/// Takes every queued large-block event.
+pub(crate) fn drain(mut f: impl FnMut(RawBlock)) {
+    if let Some(q) = QUEUE.get() {
+        while let Some(b) = q.pop() {
+            f(b);
+        }
+    }
+}
+
+/// Whether this size produces an event: one relaxed load when events are off.
+#[inline(always)]
+fn is_large(size: usize) -> bool {
+    EVENTS_ON.load(Ordering::Relaxed) && size as u64 >= THRESHOLD.load(Ordering::Relaxed)
+}
+
+#[cold]
+fn report(t0: u64, t1: u64, bytes: usize, release: bool) {
+    let live = totals().live_bytes();
+    PEAK.fetch_max(live, Ordering::Relaxed);
+    let ev = RawBlock {
+        ticks: t0,
+        inside_ticks: t1.saturating_sub(t0),
+        bytes: bytes as u64,
+        os_tid: os_tid(),
+        span: current_ctx().span,
+        release,
+    };
+    let pushed = QUEUE.get().is_some_and(|q| q.push(ev).is_ok());
+    if !pushed {
+        let c = if release {
+            &DROPPED_RELEASE
+        } else {
+            &DROPPED_ALLOC
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The counting allocator. Install it in a binary with
+/// `#[global_allocator] static A: CountingAllocator = CountingAllocator;`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CountingAllocator;
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged, so the
+// `GlobalAlloc` contract is `System`'s; the bookkeeping around it never allocates (static
+// counters, a pre-allocated queue) and never unwinds.
+unsafe impl GlobalAlloc for CountingAllocator {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if is_large(layout.size()) {
+            let t0 = ticks();
+            // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
+            let p = unsafe { System.alloc(layout) };
+            if !p.is_null() {
+                count_alloc(layout.size());
+                report(t0, ticks(), layout.size(), false);
+            }
+            return p;
+        }
+        // SAFETY: forwarded unchanged.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            count_alloc(layout.size());
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let t0 = if is_large(layout.size()) { ticks() } else { 0 };
+        // SAFETY: forwarded unchanged: the system allocator gets fresh zero pages (calloc)
+        // without this wrapper touching them.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            count_alloc(layout.size());
+            if t0 != 0 {
+                report(t0, ticks(), layout.size(), false);
+            }
+        }
+        p
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if is_large(layout.size()) {
+            let t0 = ticks();
+            // SAFETY: forwarded unchanged; `ptr` came from this allocator with `layout`.
+            unsafe { System.dealloc(ptr, layout) };
+            count_free(layout.size());
+            report(t0, ticks(), layout.size(), true);
+            return;
+        }
+        // SAFETY: forwarded unchanged.
+        unsafe { System.dealloc(ptr, layout) };
+        count_free(layout.size());
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let large_old = is_large(layout.size());
+        let large_new = is_large(new_size);
+        let t0 = if large_old || large_new { ticks() } else { 0 };
+        // SAFETY: forwarded unchanged; the caller upholds `realloc`'s contract.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            count_free(layout.size());
+            count_alloc(new_size);
+            if t0 != 0 {
+                let t1 = ticks();
+                // The time inside goes to the event that caused the call; a release of the
+                // old block is reported with it when both sizes are large.
+                if large_old {
+                    report(t0, if large_new { t0 } else { t1 }, layout.size(), true);
+                }
+                if large_new {
+                    report(t0, t1, new_size, false);
+                }
+            }
+        }
+        p
+    }
+}

@@ -1,0 +1,286 @@
+//! Probe configuration: a builder whose defaults are documented constants, overridable by
+//! environment variables that share the `PROOFSCOPE_` prefix.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `PROOFSCOPE_OFF` | `1`/`true`: the probe does nothing (a span costs one relaxed load) | off |
+//! | `PROOFSCOPE_SOCKET` | socket path, or `none` for no socket | `$XDG_RUNTIME_DIR/proofscope/<prover>-<pid>.sock`, else `/tmp/proofscope-<uid>/…` |
+//! | `PROOFSCOPE_RECORD` | also write the stream to this recording file | none |
+//! | `PROOFSCOPE_HISTORY_BYTES` | flight recorder budget | 64 MiB |
+//! | `PROOFSCOPE_LARGE_BLOCK` | bytes at or above which allocations are reported | 1 MiB |
+//! | `PROOFSCOPE_ALLOC_SAMPLE_MS` | allocator sample interval | 10 |
+//! | `PROOFSCOPE_GPU_SAMPLE_MS` | NVML sample interval (`0`: no NVML sampling) | 100 |
+//! | `PROOFSCOPE_RING_EVENTS` | per-thread buffer, events | 16384 |
+//! | `PROOFSCOPE_SUBSCRIBER_BYTES` | per-subscriber queue bound | 16 MiB |
+//!
+//! Sizes accept a `K`, `M` or `G` suffix (binary units).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Flight recorder budget.
+pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
+/// Allocator sample interval.
+pub const DEFAULT_ALLOC_SAMPLE: Duration = Duration::from_millis(10);
+/// NVML sample interval (10 Hz); PCIe counters every `PCIE_EVERY` samples.
+pub const DEFAULT_GPU_SAMPLE: Duration = Duration::from_millis(100);
+pub const PCIE_EVERY: u32 = 10;
+/// Events each thread can buffer between collector cycles (40 bytes each).
+pub const DEFAULT_RING_EVENTS: usize = 16_384;
+/// Bytes of live frames a subscriber may have queued before its frames are dropped.
+pub const DEFAULT_SUBSCRIBER_BYTES: usize = 16 << 20;
+/// Bytes a recording file writer may have queued (it only drops if the disk stalls).
+pub const DEFAULT_RECORDER_BYTES: usize = 256 << 20;
+/// Collector cycle: how often thread buffers are drained when nothing wakes the collector.
+pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(5);
+/// A heartbeat is sent when nothing was sent for this long.
+pub const HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// Where the socket goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SocketChoice {
+    /// The per-user default directory, file `<prover>-<pid>.sock`.
+    Default,
+    At(PathBuf),
+    None,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProbeConfig {
+    pub prover_name: String,
+    pub prover_version: String,
+    pub off: bool,
+    pub socket: SocketChoice,
+    pub record: Option<PathBuf>,
+    pub history_bytes: usize,
+    pub large_block: u64,
+    pub alloc_sample: Duration,
+    /// `None`: no NVML sampling.
+    pub gpu_sample: Option<Duration>,
+    pub ring_events: usize,
+    pub subscriber_bytes: usize,
+    pub flush_interval: Duration,
+}
+
+/// A bad environment variable.
+#[derive(Debug, thiserror::Error)]
+#[error("environment variable {name}={value:?}: {reason}")]
+pub struct ConfigError {
+    pub name: &'static str,
+    pub value: String,
+    pub reason: &'static str,
+}
+
+fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mul) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1u64 << 10),
+        'm' | 'M' => (&s[..s.len() - 1], 1 << 20),
+        'g' | 'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok()?.checked_mul(mul)
+}
+
+impl ProbeConfig {
+    /// Defaults for a prover called `prover_name`.
+    pub fn new(prover_name: &str, prover_version: &str) -> ProbeConfig {
+        ProbeConfig {
+            prover_name: prover_name.to_owned(),
+            prover_version: prover_version.to_owned(),
+            off: false,
+            socket: SocketChoice::Default,
+            record: None,
+            history_bytes: DEFAULT_HISTORY_BYTES,
+            large_block: super::alloc::DEFAULT_LARGE_BLOCK,
+            alloc_sample: DEFAULT_ALLOC_SAMPLE,
+            gpu_sample: Some(DEFAULT_GPU_SAMPLE),
+            ring_events: DEFAULT_RING_EVENTS,
+            subscriber_bytes: DEFAULT_SUBSCRIBER_BYTES,
+            flush_interval: DEFAULT_FLUSH_INTERVAL,
+        }
+    }
+
+    /// Defaults, then the `PROOFSCOPE_*` environment variables.
+    pub fn from_env(prover_name: &str, prover_version: &str) -> Result<ProbeConfig, ConfigError> {
+        Self::new(prover_name, prover_version).apply_env(|k| std::env::var(k).ok())
+    }
+
+    /// Applies variables read through `get` (testable without touching the environment).
+    pub fn apply_env(
+        mut self,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<ProbeConfig, ConfigError> {
+        let size = |name: &'static str| -> Result<Option<u64>, ConfigError> {
+            match get(name) {
+                None => Ok(None),
+                Some(v) => parse_size(&v).map(Some).ok_or(ConfigError {
+                    name,
+                    value: v,
+                    reason: "expected a size in bytes, e.g. 1048576 or 1M",
+                }),
+            }
+        };
+        let millis = |name: &'static str| -> Result<Option<u64>, ConfigError> {
+            match get(name) {
+                None => Ok(None),
+                Some(v) => v.trim().parse::<u64>().map(Some).map_err(|_| ConfigError {
+                    name,
+                    value: v,
+                    reason: "expected a whole number of milliseconds",
+                }),
+            }
+        };
+        if let Some(v) = get("PROOFSCOPE_OFF") {
+            self.off = match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => true,
+                "0" | "false" | "no" | "off" | "" => false,
+                _ => {
+                    return Err(ConfigError {
+                        name: "PROOFSCOPE_OFF",
+                        value: v,
+                        reason: "expected 1/0, true/false",
+                    });
+                }
+            };
+        }
+        if let Some(v) = get("PROOFSCOPE_SOCKET") {
+            self.socket = match v.trim() {
+                "" | "default" => SocketChoice::Default,
+                "none" | "off" => SocketChoice::None,
+                p => SocketChoice::At(PathBuf::from(p)),
+            };
+        }
+        if let Some(v) = get("PROOFSCOPE_RECORD").filter(|v| !v.trim().is_empty()) {
+            self.record = Some(PathBuf::from(v));
+        }
+        if let Some(v) = size("PROOFSCOPE_HISTORY_BYTES")? {
+            self.history_bytes = v as usize;
+        }
+        if let Some(v) = size("PROOFSCOPE_LARGE_BLOCK")? {
+            self.large_block = v.max(1);
+        }
+        if let Some(v) = millis("PROOFSCOPE_ALLOC_SAMPLE_MS")? {
+            self.alloc_sample = Duration::from_millis(v.max(1));
+        }
+        if let Some(v) = millis("PROOFSCOPE_GPU_SAMPLE_MS")? {
+            self.gpu_sample = (v > 0).then(|| Duration::from_millis(v));
+        }
+        if let Some(v) = size("PROOFSCOPE_RING_EVENTS")? {
+            self.ring_events = (v as usize).clamp(64, 1 << 24);
+        }
+        if let Some(v) = size("PROOFSCOPE_SUBSCRIBER_BYTES")? {
+            self.subscriber_bytes = (v as usize).max(64 << 10);
+        }
+        Ok(self)
+    }
+
+    pub fn off(mut self, off: bool) -> Self {
+        self.off = off;
+        self
+    }
+    pub fn socket(mut self, socket: SocketChoice) -> Self {
+        self.socket = socket;
+        self
+    }
+    pub fn record(mut self, path: Option<PathBuf>) -> Self {
+        self.record = path;
+        self
+    }
+    pub fn history_bytes(mut self, bytes: usize) -> Self {
+        self.history_bytes = bytes;
+        self
+    }
+    pub fn large_block(mut self, bytes: u64) -> Self {
+        self.large_block = bytes.max(1);
+        self
+    }
+    pub fn alloc_sample(mut self, every: Duration) -> Self {
+        self.alloc_sample = every.max(Duration::from_millis(1));
+        self
+    }
+    pub fn gpu_sample(mut self, every: Option<Duration>) -> Self {
+        self.gpu_sample = every;
+        self
+    }
+    pub fn ring_events(mut self, n: usize) -> Self {
+        self.ring_events = n.clamp(16, 1 << 24);
+        self
+    }
+    pub fn subscriber_bytes(mut self, n: usize) -> Self {
+        self.subscriber_bytes = n;
+        self
+    }
+    pub fn flush_interval(mut self, every: Duration) -> Self {
+        self.flush_interval = every.max(Duration::from_micros(100));
+        self
+    }
+
+    /// The socket path this configuration resolves to, if any.
+    pub fn socket_path(&self) -> Option<PathBuf> {
+        match &self.socket {
+            SocketChoice::None => None,
+            SocketChoice::At(p) => Some(p.clone()),
+            SocketChoice::Default => Some(default_socket_dir().join(format!(
+                "{}-{}.sock",
+                self.prover_name,
+                std::process::id()
+            ))),
+        }
+    }
+}
+
+/// `$XDG_RUNTIME_DIR/proofscope`, else `/tmp/proofscope-<uid>`. Viewers list sockets here.
+pub fn default_socket_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d).join("proofscope"),
+        None => {
+            // SAFETY: getuid cannot fail and has no preconditions.
+            let uid = unsafe { libc::getuid() };
+            PathBuf::from(format!("/tmp/proofscope-{uid}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn environment_overrides_defaults() {
+        let c = ProbeConfig::new("p", "0")
+            .apply_env(env(&[
+                ("PROOFSCOPE_HISTORY_BYTES", "8M"),
+                ("PROOFSCOPE_LARGE_BLOCK", "4096"),
+                ("PROOFSCOPE_GPU_SAMPLE_MS", "0"),
+                ("PROOFSCOPE_SOCKET", "/tmp/x.sock"),
+                ("PROOFSCOPE_OFF", "true"),
+            ]))
+            .unwrap();
+        assert_eq!(c.history_bytes, 8 << 20);
+        assert_eq!(c.large_block, 4096);
+        assert_eq!(c.gpu_sample, None);
+        assert_eq!(c.socket, SocketChoice::At("/tmp/x.sock".into()));
+        assert!(c.off);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let err = ProbeConfig::new("p", "0")
+            .apply_env(env(&[("PROOFSCOPE_HISTORY_BYTES", "lots")]))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("PROOFSCOPE_HISTORY_BYTES"),
+            "{err}"
+        );
+    }
+}

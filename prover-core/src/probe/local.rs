@@ -1,0 +1,560 @@
+//! The hot path: span guards, handles for work on other threads, markers, proof scopes.
+//!
+//! A span edge is a tick read and a push into a ring the thread owns. The current span and
+//! proof of each thread live in a `const` thread-local `Cell` with no destructor, so the
+//! allocator can read them too (even while a thread is being torn down).
+
+use super::clock::{ticks, ticks_for};
+use super::names::CallSite;
+use super::ring::{Producer, Pushed, RawEvent, RawKind, Ring};
+use super::session::{self, ENABLED_BIT, SPAN_BLOCK, SlowEvent, generation_of, state};
+use probe_protocol::{Event, ProofBegin, ProofEnd, Verification};
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// The innermost open span of a thread and the proof it belongs to (0 = none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ctx {
+    pub span: u64,
+    pub proof: u64,
+}
+
+thread_local! {
+    static CTX: Cell<Ctx> = const { Cell::new(Ctx { span: 0, proof: 0 }) };
+    static TID: Cell<u32> = const { Cell::new(0) };
+    /// The hot per-thread state: `const`, no destructor, so reaching it costs no lazy
+    /// initialisation check.
+    static HOT: UnsafeCell<Hot> = const { UnsafeCell::new(Hot::EMPTY) };
+    /// Keeps this thread's ring alive; its destructor detaches `HOT` and closes the ring.
+    static KEEP: RefCell<Option<Keep>> = const { RefCell::new(None) };
+}
+
+/// This thread's current span context (used by the allocator; never panics).
+#[inline]
+pub fn current_ctx() -> Ctx {
+    CTX.try_with(Cell::get).unwrap_or_default()
+}
+
+/// The kernel's id of this thread, cached after the first call.
+#[inline]
+pub fn os_tid() -> u32 {
+    TID.try_with(|c| {
+        let t = c.get();
+        if t != 0 {
+            return t;
+        }
+        // SAFETY: gettid has no preconditions and cannot fail.
+        let t = unsafe { libc::gettid() } as u32;
+        c.set(t);
+        t
+    })
+    .unwrap_or(0)
+}
+
+struct Hot {
+    generation: u64,
+    producer: Producer,
+    next_span: u64,
+    block_end: u64,
+    /// The thread is exiting: never join a session again.
+    dead: bool,
+}
+
+impl Hot {
+    const EMPTY: Hot = Hot {
+        generation: 0,
+        producer: Producer::DETACHED,
+        next_span: 0,
+        block_end: 0,
+        dead: false,
+    };
+
+    #[inline]
+    fn span_id(&mut self) -> u64 {
+        if self.next_span == self.block_end {
+            self.refill_ids();
+        }
+        let id = self.next_span;
+        self.next_span += 1;
+        id
+    }
+
+    #[cold]
+    fn refill_ids(&mut self) {
+        let start = session::current()
+            .map(|s| s.next_span.fetch_add(SPAN_BLOCK, Ordering::Relaxed))
+            .unwrap_or(1);
+        self.next_span = start;
+        self.block_end = start + SPAN_BLOCK;
+    }
+}
+
+struct Keep {
+    ring: Arc<Ring>,
+    collector: Option<std::thread::Thread>,
+}
+
+impl Drop for Keep {
+    fn drop(&mut self) {
+        let ptr = Arc::as_ptr(&self.ring);
+        let _ = HOT.try_with(|h| {
+            // SAFETY: only this thread touches its HOT, and no hot-path borrow is live while
+            // a thread-local destructor runs.
+            let hot = unsafe { &mut *h.get() };
+            if hot.producer.is_attached_to(ptr) {
+                hot.producer.detach();
+                hot.dead = true;
+            }
+        });
+        self.ring.close();
+    }
+}
+
+/// Joins the running session: a fresh ring, a block of span ids. Once per thread per
+/// session; allocates the ring — the only allocation on this path.
+#[cold]
+fn join(generation: u64) -> bool {
+    let Ok(dead) = HOT.try_with(|h| {
+        // SAFETY: only this thread touches its HOT; no borrow of it is live here.
+        unsafe { (*h.get()).dead }
+    }) else {
+        return false;
+    };
+    if dead {
+        return false;
+    }
+    let Some(shared) = session::current() else {
+        return false;
+    };
+    if shared.generation != generation {
+        return false;
+    }
+    let name = std::thread::current()
+        .name()
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("thread-{}", os_tid()));
+    let ring = Arc::new(Ring::new(shared.config.ring_events, os_tid(), name));
+    let keep = Keep {
+        ring: ring.clone(),
+        collector: shared.collector.get().cloned(),
+    };
+    // Detach from an older session's ring before its guard is replaced (and closes it).
+    let _ = HOT.try_with(|h| {
+        // SAFETY: as above.
+        unsafe { (*h.get()).producer.detach() }
+    });
+    let installed = KEEP
+        .try_with(|k| match k.try_borrow_mut() {
+            Ok(mut k) => {
+                *k = Some(keep);
+                true
+            }
+            Err(_) => false,
+        })
+        .unwrap_or(false);
+    if !installed {
+        return false;
+    }
+    shared
+        .rings
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(ring.clone());
+    HOT.try_with(|h| {
+        // SAFETY: as above; `ring` is kept alive by KEEP until that guard detaches us.
+        let hot = unsafe { &mut *h.get() };
+        hot.generation = generation;
+        hot.producer = Producer::attach(&ring);
+        hot.next_span = 0;
+        hot.block_end = 0;
+    })
+    .is_ok()
+}
+
+#[cold]
+fn wake_collector() {
+    let _ = KEEP.try_with(|k| {
+        if let Ok(k) = k.try_borrow()
+            && let Some(c) = k.as_ref().and_then(|k| k.collector.as_ref())
+        {
+            c.unpark();
+        }
+    });
+}
+
+/// Pushes one event from this thread, joining the session first if needed. Returns the span
+/// id allocated by `alloc_span` (0 when not allocated or not recorded).
+#[inline(always)]
+fn emit(mut ev: RawEvent, alloc_span: bool, generation: u64) -> u64 {
+    let r = HOT.try_with(|h| {
+        // SAFETY: only this thread touches its HOT; the borrow ends before anything that
+        // could reach this function again (join and wake run outside it).
+        let stale = unsafe { (*h.get()).generation } != generation;
+        if stale && !join(generation) {
+            return (0, Pushed::Detached);
+        }
+        // SAFETY: as above; no other reference to this thread's HOT exists now.
+        let hot = unsafe { &mut *h.get() };
+        if alloc_span {
+            ev.span = hot.span_id();
+        }
+        // SAFETY: the producer is attached only while KEEP holds its ring, and this thread
+        // is the ring's only producer.
+        let pushed = unsafe { hot.producer.push(ev) };
+        (ev.span, pushed)
+    });
+    match r {
+        Ok((span, Pushed::Ok | Pushed::Dropped)) => span,
+        Ok((span, Pushed::HalfFull)) => {
+            wake_collector();
+            span
+        }
+        _ => 0,
+    }
+}
+
+/// Makes sure this thread is known to the session (its ThreadDef), without an event.
+fn ensure_joined() {
+    let generation = generation_of(state());
+    let stale = HOT
+        .try_with(|h| {
+            // SAFETY: only this thread touches its HOT; the read ends at once.
+            unsafe { (*h.get()).generation != generation }
+        })
+        .unwrap_or(false);
+    if stale {
+        join(generation);
+    }
+}
+
+/// An open span; closes it when dropped. Not `Send`: a span ends on the thread that opened it.
+#[must_use = "a span closes when its guard is dropped"]
+#[derive(Debug)]
+pub struct SpanGuard {
+    span: u64,
+    prev: Ctx,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl SpanGuard {
+    const INACTIVE: SpanGuard = SpanGuard {
+        span: 0,
+        prev: Ctx { span: 0, proof: 0 },
+        _not_send: PhantomData,
+    };
+
+    /// Opens a span named by `site` under this thread's current span.
+    #[inline]
+    pub fn enter(site: &CallSite) -> SpanGuard {
+        let st = state();
+        if st & ENABLED_BIT == 0 {
+            return SpanGuard::INACTIVE;
+        }
+        let ctx = current_ctx();
+        Self::begin(st, site.id(), ctx.span, ctx.proof, ctx)
+    }
+
+    /// Opens a span under an explicit parent (e.g. a handle from another thread).
+    #[inline]
+    pub fn enter_under(site: &CallSite, parent: SpanHandle) -> SpanGuard {
+        let st = state();
+        if st & ENABLED_BIT == 0 {
+            return SpanGuard::INACTIVE;
+        }
+        Self::begin(st, site.id(), parent.span, parent.proof, current_ctx())
+    }
+
+    /// Opens a span with a name interned at run time (slow: a lookup under a lock).
+    pub fn enter_dynamic(name: &str) -> SpanGuard {
+        let st = state();
+        if st & ENABLED_BIT == 0 {
+            return SpanGuard::INACTIVE;
+        }
+        let ctx = current_ctx();
+        Self::begin(st, super::names::intern(name), ctx.span, ctx.proof, ctx)
+    }
+
+    #[inline(always)]
+    fn begin(st: u64, name: u32, parent: u64, proof: u64, prev: Ctx) -> SpanGuard {
+        let span = emit(
+            RawEvent::new(RawKind::SpanBegin, ticks_for(st), 0, parent, proof, name),
+            true,
+            generation_of(st),
+        );
+        if span == 0 {
+            return SpanGuard::INACTIVE;
+        }
+        let _ = CTX.try_with(|c| c.set(Ctx { span, proof }));
+        SpanGuard {
+            span,
+            prev,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// A handle naming this span as the parent of work on other threads.
+    pub fn handle(&self) -> SpanHandle {
+        SpanHandle {
+            span: self.span,
+            proof: current_ctx().proof,
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.span
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.span != 0
+    }
+}
+
+impl Drop for SpanGuard {
+    #[inline]
+    fn drop(&mut self) {
+        if self.span == 0 {
+            return;
+        }
+        let st = state();
+        emit(
+            RawEvent::new(RawKind::SpanEnd, ticks_for(st), self.span, 0, 0, 0),
+            false,
+            generation_of(st),
+        );
+        let prev = self.prev;
+        let _ = CTX.try_with(|c| c.set(prev));
+    }
+}
+
+/// Names a span (and its proof) so that work on another thread can nest under it.
+/// `Copy` and `Send`: pass it into rayon closures or GPU threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SpanHandle {
+    pub span: u64,
+    pub proof: u64,
+}
+
+impl SpanHandle {
+    /// This thread's current span.
+    pub fn current() -> SpanHandle {
+        let c = current_ctx();
+        SpanHandle {
+            span: c.span,
+            proof: c.proof,
+        }
+    }
+
+    /// Makes this span the current span of this thread until the guard drops: spans opened
+    /// meanwhile become its children.
+    pub fn adopt(self) -> Adopted {
+        let prev = current_ctx();
+        let _ = CTX.try_with(|c| {
+            c.set(Ctx {
+                span: self.span,
+                proof: self.proof,
+            })
+        });
+        Adopted {
+            prev,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+/// Restores the thread's previous span context when dropped.
+#[must_use = "the adopted parent is forgotten when this guard drops"]
+#[derive(Debug)]
+pub struct Adopted {
+    prev: Ctx,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for Adopted {
+    fn drop(&mut self) {
+        let prev = self.prev;
+        let _ = CTX.try_with(|c| c.set(prev));
+    }
+}
+
+/// Records an instant named by `site` inside the current span.
+#[inline]
+pub fn marker(site: &CallSite) {
+    let st = state();
+    if st & ENABLED_BIT == 0 {
+        return;
+    }
+    let name = site.id();
+    emit(
+        RawEvent::new(
+            RawKind::Marker,
+            ticks_for(st),
+            current_ctx().span,
+            0,
+            0,
+            name,
+        ),
+        false,
+        generation_of(st),
+    );
+}
+
+/// Records an instant with a text (slow path: the text is copied).
+pub fn marker_with_text(name: &str, text: impl Into<String>) {
+    if !enabled() {
+        return;
+    }
+    let t = ticks();
+    let Some(shared) = session::current() else {
+        return;
+    };
+    let ctx = current_ctx();
+    // The thread's ring registers its ThreadDef; make sure it exists.
+    ensure_joined();
+    shared.push_slow(SlowEvent::Ticks(
+        t,
+        Event::Marker(Box::new(probe_protocol::Marker {
+            ts: 0,
+            name: super::names::intern(name),
+            thread: os_tid(),
+            span: (ctx.span != 0).then_some(ctx.span),
+            text: Some(text.into()),
+        })),
+    ));
+}
+
+/// What a proof is, for `ProofBegin`.
+#[derive(Debug, Clone, Default)]
+pub struct ProofInfo {
+    pub circuit: String,
+    pub constraints: u64,
+    pub circuits: u32,
+    pub backend: String,
+    pub synthetic_srs: bool,
+}
+
+/// One proof (one batch): opens the outer span `prove` — the wrapper timer — and emits
+/// `ProofBegin`; [`ProofScope::end`] closes both.
+#[derive(Debug)]
+#[must_use = "call end() with the outcome"]
+pub struct ProofScope {
+    proof: u64,
+    guard: Option<SpanGuard>,
+}
+
+static PROVE_SITE: CallSite = CallSite::new("prove");
+
+impl ProofScope {
+    pub fn begin(info: ProofInfo) -> ProofScope {
+        if !enabled() {
+            return ProofScope {
+                proof: 0,
+                guard: None,
+            };
+        }
+        let Some(shared) = session::current() else {
+            return ProofScope {
+                proof: 0,
+                guard: None,
+            };
+        };
+        let proof = shared.next_proof.fetch_add(1, Ordering::Relaxed);
+        let t = ticks();
+        let ctx = current_ctx();
+        let guard = SpanGuard::begin(state(), PROVE_SITE.id(), ctx.span, proof, ctx);
+        shared.push_slow(SlowEvent::Ticks(
+            t,
+            Event::ProofBegin(Box::new(ProofBegin {
+                ts: 0,
+                proof,
+                span: guard.id(),
+                circuit: info.circuit,
+                constraints: info.constraints,
+                circuits: info.circuits,
+                backend: info.backend,
+                synthetic_srs: info.synthetic_srs,
+            })),
+        ));
+        ProofScope {
+            proof,
+            guard: Some(guard),
+        }
+    }
+
+    /// The proof id (0 when the probe is off).
+    pub fn id(&self) -> u64 {
+        self.proof
+    }
+
+    /// The outer span, as a parent for work on other threads.
+    pub fn handle(&self) -> SpanHandle {
+        SpanHandle {
+            span: self.guard.as_ref().map_or(0, SpanGuard::id),
+            proof: self.proof,
+        }
+    }
+
+    /// Closes the outer span and reports how the proof ended.
+    pub fn end(mut self, ok: bool, verification: Verification, error: Option<String>) {
+        drop(self.guard.take());
+        if self.proof == 0 {
+            return;
+        }
+        let t = ticks();
+        if let Some(shared) = session::current() {
+            shared.push_slow(SlowEvent::Ticks(
+                t,
+                Event::ProofEnd(Box::new(ProofEnd {
+                    ts: 0,
+                    proof: self.proof,
+                    ok,
+                    verification,
+                    error,
+                })),
+            ));
+        }
+    }
+}
+
+/// Reports GPU work already converted to session time (slow path, off the GPU's hot loop).
+pub fn gpu_span(
+    device: u32,
+    stream: u32,
+    name: &str,
+    start_ns: u64,
+    end_ns: u64,
+    parent: SpanHandle,
+) {
+    if !enabled() {
+        return;
+    }
+    if let Some(shared) = session::current() {
+        shared.push_slow(SlowEvent::Session(Event::GpuSpan(
+            probe_protocol::GpuSpan {
+                start: start_ns,
+                end: end_ns,
+                device,
+                stream,
+                name: super::names::intern(name),
+                span: (parent.span != 0).then_some(parent.span),
+            },
+        )));
+    }
+}
+
+/// Session nanoseconds now (0 when no session runs). For converting external clocks.
+pub fn now_ns() -> u64 {
+    session::current().map_or(0, |s| s.clock.now_ns())
+}
+
+/// Converts a CLOCK_MONOTONIC reading (ns) to session time.
+pub fn monotonic_to_session_ns(mono_ns: u64) -> u64 {
+    session::current().map_or(0, |s| s.clock.monotonic_to_ns(mono_ns))
+}
+
+/// Whether a session is running and recording.
+#[inline]
+pub fn enabled() -> bool {
+    state() & ENABLED_BIT != 0
+}

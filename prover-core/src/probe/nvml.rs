@@ -1,0 +1,118 @@
+//! NVML: the GPU inventory for `Hello`, and a named sampler thread (10 Hz by default) that
+//! reads utilisation, memory, power, energy, temperature and clocks of every device, and the
+//! PCIe counters at a lower rate (each PCIe read samples for ~20 ms). Without NVML (no driver,
+//! no library) `Hello` says why and no thread runs.
+
+use super::config::PCIE_EVERY;
+use super::session::{Shared, SlowEvent};
+use nvml_wrapper::Nvml;
+use nvml_wrapper::enum_wrappers::device::{Clock, PcieUtilCounter, TemperatureSensor};
+use probe_protocol::{Event, GpuInfo, GpuSample};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// What NVML said at start.
+#[derive(Debug)]
+pub struct Inventory {
+    pub nvml: Option<Nvml>,
+    pub gpus: Vec<GpuInfo>,
+    pub unavailable_reason: Option<String>,
+    pub driver_version: Option<String>,
+}
+
+/// Enumerates GPUs. Never panics: a missing library is a reason, not an error.
+pub fn inventory() -> Inventory {
+    let nvml = match Nvml::init() {
+        Ok(n) => n,
+        Err(e) => {
+            return Inventory {
+                nvml: None,
+                gpus: Vec::new(),
+                unavailable_reason: Some(format!("NVML unavailable: {e}")),
+                driver_version: None,
+            };
+        }
+    };
+    let driver_version = nvml.sys_driver_version().ok();
+    let count = match nvml.device_count() {
+        Ok(c) => c,
+        Err(e) => {
+            return Inventory {
+                nvml: None,
+                gpus: Vec::new(),
+                unavailable_reason: Some(format!("NVML could not count devices: {e}")),
+                driver_version,
+            };
+        }
+    };
+    let mut gpus = Vec::new();
+    for index in 0..count {
+        let Ok(d) = nvml.device_by_index(index) else {
+            continue;
+        };
+        gpus.push(GpuInfo {
+            index,
+            name: d.name().unwrap_or_else(|_| "unknown GPU".into()),
+            memory_total_bytes: d.memory_info().map(|m| m.total).unwrap_or(0),
+            uuid: d.uuid().unwrap_or_default(),
+            pci_bus_id: d.pci_info().map(|p| p.bus_id).unwrap_or_default(),
+        });
+    }
+    let unavailable_reason = gpus.is_empty().then(|| "NVML found no GPU".to_string());
+    Inventory {
+        nvml: Some(nvml),
+        gpus,
+        unavailable_reason,
+        driver_version,
+    }
+}
+
+/// Samples every device until the session stops.
+pub(crate) fn run(nvml: Nvml, shared: Arc<Shared>, every: Duration) {
+    let count = nvml.device_count().unwrap_or(0);
+    let devices: Vec<_> = (0..count)
+        .filter_map(|i| nvml.device_by_index(i).ok().map(|d| (i, d)))
+        .collect();
+    let mut n: u32 = 0;
+    let mut next = Instant::now();
+    while !shared.stop.load(Ordering::Acquire) {
+        let pcie = n % PCIE_EVERY == 0;
+        n = n.wrapping_add(1);
+        for (index, d) in &devices {
+            let util = d.utilization_rates().ok();
+            let mem = d.memory_info().ok();
+            let (rx, tx) = if pcie {
+                (
+                    d.pcie_throughput(PcieUtilCounter::Receive).ok(),
+                    d.pcie_throughput(PcieUtilCounter::Send).ok(),
+                )
+            } else {
+                (None, None)
+            };
+            let sample = GpuSample {
+                ts: shared.clock.now_ns(),
+                device: *index,
+                util_pct: util.as_ref().map(|u| u.gpu.min(100) as u8),
+                mem_util_pct: util.as_ref().map(|u| u.memory.min(100) as u8),
+                mem_used_bytes: mem.as_ref().map(|m| m.used),
+                mem_total_bytes: mem.as_ref().map(|m| m.total),
+                power_mw: d.power_usage().ok(),
+                energy_mj: d.total_energy_consumption().ok(),
+                temp_c: d.temperature(TemperatureSensor::Gpu).ok(),
+                sm_clock_mhz: d.clock_info(Clock::SM).ok(),
+                mem_clock_mhz: d.clock_info(Clock::Memory).ok(),
+                pcie_rx_kbps: rx,
+                pcie_tx_kbps: tx,
+            };
+            shared.push_slow(SlowEvent::Session(Event::GpuSample(Box::new(sample))));
+        }
+        next += every;
+        let now = Instant::now();
+        if next > now {
+            std::thread::park_timeout(next - now);
+        } else {
+            next = now;
+        }
+    }
+}

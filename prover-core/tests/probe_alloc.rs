@@ -1,0 +1,146 @@
+//! The counting allocator as the global allocator: exact large-block events and live-byte
+//! accounting.
+mod common;
+
+use common::*;
+use probe_protocol::*;
+use prover_core::probe::{self, CountingAllocator, Probe, ProbeConfig, SessionInfo, SocketChoice};
+use prover_core::span;
+use std::time::Duration;
+
+#[global_allocator]
+static ALLOC: CountingAllocator = CountingAllocator;
+
+const MIB: usize = 1 << 20;
+
+#[test]
+fn three_10_mib_blocks_yield_exactly_their_alloc_and_release_events() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("a.sock");
+    // Threshold 8 MiB: nothing else this test does allocates that much.
+    let cfg = ProbeConfig::new("alloc-test", "0")
+        .socket(SocketChoice::At(sock.clone()))
+        .gpu_sample(None)
+        .large_block(8 * MIB as u64);
+    let p = Probe::start(cfg, SessionInfo::default()).unwrap();
+    let mut client = Client::connect(&sock, true);
+    let head = client.read_until(|e| matches!(e, Event::LiveStart { .. }));
+
+    let worker = std::thread::Builder::new()
+        .name("allocating-worker".into())
+        .spawn(|| {
+            // The first span joins the thread to the session (its ring stays allocated), so
+            // the baseline is taken inside it.
+            let _s = span!("alloc_phase");
+            let before = probe::thread_totals();
+            let mut blocks: Vec<Vec<u8>> = Vec::new();
+            for i in 0..3u8 {
+                let mut v = vec![0u8; 10 * MIB];
+                v[i as usize * 4096] = i; // touch a page
+                blocks.push(v);
+            }
+            let mid = probe::thread_totals();
+            drop(blocks);
+            let after = probe::thread_totals();
+            (before, mid, after)
+        })
+        .unwrap();
+    let (before, mid, after) = worker.join().unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    p.shutdown("done");
+    let mut events = head;
+    events.extend(client.read_until_goodbye(None));
+
+    // Live bytes went up by at least the three blocks and came back to the baseline.
+    assert!(mid.live_bytes() >= before.live_bytes() + 30 * MIB as u64);
+    assert_eq!(
+        after.live_bytes(),
+        before.live_bytes(),
+        "live bytes back to baseline"
+    );
+    assert_eq!(after.allocs - before.allocs, after.frees - before.frees);
+
+    let threads = threads(&events);
+    let names = names(&events);
+    let span_name: std::collections::HashMap<u64, String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::SpanBegin(b) => Some((b.span, names[&b.name].clone())),
+            _ => None,
+        })
+        .collect();
+    let allocs: Vec<BlockEvent> = events
+        .iter()
+        .filter_map(|e| {
+            if let Event::Alloc(b) = e {
+                Some(*b)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let releases: Vec<BlockEvent> = events
+        .iter()
+        .filter_map(|e| {
+            if let Event::Release(b) = e {
+                Some(*b)
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(allocs.len(), 3, "{allocs:?}");
+    assert_eq!(releases.len(), 3, "{releases:?}");
+    for b in allocs.iter().chain(&releases) {
+        assert_eq!(b.bytes, 10 * MIB as u64);
+        assert_eq!(threads[&b.thread], "allocating-worker");
+        assert_eq!(b.span.map(|s| span_name[&s].as_str()), Some("alloc_phase"));
+        assert!(b.inside_ns < 5_000_000_000);
+    }
+    // Releases come after the allocations.
+    let last_alloc = allocs.iter().map(|b| b.ts).max().unwrap();
+    assert!(releases.iter().all(|r| r.ts >= last_alloc));
+    // Samples carry live/peak/RSS.
+    let sample = events
+        .iter()
+        .rev()
+        .find_map(|e| {
+            if let Event::AllocSample(s) = e {
+                Some(*s)
+            } else {
+                None
+            }
+        })
+        .unwrap();
+    assert!(
+        sample.peak_bytes >= 30 * MIB as u64,
+        "peak {}",
+        sample.peak_bytes
+    );
+    assert!(sample.rss_bytes > 0);
+    assert!(sample.allocs >= sample.frees);
+}
+
+#[test]
+fn alloc_zeroed_and_realloc_are_forwarded() {
+    // A 256 MiB zeroed vector must not be touched by the allocator: it returns at once and
+    // RSS does not grow by its size.
+    let _g = serial();
+    let rss0 = rss();
+    let v: Vec<u8> = vec![0; 256 * MIB];
+    let rss1 = rss();
+    assert!(
+        rss1 < rss0 + 64 * MIB as u64,
+        "calloc pages were touched: {rss0} -> {rss1}"
+    );
+    assert_eq!(v[123_456], 0);
+    let mut w: Vec<u64> = Vec::with_capacity(4);
+    w.extend(0..1_000_000u64);
+    assert_eq!(w[999_999], 999_999);
+}
+
+fn rss() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap();
+    s.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
+}

@@ -1,0 +1,381 @@
+//! The probe end to end over a real socket: nesting across threads, exact drop accounting,
+//! late subscribers, socket hygiene.
+mod common;
+
+use common::*;
+use probe_protocol::*;
+use prover_core::probe::{
+    self, Probe, ProbeConfig, ProbeError, SessionInfo, SocketChoice, SpanHandle,
+};
+use prover_core::{marker, span};
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::time::Duration;
+
+fn config(sock: &std::path::Path) -> ProbeConfig {
+    ProbeConfig::new("test-prover", "0.0.0")
+        .socket(SocketChoice::At(sock.to_owned()))
+        .gpu_sample(None)
+        .large_block(u64::MAX / 2)
+}
+
+fn start(cfg: ProbeConfig) -> Probe {
+    Probe::start(
+        cfg,
+        SessionInfo {
+            backend: "cpu".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn spans_from_several_threads_arrive_complete_and_correctly_nested() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("p.sock");
+    let p = start(config(&sock));
+    let mut client = Client::connect(&sock, false);
+    // Wait until we are live, so everything below is received live.
+    client.read_until(|e| matches!(e, Event::LiveStart { .. }));
+
+    let outer = span!("outer");
+    let handle = outer.handle();
+    let workers: Vec<_> = (0..4)
+        .map(|i| {
+            std::thread::Builder::new()
+                .name(format!("worker-{i}"))
+                .spawn(move || {
+                    // Adopt the main thread's span as parent, then nest.
+                    let _a = handle.adopt();
+                    for _ in 0..100 {
+                        let _mid = span!("mid");
+                        let _inner = span!("inner");
+                        marker!("tick");
+                    }
+                    let _x = span!("under_explicit", parent = SpanHandle::current());
+                })
+                .unwrap()
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let outer_id = outer.id();
+    drop(outer);
+    p.shutdown("test done");
+    let events = client.read_until_goodbye(None);
+
+    let names = names(&events);
+    let threads = threads(&events);
+    let mut open: HashMap<u64, SpanBegin> = HashMap::new();
+    let mut closed = HashSet::new();
+    for e in &events {
+        match e {
+            Event::SpanBegin(b) => {
+                assert!(open.insert(b.span, *b).is_none(), "span id reused");
+            }
+            Event::SpanEnd(end) => {
+                assert!(open.contains_key(&end.span), "end before begin");
+                assert!(closed.insert(end.span));
+                assert!(end.ts >= open[&end.span].ts);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(open.len(), 1 + 4 * 201);
+    assert_eq!(closed.len(), open.len(), "every span closed");
+    for b in open.values() {
+        let name = names[&b.name].as_str();
+        let parent = b.parent.map(|p| names[&open[&p].name].as_str());
+        match name {
+            "outer" => assert_eq!(b.parent, None),
+            "mid" => assert_eq!(b.parent, Some(outer_id)),
+            "inner" => {
+                assert_eq!(parent, Some("mid"));
+                assert_eq!(
+                    open[&b.parent.unwrap()].thread,
+                    b.thread,
+                    "nests per thread"
+                );
+            }
+            "under_explicit" => assert_eq!(b.parent, Some(outer_id)),
+            other => panic!("unexpected span {other}"),
+        }
+        if name != "outer" {
+            assert!(
+                threads[&b.thread].starts_with("worker-"),
+                "{}",
+                threads[&b.thread]
+            );
+        }
+    }
+    let markers = events
+        .iter()
+        .filter(|e| matches!(e, Event::Marker(_)))
+        .count();
+    assert_eq!(markers, 400);
+    assert!(matches!(events.last(), Some(Event::Goodbye { reason, .. }) if reason == "test done"));
+}
+
+/// A subscriber attached before the first event, reading slowly through a small queue, with
+/// small thread rings: per kind, received + reported dropped = emitted, exactly.
+#[test]
+fn received_plus_dropped_equals_emitted_for_every_kind() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("p.sock");
+    let cfg = config(&sock)
+        .subscriber_bytes(64 << 10)
+        .ring_events(256)
+        .alloc_sample(Duration::from_millis(1));
+    let p = start(cfg);
+    // With history, the subscriber sees the session from its first event.
+    let mut client = Client::connect(&sock, true);
+    let head = client.read_until(|e| matches!(e, Event::LiveStart { .. }));
+    let n_threads = 3;
+    let per = 20_000u64;
+    let ts: Vec<_> = (0..n_threads)
+        .map(|i| {
+            std::thread::Builder::new()
+                .name(format!("emitter-{i}"))
+                .spawn(move || {
+                    for k in 0..per {
+                        let _s = span!("work");
+                        if k % 10 == 0 {
+                            marker!("m");
+                        }
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    // Read slowly meanwhile so the subscriber queue overflows.
+    let reader = std::thread::Builder::new()
+        .name("slow-reader".into())
+        .spawn(move || {
+            let mut all = head;
+            all.extend(client.read_until_goodbye(Some(Duration::from_millis(2))));
+            all
+        })
+        .unwrap();
+    for t in ts {
+        t.join().unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let stats = p.shutdown("done").unwrap();
+    let events = reader.join().unwrap();
+    let (got, dropped) = tally(&events);
+    let g = |k: EventKind| got.get(&k).copied().unwrap_or(0);
+    let d = |k: EventKind| dropped.get(&k).copied().unwrap_or(0);
+    let emitted_spans = n_threads as u64 * per;
+    let total_dropped: u64 = dropped.values().sum();
+    assert!(
+        total_dropped > 0,
+        "the test must exercise drops: {dropped:?}"
+    );
+    assert_eq!(
+        g(EventKind::SpanBegin) + d(EventKind::SpanBegin),
+        emitted_spans
+    );
+    assert_eq!(g(EventKind::SpanEnd) + d(EventKind::SpanEnd), emitted_spans);
+    assert_eq!(
+        g(EventKind::Marker) + d(EventKind::Marker),
+        emitted_spans / 10
+    );
+    // Every kind the collector produced: received + dropped = produced + lost before it.
+    for kind in EventKind::ALL {
+        if matches!(
+            kind,
+            EventKind::Hello
+                | EventKind::LiveStart
+                | EventKind::Goodbye
+                | EventKind::Heartbeat
+                | EventKind::Dropped
+                | EventKind::NameDef
+                | EventKind::ThreadDef
+        ) {
+            continue; // per-subscriber bookkeeping and definitions, checked below
+        }
+        let t = kind.tag() as usize;
+        assert_eq!(
+            g(kind) + d(kind),
+            stats.emitted[t] + stats.lost[t],
+            "{kind:?}: received {} + dropped {} vs emitted {} + lost {}",
+            g(kind),
+            d(kind),
+            stats.emitted[t],
+            stats.lost[t]
+        );
+    }
+    // Definitions are never dropped, each defined once, and cover every id used.
+    assert_eq!(d(EventKind::NameDef) + d(EventKind::ThreadDef), 0);
+    let defined = names(&events);
+    let def_count = events
+        .iter()
+        .filter(|e| matches!(e, Event::NameDef { .. }))
+        .count();
+    assert_eq!(def_count, defined.len(), "no name defined twice");
+    let threads = threads(&events);
+    for e in &events {
+        if let Event::SpanBegin(b) = e {
+            assert!(defined.contains_key(&b.name) && threads.contains_key(&b.thread));
+        }
+    }
+}
+
+#[test]
+fn late_subscriber_gets_history_then_live_without_duplicates() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("p.sock");
+    // One allocator sample in the whole session (the first cycle's), so the count is known.
+    let p = start(
+        config(&sock)
+            .history_bytes(16 << 10)
+            .flush_interval(Duration::from_millis(1))
+            .alloc_sample(Duration::from_secs(3600)),
+    );
+    // Before anyone attaches: enough history to evict part of it.
+    for _ in 0..20 {
+        for _ in 0..500 {
+            let _s = span!("early");
+        }
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    std::thread::sleep(Duration::from_millis(30));
+    let mut client = Client::connect(&sock, true);
+    let head = client.read_until(|e| matches!(e, Event::LiveStart { .. }));
+    for _ in 0..1000 {
+        let _s = span!("late");
+    }
+    p.shutdown("done");
+    let mut events = head.clone();
+    events.extend(client.read_until_goodbye(None));
+
+    assert!(matches!(events[0], Event::Hello(_)), "Hello comes first");
+    let gap = events.iter().find_map(|e| match e {
+        Event::HistoryGap(g) => Some(*g),
+        _ => None,
+    });
+    let gap = gap.expect("history was evicted, and the subscriber is told");
+    assert!(gap.evicted_events > 0 && gap.evicted_until >= gap.evicted_from);
+    let live_at = events
+        .iter()
+        .position(|e| matches!(e, Event::LiveStart { .. }))
+        .unwrap();
+    let names = names(&events);
+    let mut seen = HashSet::new();
+    let mut replayed = 0u64;
+    for (i, e) in events.iter().enumerate() {
+        if i < live_at
+            && matches!(
+                e,
+                Event::SpanBegin(_) | Event::SpanEnd(_) | Event::AllocSample(_)
+            )
+        {
+            replayed += 1;
+        }
+        if let Event::SpanBegin(b) = e {
+            assert!(seen.insert(b.span), "span {} delivered twice", b.span);
+            match names[&b.name].as_str() {
+                "early" => {
+                    assert!(i < live_at, "history before LiveStart");
+                    assert!(
+                        b.ts >= gap.evicted_until,
+                        "replayed history follows the evicted part"
+                    );
+                }
+                "late" => assert!(i > live_at, "live after LiveStart"),
+                _ => {}
+            }
+        }
+    }
+    // What was evicted plus what was replayed is everything emitted before attaching:
+    // 10,000 spans (two edges each) and the one allocator sample.
+    assert_eq!(gap.evicted_events + replayed, 2 * 10_000 + 1);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::SpanBegin(b) if names[&b.name] == "late"))
+            .count(),
+        1000
+    );
+}
+
+#[test]
+fn socket_permissions_stale_files_and_a_second_prover() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let sockdir = dir.path().join("run").join("proofscope");
+    let sock = sockdir.join("p.sock");
+    let p = start(config(&sock));
+    let dmode = std::fs::metadata(&sockdir).unwrap().permissions().mode() & 0o777;
+    let smode = std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(dmode, 0o700, "socket directory mode");
+    assert_eq!(smode, 0o600, "socket mode");
+    p.shutdown("done");
+    assert!(!sock.exists(), "socket removed on clean exit");
+
+    // A stale socket file (its listener is gone) is replaced.
+    let l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    drop(l);
+    assert!(std::fs::metadata(&sock).unwrap().file_type().is_socket());
+    let p = start(config(&sock));
+    let mut c = Client::connect(&sock, false);
+    assert!(matches!(c.next_events().unwrap()[0], Event::Hello(_)));
+    p.shutdown("done");
+
+    // A live socket is never stolen: a second prover is refused with a clear message.
+    let live = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let err = Probe::start(config(&sock), SessionInfo::default()).unwrap_err();
+    assert!(matches!(err, ProbeError::SocketInUse { .. }), "{err}");
+    assert!(err.to_string().contains("already serving"), "{err}");
+    assert!(sock.exists());
+    drop(live);
+
+    // Not a socket: refused, file untouched.
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, b"keep me").unwrap();
+    let err = Probe::start(config(&plain), SessionInfo::default()).unwrap_err();
+    assert!(matches!(err, ProbeError::NotASocket { .. }), "{err}");
+    assert_eq!(std::fs::read(&plain).unwrap(), b"keep me");
+    assert!(!probe::enabled());
+}
+
+#[test]
+fn probe_writes_its_own_recording() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("s.psrec");
+    let cfg = ProbeConfig::new("rec", "0")
+        .socket(SocketChoice::None)
+        .gpu_sample(None)
+        .record(Some(rec.clone()));
+    let p = start(cfg);
+    for _ in 0..10 {
+        let _s = span!("recorded");
+    }
+    p.shutdown("bye");
+    let r = read_all(std::fs::File::open(&rec).unwrap()).unwrap();
+    assert!(r.errors.is_empty() && r.truncation.is_none());
+    let evs: Vec<Event> = r.frames.into_iter().flat_map(|f| f.events).collect();
+    assert!(matches!(evs[0], Event::Hello(_)));
+    assert_eq!(
+        evs.iter()
+            .filter(|e| matches!(e, Event::SpanBegin(_)))
+            .count(),
+        10
+    );
+    assert!(matches!(evs.last(), Some(Event::Goodbye { .. })));
+}
+
+#[test]
+fn probe_off_records_nothing_and_spans_are_inert() {
+    let _g = serial();
+    let p = Probe::start(ProbeConfig::new("x", "0").off(true), SessionInfo::default()).unwrap();
+    assert!(!p.is_enabled());
+    let s = span!("nothing");
+    assert!(!s.is_active());
+}
