@@ -16,7 +16,7 @@ pub fn realistic_mix(n: usize) -> Vec<Event> {
         i += 1;
         let thread = (i % 4) as u32;
         ts += 300 + (i as u64 * 7919) % 5_000;
-        if i % 40 == 0 {
+        if i.is_multiple_of(40) {
             out.push(Event::AllocSample(AllocSample {
                 ts,
                 live_bytes: 3_000_000_000 + i as u64 * 4096,
@@ -29,7 +29,7 @@ pub fn realistic_mix(n: usize) -> Vec<Event> {
             }));
             continue;
         }
-        if i % 97 == 0 {
+        if i.is_multiple_of(97) {
             out.push(Event::GpuSample(Box::new(GpuSample {
                 ts,
                 device: 0,
@@ -47,7 +47,7 @@ pub fn realistic_mix(n: usize) -> Vec<Event> {
             })));
             continue;
         }
-        if i % 211 == 0 {
+        if i.is_multiple_of(211) {
             out.push(Event::Release(BlockEvent {
                 ts,
                 bytes: 4_170_000_000,
@@ -58,7 +58,7 @@ pub fn realistic_mix(n: usize) -> Vec<Event> {
             continue;
         }
         let stack = &mut open[thread as usize];
-        if stack.len() < 3 && (i % 3 != 0 || stack.is_empty()) {
+        if stack.len() < 3 && (!i.is_multiple_of(3) || stack.is_empty()) {
             next_span += 1;
             out.push(Event::SpanBegin(SpanBegin {
                 ts,

@@ -1,3 +1,4 @@
 //! An instrumented Groth16 prover over BLS12-381, and the proofscope probe that watches it.
 
+pub mod groth16;
 pub mod probe;

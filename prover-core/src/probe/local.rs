@@ -495,6 +495,13 @@ impl ProofScope {
         }
     }
 
+    /// Closes the outer span (the wrapper timer) but keeps the proof open, e.g. for a
+    /// verification that should not count as proving time.
+    pub fn close_outer(mut self) -> ProofScope {
+        drop(self.guard.take());
+        self
+    }
+
     /// Closes the outer span and reports how the proof ended.
     pub fn end(mut self, ok: bool, verification: Verification, error: Option<String>) {
         drop(self.guard.take());

@@ -77,7 +77,7 @@ pub(crate) fn run(nvml: Nvml, shared: Arc<Shared>, every: Duration) {
     let mut n: u32 = 0;
     let mut next = Instant::now();
     while !shared.stop.load(Ordering::Acquire) {
-        let pcie = n % PCIE_EVERY == 0;
+        let pcie = n.is_multiple_of(PCIE_EVERY);
         n = n.wrapping_add(1);
         for (index, d) in &devices {
             let util = d.utilization_rates().ok();

@@ -1,0 +1,300 @@
+//! Our own constraint system: bellperson keeps its `ProvingAssignment` private, and a prover
+//! that wants phase-level control needs the evaluations and densities itself.
+
+use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use ff::Field;
+
+/// Which variables a query uses (a bitmap, one bit per variable).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Density {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl Density {
+    pub fn push(&mut self) {
+        if self.len.is_multiple_of(64) {
+            self.words.push(0);
+        }
+        self.len += 1;
+    }
+
+    pub fn set(&mut self, i: usize) {
+        if i < self.len {
+            self.words[i / 64] |= 1 << (i % 64);
+        }
+    }
+
+    pub fn get(&self, i: usize) -> bool {
+        i < self.len && self.words[i / 64] >> (i % 64) & 1 == 1
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Variables set.
+    pub fn count(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Values at the set positions, in order.
+    pub fn select<T: Copy>(&self, values: &[T]) -> Vec<T> {
+        values
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.get(*i))
+            .map(|(_, v)| *v)
+            .collect()
+    }
+}
+
+/// Evaluations of A, B, C at every constraint, the assignment, and the query densities.
+/// Memory is the point here: a, b, c hold one 32-byte scalar per constraint each (4.17 GB
+/// per vector for a 32 GiB PoRep circuit).
+#[derive(Debug, Default)]
+pub struct ProvingAssignment {
+    pub a_aux_density: Density,
+    pub b_input_density: Density,
+    pub b_aux_density: Density,
+    pub a: Vec<Scalar>,
+    pub b: Vec<Scalar>,
+    pub c: Vec<Scalar>,
+    pub input_assignment: Vec<Scalar>,
+    pub aux_assignment: Vec<Scalar>,
+}
+
+fn eval(
+    lc: &LinearCombination<Scalar>,
+    mut input_density: Option<&mut Density>,
+    mut aux_density: Option<&mut Density>,
+    inputs: &[Scalar],
+    aux: &[Scalar],
+) -> Scalar {
+    let mut acc = Scalar::ZERO;
+    for (&i, coeff) in lc.iter_inputs() {
+        if !bool::from(coeff.is_zero()) {
+            let v = inputs.get(i).copied().unwrap_or(Scalar::ZERO);
+            acc += if *coeff == Scalar::ONE { v } else { v * coeff };
+            if let Some(d) = input_density.as_deref_mut() {
+                d.set(i);
+            }
+        }
+    }
+    for (&i, coeff) in lc.iter_aux() {
+        if !bool::from(coeff.is_zero()) {
+            let v = aux.get(i).copied().unwrap_or(Scalar::ZERO);
+            acc += if *coeff == Scalar::ONE { v } else { v * coeff };
+            if let Some(d) = aux_density.as_deref_mut() {
+                d.set(i);
+            }
+        }
+    }
+    acc
+}
+
+impl ProvingAssignment {
+    /// Synthesises `circuit` the way bellperson's prover does: the constant ONE as input 0,
+    /// the circuit, then one `input · 1 = 0`-shaped constraint per input (inputs then have full
+    /// density in the A query, matching the parameters).
+    pub fn synthesize<C: bellpepper_core::Circuit<Scalar>>(
+        circuit: C,
+    ) -> Result<ProvingAssignment, SynthesisError> {
+        let mut cs = ProvingAssignment::default();
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        circuit.synthesize(&mut cs)?;
+        for i in 0..cs.input_assignment.len() {
+            cs.enforce(
+                || "input",
+                |lc| lc + Variable::new_unchecked(Index::Input(i)),
+                |lc| lc,
+                |lc| lc,
+            );
+        }
+        Ok(cs)
+    }
+
+    pub fn constraints(&self) -> usize {
+        self.a.len()
+    }
+}
+
+impl ConstraintSystem<Scalar> for ProvingAssignment {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux_assignment.push(f()?);
+        self.a_aux_density.push();
+        self.b_aux_density.push();
+        Ok(Variable::new_unchecked(Index::Aux(
+            self.aux_assignment.len() - 1,
+        )))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.input_assignment.push(f()?);
+        self.b_input_density.push();
+        Ok(Variable::new_unchecked(Index::Input(
+            self.input_assignment.len() - 1,
+        )))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let a = a(LinearCombination::zero());
+        let b = b(LinearCombination::zero());
+        let c = c(LinearCombination::zero());
+        let (inp, aux) = (&self.input_assignment, &self.aux_assignment);
+        let av = eval(&a, None, Some(&mut self.a_aux_density), inp, aux);
+        let bv = eval(
+            &b,
+            Some(&mut self.b_input_density),
+            Some(&mut self.b_aux_density),
+            inp,
+            aux,
+        );
+        let cv = eval(&c, None, None, inp, aux);
+        self.a.push(av);
+        self.b.push(bv);
+        self.c.push(cv);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// The shape of a circuit without a witness: counts and densities, for sizing parameters
+/// (synthetic SRS, estimates) without evaluating anything.
+#[derive(Debug, Default, Clone)]
+pub struct Shape {
+    pub constraints: usize,
+    pub inputs: usize,
+    pub aux: usize,
+    pub a_aux_density: Density,
+    pub b_input_density: Density,
+    pub b_aux_density: Density,
+}
+
+impl Shape {
+    pub fn of<C: bellpepper_core::Circuit<Scalar>>(circuit: C) -> Result<Shape, SynthesisError> {
+        let mut s = Shape::default();
+        s.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        circuit.synthesize(&mut s)?;
+        for i in 0..s.inputs {
+            s.enforce(
+                || "input",
+                |lc| lc + Variable::new_unchecked(Index::Input(i)),
+                |lc| lc,
+                |lc| lc,
+            );
+        }
+        Ok(s)
+    }
+}
+
+impl ConstraintSystem<Scalar> for Shape {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux += 1;
+        self.a_aux_density.push();
+        self.b_aux_density.push();
+        Ok(Variable::new_unchecked(Index::Aux(self.aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs += 1;
+        self.b_input_density.push();
+        Ok(Variable::new_unchecked(Index::Input(self.inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, _c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let a = a(LinearCombination::zero());
+        let b = b(LinearCombination::zero());
+        for (&i, c) in a.iter_aux() {
+            if !bool::from(c.is_zero()) {
+                self.a_aux_density.set(i);
+            }
+        }
+        for (&i, c) in b.iter_inputs() {
+            if !bool::from(c.is_zero()) {
+                self.b_input_density.set(i);
+            }
+        }
+        for (&i, c) in b.iter_aux() {
+            if !bool::from(c.is_zero()) {
+                self.b_aux_density.set(i);
+            }
+        }
+        self.constraints += 1;
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}

@@ -1,0 +1,154 @@
+//! The phases a GPU takes over in C2 — `ntt_msm_h`, `batch_add`, `tail_msm` — behind one
+//! trait, so the GPU backend slots in without touching the pipeline. The CPU backend is the
+//! reference every GPU kernel is tested against.
+
+use super::msm;
+use super::ntt::{self, Domain};
+use crate::span;
+use blstrs::{G1Affine, G1Projective, Scalar};
+use rayon::prelude::*;
+
+/// One circuit's A, B, C evaluations (one scalar per constraint). After `ntt_msm_h`, `a` holds
+/// the H coefficients and `b`, `c` are scratch; all three stay allocated until the proof
+/// releases its vectors, as in C2.
+#[derive(Debug, Default)]
+pub struct Abc {
+    pub a: Vec<Scalar>,
+    pub b: Vec<Scalar>,
+    pub c: Vec<Scalar>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("GPU backend: {0}")]
+    Gpu(String),
+    #[error("input of {got} elements does not fit a domain of {n}")]
+    Size { got: usize, n: usize },
+}
+
+pub trait Backend: Send + Sync + std::fmt::Debug {
+    /// `cpu` or `gpu`, as reported in `Hello` and `ProofBegin`.
+    fn name(&self) -> &'static str;
+
+    /// Name of the thread that runs the device phases (`compute-0`, `gpu-0`, …).
+    fn thread_name(&self) -> String {
+        format!(
+            "{}-0",
+            if self.name() == "gpu" {
+                "gpu"
+            } else {
+                "compute"
+            }
+        )
+    }
+
+    /// For each circuit: iNTT of a, b, c; coset NTT; a·b − c; divide by Z; inverse coset NTT
+    /// (H coefficients into `a`); then the H MSM over the first n − 1 coefficients.
+    fn ntt_msm_h(
+        &self,
+        domain: &Domain,
+        abc: &mut [Abc],
+        h_bases: &[G1Affine],
+    ) -> Result<Vec<G1Projective>, BackendError>;
+
+    /// For each circuit: the sum of `bases[i]` over the indices in its list.
+    fn batch_add(
+        &self,
+        bases: &[G1Affine],
+        ones: &[Vec<u32>],
+    ) -> Result<Vec<G1Projective>, BackendError>;
+
+    /// For each circuit: Σ scalars[i]·bases[i].
+    fn tail_msm(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Vec<Scalar>],
+    ) -> Result<Vec<G1Projective>, BackendError>;
+}
+
+/// Multi-threaded CPU: our NTT (rayon) and blst's Pippenger / batch addition.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CpuBackend;
+
+/// The H computation on the CPU, in place: `a` ends up holding the coefficients of H.
+pub fn compute_h_cpu(domain: &Domain, abc: &mut Abc) -> Result<(), BackendError> {
+    let n = domain.n;
+    for v in [&mut abc.a, &mut abc.b, &mut abc.c] {
+        if v.len() > n {
+            return Err(BackendError::Size { got: v.len(), n });
+        }
+        v.resize(n, Scalar::from(0u64));
+    }
+    for v in [&mut abc.a, &mut abc.b, &mut abc.c] {
+        let _s = span!("intt");
+        domain.intt(v);
+    }
+    for v in [&mut abc.a, &mut abc.b, &mut abc.c] {
+        let _s = span!("coset_ntt");
+        domain.coset_ntt(v);
+    }
+    {
+        let _s = span!("mul_sub");
+        abc.a
+            .par_iter_mut()
+            .zip(abc.b.par_iter())
+            .zip(abc.c.par_iter())
+            .for_each(|((a, b), c)| *a = *a * b - c);
+    }
+    {
+        let _s = span!("divide_by_z");
+        ntt::scale(&mut abc.a, domain.z_inv_on_coset());
+    }
+    {
+        let _s = span!("icoset_ntt");
+        domain.icoset_ntt(&mut abc.a);
+    }
+    Ok(())
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn ntt_msm_h(
+        &self,
+        domain: &Domain,
+        abc: &mut [Abc],
+        h_bases: &[G1Affine],
+    ) -> Result<Vec<G1Projective>, BackendError> {
+        let mut out = Vec::with_capacity(abc.len());
+        for v in abc.iter_mut() {
+            compute_h_cpu(domain, v)?;
+            let _s = span!("h_msm");
+            let m = (domain.n - 1).min(h_bases.len());
+            out.push(msm::g1_msm(&h_bases[..m], &v.a[..m]));
+        }
+        Ok(out)
+    }
+
+    fn batch_add(
+        &self,
+        bases: &[G1Affine],
+        ones: &[Vec<u32>],
+    ) -> Result<Vec<G1Projective>, BackendError> {
+        Ok(ones
+            .iter()
+            .map(|idx| {
+                let picked: Vec<G1Affine> = idx
+                    .par_iter()
+                    .filter_map(|&i| bases.get(i as usize).copied())
+                    .collect();
+                msm::g1_sum(&picked)
+            })
+            .collect())
+    }
+
+    fn tail_msm(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Vec<Scalar>],
+    ) -> Result<Vec<G1Projective>, BackendError> {
+        Ok(scalars.iter().map(|s| msm::g1_msm(bases, s)).collect())
+    }
+}

@@ -1,0 +1,436 @@
+//! One proof = one batch of circuits, proved in C2's phases and thread structure:
+//!
+//! ```text
+//! caller ── synthesis (rayon, one task per circuit) ────────────── epilogue ─ release
+//! prep_msm thread ──────────── prep_msm ─▶ b_g2_msm
+//! compute/gpu thread ───────── ntt_msm_h ─ barrier_wait ─ batch_add ─ tail_msm
+//! ```
+//! Every phase is a probe span under the proof's outer span `prove` (the wrapper timer).
+
+use super::assignment::ProvingAssignment;
+use super::backend::{Abc, Backend, BackendError};
+use super::circuits::AnyCircuit;
+use super::dealloc::{self, DeallocMode};
+use super::msm;
+use super::ntt::Domain;
+use super::params::ParamSet;
+use super::prep::{self, Densities, Prepared};
+use crate::probe::{ProofInfo, ProofScope, SpanHandle, Verification};
+use crate::span;
+use bellperson::groth16::{Proof, verify_proofs_batch};
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
+use ff::Field;
+use group::Curve;
+use group::prime::PrimeCurveAffine;
+use rand::SeedableRng;
+use rayon::prelude::*;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Which proofs of a batch are verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyMode {
+    Every,
+    OnePerBatch,
+    Off,
+}
+
+impl VerifyMode {
+    pub fn parse(s: &str) -> Option<VerifyMode> {
+        match s {
+            "every" | "all" => Some(VerifyMode::Every),
+            "one" | "one-per-batch" => Some(VerifyMode::OnePerBatch),
+            "off" | "none" => Some(VerifyMode::Off),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProveError {
+    #[error("synthesis failed: {0}")]
+    Synthesis(String),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    #[error("{0}")]
+    Thread(String),
+    #[error("circuits of one batch differ in shape")]
+    MixedShapes,
+    #[error("the verifying key has an identity delta: parameters are broken")]
+    Identity,
+    #[error("a batch needs at least one circuit")]
+    Empty,
+}
+
+/// What to prove.
+#[derive(Debug)]
+pub struct BatchRequest<'a> {
+    pub params: &'a ParamSet,
+    pub backend: &'a dyn Backend,
+    /// The circuits with their witnesses, and each one's public inputs.
+    pub circuits: Vec<(AnyCircuit, Vec<Scalar>)>,
+    pub dealloc: DeallocMode,
+    pub verify: VerifyMode,
+}
+
+/// What came out.
+#[derive(Debug)]
+pub struct BatchOutput {
+    pub proofs: Vec<Proof<Bls12>>,
+    pub public_inputs: Vec<Vec<Scalar>>,
+    pub verification: Verification,
+    /// Wall time of each phase (probe-independent), in pipeline order.
+    pub phases: Vec<(&'static str, Duration)>,
+    /// The outer span: synthesis to the release of the vectors.
+    pub total: Duration,
+    pub verify_time: Duration,
+    pub proof_id: u64,
+    /// Bytes of proving vectors released at the end of the proof.
+    pub released_bytes: u64,
+}
+
+/// Everything a proof allocates that lives until the end of the call (C2 frees the same set
+/// in its destructors: the assignments, a/b/c, the split vectors and tail bases).
+#[derive(Debug)]
+struct ProvingVectors {
+    abc: Vec<Abc>,
+    inputs: Vec<Vec<Scalar>>,
+    aux: Vec<Vec<Scalar>>,
+    prepared: Arc<Prepared>,
+}
+
+impl ProvingVectors {
+    /// Heap bytes held (capacities), i.e. what releasing them frees.
+    fn bytes(&self) -> u64 {
+        fn v<T>(x: &Vec<T>) -> u64 {
+            (x.capacity() * std::mem::size_of::<T>()) as u64
+        }
+        let abc: u64 = self.abc.iter().map(|x| v(&x.a) + v(&x.b) + v(&x.c)).sum();
+        let assign: u64 = self.inputs.iter().chain(&self.aux).map(v).sum();
+        let p = &self.prepared;
+        let split: u64 = [&p.l, &p.a, &p.b]
+            .iter()
+            .map(|q| {
+                v(&q.tail_bases)
+                    + q.tail_index.as_ref().map_or(0, v)
+                    + q.tail_scalars.iter().map(v).sum::<u64>()
+                    + q.ones.iter().map(v).sum::<u64>()
+            })
+            .sum();
+        abc + assign + split + v(&p.b_g2_tail_bases) + p.b_inputs.iter().map(v).sum::<u64>()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Timer {
+    phases: Vec<(&'static str, Duration)>,
+}
+
+impl Timer {
+    fn time<R>(&mut self, name: &'static str, f: impl FnOnce() -> R) -> R {
+        let t = Instant::now();
+        let r = f();
+        self.phases.push((name, t.elapsed()));
+        r
+    }
+}
+
+fn spawn<'s, T: Send + 's>(
+    s: &'s std::thread::Scope<'s, '_>,
+    name: String,
+    f: impl FnOnce() -> T + Send + 's,
+) -> Result<std::thread::ScopedJoinHandle<'s, T>, ProveError> {
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn_scoped(s, f)
+        .map_err(|e| ProveError::Thread(format!("cannot start thread {name}: {e}")))
+}
+
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>, what: &str) -> Result<T, ProveError> {
+    h.join()
+        .map_err(|_| ProveError::Thread(format!("the {what} thread panicked")))
+}
+
+/// Results of the compute (GPU-like) thread.
+struct DevicePart {
+    h: Vec<G1Projective>,
+    /// Per circuit: batch-add and tail sums for L, A, B_G1.
+    l: Vec<G1Projective>,
+    a: Vec<G1Projective>,
+    b: Vec<G1Projective>,
+    abc: Vec<Abc>,
+    times: Vec<(&'static str, Duration)>,
+}
+
+/// Proves one batch.
+pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
+    let k = req.circuits.len();
+    if k == 0 {
+        return Err(ProveError::Empty);
+    }
+    let ps = req.params;
+    let params = &ps.params;
+    let scope = ProofScope::begin(ProofInfo {
+        circuit: ps.size.kind.name().into(),
+        constraints: ps.shape.constraints as u64,
+        circuits: k as u32,
+        backend: req.backend.name().into(),
+        synthetic_srs: ps.synthetic(),
+    });
+    let root = scope.handle();
+    let started = Instant::now();
+    let mut timer = Timer::default();
+
+    // synthesis: one rayon task per circuit.
+    let public_inputs: Vec<Vec<Scalar>> = req.circuits.iter().map(|(_, i)| i.clone()).collect();
+    let assignments = timer.time("synthesis", || {
+        let _s = span!("synthesis");
+        let parent = SpanHandle::current();
+        req.circuits
+            .into_par_iter()
+            .map(|(c, _)| {
+                let _a = parent.adopt();
+                let _s = span!("synthesize_circuit");
+                ProvingAssignment::synthesize(c)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ProveError::Synthesis(e.to_string()))
+    })?;
+    let first = &assignments[0];
+    if assignments
+        .iter()
+        .any(|p| p.a.len() != first.a.len() || p.aux_assignment.len() != first.aux_assignment.len())
+    {
+        return Err(ProveError::MixedShapes);
+    }
+    let dens = Densities {
+        a_aux: first.a_aux_density.clone(),
+        b_input: first.b_input_density.clone(),
+        b_aux: first.b_aux_density.clone(),
+    };
+    let domain =
+        Domain::for_len(first.a.len()).map_err(|e| ProveError::Synthesis(e.to_string()))?;
+    let n_inputs = first.input_assignment.len();
+    let nb_inputs = dens.b_input.count();
+    let mut abc = Vec::with_capacity(k);
+    let mut inputs = Vec::with_capacity(k);
+    let mut aux = Vec::with_capacity(k);
+    for p in assignments {
+        abc.push(Abc {
+            a: p.a,
+            b: p.b,
+            c: p.c,
+        });
+        inputs.push(p.input_assignment);
+        aux.push(p.aux_assignment);
+    }
+
+    let (a_in_bases, a_aux_bases) = params.a.split_at(n_inputs.min(params.a.len()));
+    let (b_in_bases, b_aux_bases) = params.b_g1.split_at(nb_inputs.min(params.b_g1.len()));
+    let (b2_in_bases, b2_aux_bases) = params.b_g2.split_at(nb_inputs.min(params.b_g2.len()));
+    let backend = req.backend;
+
+    // prep thread ∥ compute thread, joined by a barrier as in C2.
+    let (prepared, g2, dev, prep_times) = std::thread::scope(|s| -> Result<_, ProveError> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<Prepared>>(1);
+        let (inputs, aux, dens) = (&inputs, &aux, &dens);
+        let prep_thread = spawn(s, "prep_msm".into(), move || {
+            let _a = root.adopt();
+            let mut t = Timer::default();
+            let prepared = Arc::new(t.time("prep_msm", || {
+                let _s = span!("prep_msm");
+                let ins: Vec<&[Scalar]> = inputs.iter().map(Vec::as_slice).collect();
+                let auxs: Vec<&[Scalar]> = aux.iter().map(Vec::as_slice).collect();
+                prep::prepare(
+                    &params.l,
+                    a_aux_bases,
+                    b_aux_bases,
+                    b2_aux_bases,
+                    dens,
+                    &ins,
+                    &auxs,
+                )
+            }));
+            let _ = tx.send(prepared.clone());
+            let g2 = t.time("b_g2_msm", || {
+                let _s = span!("b_g2_msm");
+                b_g2(&prepared, b2_aux_bases)
+            });
+            (prepared, g2, t.phases)
+        })?;
+        let dev_thread = spawn(
+            s,
+            backend.thread_name(),
+            move || -> Result<DevicePart, ProveError> {
+                let _a = root.adopt();
+                let mut t = Timer::default();
+                let mut abc = abc;
+                let h = t.time("ntt_msm_h", || {
+                    let _s = span!("ntt_msm_h");
+                    backend.ntt_msm_h(&domain, &mut abc, &params.h)
+                })?;
+                let prepared = {
+                    let _s = span!("barrier_wait");
+                    rx.recv()
+                        .map_err(|_| ProveError::Thread("prep_msm ended without a result".into()))?
+                };
+                let (l1, a1, b1) = t.time("batch_add", || -> Result<_, BackendError> {
+                    let _s = span!("batch_add");
+                    Ok((
+                        backend.batch_add(&params.l, &prepared.l.ones)?,
+                        backend.batch_add(a_aux_bases, &prepared.a.ones)?,
+                        backend.batch_add(b_aux_bases, &prepared.b.ones)?,
+                    ))
+                })?;
+                let (l2, a2, b2) = t.time("tail_msm", || -> Result<_, BackendError> {
+                    let _s = span!("tail_msm");
+                    Ok((
+                        backend.tail_msm(prepared.l.bases(&params.l), &prepared.l.tail_scalars)?,
+                        backend
+                            .tail_msm(prepared.a.bases(a_aux_bases), &prepared.a.tail_scalars)?,
+                        backend
+                            .tail_msm(prepared.b.bases(b_aux_bases), &prepared.b.tail_scalars)?,
+                    ))
+                })?;
+                let sum = |x: Vec<G1Projective>, y: Vec<G1Projective>| -> Vec<G1Projective> {
+                    if x.is_empty() {
+                        y
+                    } else {
+                        x.into_iter().zip(y).map(|(p, q)| p + q).collect()
+                    }
+                };
+                Ok(DevicePart {
+                    h,
+                    l: sum(l1, l2),
+                    a: sum(a1, a2),
+                    b: sum(b1, b2),
+                    abc,
+                    times: t.phases,
+                })
+            },
+        )?;
+        let dev = join(dev_thread, "device")?;
+        let (prepared, g2, prep_times) = join(prep_thread, "prep_msm")?;
+        Ok((prepared, g2, dev?, prep_times))
+    })?;
+    timer.phases.extend(prep_times);
+    timer.phases.extend(dev.times.iter().copied());
+
+    // epilogue: Groth16 randomisation with fresh r, s from a CSPRNG.
+    let vk = &params.vk;
+    let proofs = timer.time("epilogue", || -> Result<Vec<Proof<Bls12>>, ProveError> {
+        let _s = span!("epilogue");
+        if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+            return Err(ProveError::Identity);
+        }
+        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+        (0..k)
+            .map(|i| {
+                let r = Scalar::random(&mut rng);
+                let s = Scalar::random(&mut rng);
+                let a_answer = msm::g1_msm(a_in_bases, &inputs[i]) + dev.a[i];
+                let b1_answer = msm::g1_msm(b_in_bases, &prepared.b_inputs[i]) + dev.b[i];
+                let b2_answer = msm::g2_msm(b2_in_bases, &prepared.b_inputs[i]) + g2[i];
+                let g_a = vk.delta_g1 * r + vk.alpha_g1 + a_answer;
+                let g_b = vk.delta_g2 * s + vk.beta_g2 + b2_answer;
+                let g_c = a_answer * s
+                    + b1_answer * r
+                    + vk.delta_g1 * (r * s)
+                    + vk.alpha_g1 * s
+                    + vk.beta_g1 * r
+                    + dev.h[i]
+                    + dev.l[i];
+                Ok(Proof {
+                    a: g_a.to_affine(),
+                    b: g_b.to_affine(),
+                    c: g_c.to_affine(),
+                })
+            })
+            .collect()
+    })?;
+
+    // Release the proving vectors: here, inside the outer span and in no span (sync), or on
+    // the dealloc thread (async).
+    let vectors = ProvingVectors {
+        abc: dev.abc,
+        inputs,
+        aux,
+        prepared,
+    };
+    let released_bytes = vectors.bytes();
+    dealloc::release(req.dealloc, vectors);
+    let total = started.elapsed();
+    let proof_id = scope.id();
+    let scope = scope.close_outer();
+
+    let vt = Instant::now();
+    let verification = verify(ps, &proofs, &public_inputs, req.verify, proof_id);
+    let verify_time = vt.elapsed();
+    scope.end(true, verification, None);
+    Ok(BatchOutput {
+        proofs,
+        public_inputs,
+        verification,
+        phases: timer.phases,
+        total,
+        verify_time,
+        proof_id,
+        released_bytes,
+    })
+}
+
+/// B_G2: the ones by batch addition and the tail by Pippenger, on the CPU (as in C2).
+fn b_g2(prepared: &Prepared, aux_bases: &[blstrs::G2Affine]) -> Vec<G2Projective> {
+    let split = &prepared.b;
+    split
+        .tail_scalars
+        .iter()
+        .enumerate()
+        .map(|(c, tail)| {
+            let bases = if split.is_split() {
+                &prepared.b_g2_tail_bases[..]
+            } else {
+                aux_bases
+            };
+            let mut acc = msm::g2_msm(bases, tail);
+            if let Some(ones) = split.ones.get(c) {
+                let picked: Vec<blstrs::G2Affine> =
+                    ones.iter().map(|&i| aux_bases[i as usize]).collect();
+                acc += msm::g2_sum(&picked);
+            }
+            acc
+        })
+        .collect()
+}
+
+/// Checks proofs with bellperson's verifier, under a `verify` span of the proof (after its
+/// outer span: verification is not part of the wrapper timer).
+pub fn verify(
+    ps: &ParamSet,
+    proofs: &[Proof<Bls12>],
+    inputs: &[Vec<Scalar>],
+    mode: VerifyMode,
+    proof_id: u64,
+) -> Verification {
+    let Some(pvk) = &ps.pvk else {
+        return Verification::Unverifiable;
+    };
+    let count = match mode {
+        VerifyMode::Off => return Verification::NotChecked,
+        VerifyMode::OnePerBatch => 1.min(proofs.len()),
+        VerifyMode::Every => proofs.len(),
+    };
+    let _s = span!(
+        "verify",
+        parent = SpanHandle {
+            span: 0,
+            proof: proof_id
+        }
+    );
+    let refs: Vec<&Proof<Bls12>> = proofs[..count].iter().collect();
+    let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+    match verify_proofs_batch(pvk, &mut rng, &refs, &inputs[..count]) {
+        Ok(true) => Verification::Valid,
+        _ => Verification::Invalid,
+    }
+}
