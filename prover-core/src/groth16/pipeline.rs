@@ -358,10 +358,21 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
         prepared,
     };
     let released_bytes = vectors.bytes();
-    dealloc::release(req.dealloc, vectors);
-    let total = started.elapsed();
     let proof_id = scope.id();
-    let scope = scope.close_outer();
+    let (total, scope) = match req.dealloc {
+        // The ghost: freed here, inside the wrapper timer, in no span of its own.
+        DeallocMode::Sync => {
+            dealloc::release(DeallocMode::Sync, vectors);
+            (started.elapsed(), scope.close_outer())
+        }
+        // As a detached drop: the wrapper timer ends, then the dealloc thread frees.
+        DeallocMode::Async => {
+            let total = started.elapsed();
+            let scope = scope.close_outer();
+            dealloc::release(DeallocMode::Async, vectors);
+            (total, scope)
+        }
+    };
 
     let vt = Instant::now();
     let verification = verify(ps, &proofs, &public_inputs, req.verify, proof_id);

@@ -1,0 +1,188 @@
+//! Flags every subcommand shares, and turning them into parameters, a backend and a probe.
+
+use crate::groth16::backend::{Backend, CpuBackend};
+use crate::groth16::circuits::{CircuitKind, CircuitSize};
+use crate::groth16::dealloc::DeallocMode;
+use crate::groth16::params::{self, ParamSet, SrsMode};
+use crate::groth16::pipeline::VerifyMode;
+use crate::probe::{Probe, ProbeConfig, SessionInfo, SocketChoice};
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CircuitArg {
+    Sha256,
+    Squaring,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DeallocArg {
+    /// Drop the proving vectors at the end of the proof, inside its outer span (the ghost).
+    Sync,
+    /// Hand them to the dealloc thread.
+    Async,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendChoice {
+    /// The GPU backend when a usable GPU is found, else the CPU (the reason is reported).
+    Auto,
+    Cpu,
+    Gpu,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SrsArg {
+    /// Parameters from a real (random) setup, generated once and cached.
+    Real,
+    /// Random points of the right shape: the same work, proofs cannot verify.
+    Synthetic,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VerifyArg {
+    /// Verify every proof of every batch.
+    Every,
+    /// Verify the first proof of each batch.
+    One,
+    Off,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ProverArgs {
+    /// Which circuit to prove.
+    #[arg(long, value_enum, default_value_t = CircuitArg::Sha256)]
+    pub circuit: CircuitArg,
+    /// Size: log2 of the constraint count (the evaluation domain). Default: the circuit's
+    /// smallest (sha256: 15, squaring: 12).
+    #[arg(long = "log-size", value_name = "N")]
+    pub log_size: Option<u32>,
+    /// Circuits per batch (one proof each).
+    #[arg(long, value_name = "K", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub circuits: u32,
+    /// How the proving vectors are released at the end of a proof.
+    #[arg(long, value_enum, default_value_t = DeallocArg::Async)]
+    pub dealloc: DeallocArg,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    #[arg(long, value_enum, default_value_t = SrsArg::Real)]
+    pub srs: SrsArg,
+    /// Which proofs to verify.
+    #[arg(long, value_enum, default_value_t = VerifyArg::Every)]
+    pub verify: VerifyArg,
+    /// Parameter cache directory [default: $PROOFSCOPE_CACHE, $XDG_CACHE_HOME/proofscope or ~/.cache/proofscope].
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+}
+
+impl ProverArgs {
+    pub fn kind(&self) -> CircuitKind {
+        match self.circuit {
+            CircuitArg::Sha256 => CircuitKind::Sha256,
+            CircuitArg::Squaring => CircuitKind::Squaring,
+        }
+    }
+
+    pub fn size(&self) -> Result<CircuitSize> {
+        let kind = self.kind();
+        let log = self.log_size.unwrap_or(match kind {
+            CircuitKind::Sha256 => 15,
+            CircuitKind::Squaring => 12,
+        });
+        Ok(kind.size_for(log)?)
+    }
+
+    pub fn dealloc(&self) -> DeallocMode {
+        match self.dealloc {
+            DeallocArg::Sync => DeallocMode::Sync,
+            DeallocArg::Async => DeallocMode::Async,
+        }
+    }
+
+    pub fn verify(&self) -> VerifyMode {
+        match self.verify {
+            VerifyArg::Every => VerifyMode::Every,
+            VerifyArg::One => VerifyMode::OnePerBatch,
+            VerifyArg::Off => VerifyMode::Off,
+        }
+    }
+
+    pub fn srs(&self) -> SrsMode {
+        match self.srs {
+            SrsArg::Real => SrsMode::Real,
+            SrsArg::Synthetic => SrsMode::Synthetic,
+        }
+    }
+
+    pub fn cache_dir(&self) -> PathBuf {
+        self.cache.clone().unwrap_or_else(params::default_cache_dir)
+    }
+
+    pub fn load_params(&self) -> Result<ParamSet> {
+        let size = self.size()?;
+        params::obtain(size, self.srs(), &self.cache_dir()).with_context(|| {
+            format!("parameters for {} 2^{}", size.kind.name(), size.log)
+        })
+    }
+}
+
+/// The backend to prove with, and why (for `Hello` and the log).
+pub fn select_backend(choice: BackendChoice) -> Result<(Box<dyn Backend>, String)> {
+    if choice == BackendChoice::Cpu {
+        return Ok((Box::new(CpuBackend), "CPU backend requested".into()));
+    }
+    match crate::gpu::detect() {
+        Ok((gpu, what)) => Ok((gpu, what)),
+        Err(reason) if choice == BackendChoice::Gpu => {
+            bail!("--backend gpu: the GPU backend cannot start: {reason}")
+        }
+        Err(reason) => Ok((Box::new(CpuBackend), format!("GPU backend off: {reason}"))),
+    }
+}
+
+/// Starts the probe from the environment plus these overrides. A probe that cannot start is
+/// an error only when the user asked for it explicitly (a socket path or a recording).
+pub fn start_probe(
+    socket: Option<SocketChoice>,
+    record: Option<PathBuf>,
+    backend: &str,
+    backend_reason: &str,
+    explicit: bool,
+) -> Result<Probe> {
+    let mut cfg = ProbeConfig::from_env("prover", env!("CARGO_PKG_VERSION"))?;
+    if let Some(s) = socket {
+        cfg = cfg.socket(s);
+    }
+    if record.is_some() {
+        cfg = cfg.record(record);
+    }
+    let info = SessionInfo {
+        backend: backend.into(),
+        backend_reason: backend_reason.into(),
+        command_line: std::env::args().collect(),
+    };
+    match Probe::start(cfg, info) {
+        Ok(p) => Ok(p),
+        Err(e) if explicit => Err(e).context("the probe could not start"),
+        Err(e) => {
+            eprintln!("warning: proving without the probe: {e}");
+            Ok(Probe::disabled())
+        }
+    }
+}
+
+pub fn pregenerate(args: ProverArgs) -> Result<()> {
+    let size = args.size()?;
+    let t = std::time::Instant::now();
+    let ps = args.load_params()?;
+    println!(
+        "parameters for {} 2^{} ({} constraints) ready in {:.1} s{}",
+        size.kind.name(),
+        size.log,
+        ps.shape.constraints,
+        t.elapsed().as_secs_f64(),
+        if ps.synthetic() { " (SYNTHETIC)" } else { "" }
+    );
+    Ok(())
+}

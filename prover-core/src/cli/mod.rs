@@ -1,0 +1,61 @@
+//! The `prover` command line: `serve`, `prove`, `params`, `bench`.
+
+mod bench;
+mod common;
+mod prove;
+mod serve;
+mod signals;
+
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+pub use common::{BackendChoice, ProverArgs};
+
+/// A Groth16 prover over BLS12-381, shaped like Filecoin's C2, carrying the proofscope probe.
+#[derive(Debug, Parser)]
+#[command(name = "prover", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Prove batches in a loop with the probe socket on, until N proofs or a signal.
+    Serve(serve::ServeArgs),
+    /// Prove one batch and print a phase table.
+    Prove(prove::ProveArgs),
+    /// Generate (and cache) the parameters for a circuit and size.
+    Params(common::ProverArgs),
+    /// Prove the same batch with this pipeline and with bellperson, and compare.
+    Bench(bench::BenchArgs),
+}
+
+/// Runs the CLI with these arguments (the first is the program name).
+pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::Serve(a) => serve::run(a),
+        Command::Prove(a) => prove::run(a),
+        Command::Params(a) => common::pregenerate(a),
+        Command::Bench(a) => bench::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

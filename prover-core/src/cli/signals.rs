@@ -1,0 +1,38 @@
+//! SIGINT/SIGTERM: the first asks for a clean stop (finish the current proof, say goodbye,
+//! remove the socket); the second exits at once.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+static LAST: AtomicUsize = AtomicUsize::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    LAST.store(sig as usize, Ordering::Relaxed);
+    if SIGNALS.fetch_add(1, Ordering::Relaxed) >= 1 {
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(128 + sig) };
+    }
+}
+
+/// Installs the handlers (idempotent).
+pub fn install() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: `on_signal` only touches atomics and calls _exit, both async-signal-safe;
+        // the handler pointer stays valid for the whole program.
+        unsafe {
+            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
+        }
+    }
+}
+
+/// Whether a stop was requested, and by which signal.
+pub fn requested() -> Option<&'static str> {
+    if SIGNALS.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    Some(match LAST.load(Ordering::Relaxed) as i32 {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        _ => "signal",
+    })
+}
