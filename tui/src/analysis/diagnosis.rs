@@ -1,0 +1,245 @@
+//! A diagnosis is a sentence attached to a gap from the evidence that overlaps it: releases
+//! (bytes, time inside free, thread, whether on the proving thread), GPU idle during a GPU
+//! phase, other threads' work, dropped events in the window.
+
+use super::gaps::Interval;
+use crate::format::{bytes, dur};
+use crate::model::{Proof, Session, Span};
+
+/// Large frees overlapping a gap.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReleaseEvidence {
+    pub count: usize,
+    pub bytes: u64,
+    /// Time spent inside those frees, clipped to the gap.
+    pub inside_ns: u64,
+    /// How much of that on the thread that owns the gapped span.
+    pub on_proving_thread_ns: u64,
+    /// Thread names, most time first.
+    pub threads: Vec<String>,
+}
+
+/// What the evidence says about one gap.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Diagnosis {
+    pub sentence: String,
+    pub releases: ReleaseEvidence,
+    /// Average GPU utilisation during the gap, when the span is a GPU phase with samples.
+    pub gpu_util_pct: Option<f64>,
+    /// Spans of other threads running during the gap: (thread, span name, overlap ns).
+    pub other_work: Vec<(String, String, u64)>,
+    /// Events reported dropped within the gap (± 1 collector cycle).
+    pub dropped: u64,
+}
+
+/// Phases that run on the GPU in C2.
+const GPU_PHASES: [&str; 3] = ["ntt_msm_h", "batch_add", "tail_msm"];
+
+/// Builds the diagnosis of gap `gap` inside `span` of `proof`.
+pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) -> Diagnosis {
+    let mut d = Diagnosis::default();
+    let len = gap.len().max(1);
+
+    // Releases: any large free whose call overlaps the gap.
+    let mut by_thread: Vec<(u32, u64)> = Vec::new();
+    let lookback = 60_000_000_000; // frees longer than a minute are not plausible
+    for r in session.releases.range(gap.start.saturating_sub(lookback), gap.end) {
+        let call = Interval::new(r.ts, r.ts + r.inside_ns);
+        let ov = call.overlap(&gap);
+        if ov == 0 && !(r.ts >= gap.start && r.ts < gap.end) {
+            continue;
+        }
+        d.releases.count += 1;
+        d.releases.bytes += r.bytes;
+        d.releases.inside_ns += ov;
+        if r.thread == span.thread {
+            d.releases.on_proving_thread_ns += ov;
+        }
+        match by_thread.iter_mut().find(|(t, _)| *t == r.thread) {
+            Some(x) => x.1 += ov,
+            None => by_thread.push((r.thread, ov)),
+        }
+    }
+    by_thread.sort_by_key(|x| std::cmp::Reverse(x.1));
+    d.releases.threads = by_thread
+        .iter()
+        .map(|(t, _)| session.thread_name(*t).to_owned())
+        .collect();
+
+    // GPU utilisation during a GPU phase.
+    let name = session.name(span.name);
+    if GPU_PHASES.contains(&name) {
+        let samples: Vec<f64> = session
+            .gpu
+            .values()
+            .flat_map(|s| s.range(gap.start, gap.end))
+            .filter_map(|s| s.util_pct.map(f64::from))
+            .collect();
+        if !samples.is_empty() {
+            d.gpu_util_pct = Some(samples.iter().sum::<f64>() / samples.len() as f64);
+        }
+    }
+
+    // Other threads' work overlapping the gap (spans that are not descendants' siblings on
+    // this thread: anything on another thread).
+    let mut others: Vec<(String, String, u64)> = Vec::new();
+    for s in &proof.spans {
+        if s.thread == span.thread || s.id == span.id {
+            continue;
+        }
+        let ov = Interval::new(s.start, s.end_or(session.now)).overlap(&gap);
+        if ov * 10 >= len {
+            others.push((
+                session.thread_name(s.thread).to_owned(),
+                session.name(s.name).to_owned(),
+                ov,
+            ));
+        }
+    }
+    others.sort_by_key(|o| std::cmp::Reverse(o.2));
+    others.truncate(3);
+    d.other_work = others;
+
+    // Drops close to the window: a collector cycle may report them a little later.
+    let slack = 20_000_000;
+    d.dropped = session
+        .dropped
+        .iter()
+        .filter(|(ts, _)| *ts + slack >= gap.start && *ts <= gap.end + slack)
+        .map(|(_, c)| c.iter().map(|(_, n)| n).sum::<u64>())
+        .sum();
+
+    d.sentence = sentence(&d, len, session.thread_name(span.thread));
+    d
+}
+
+fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
+    let mut parts = Vec::new();
+    let r = &d.releases;
+    if r.count > 0 {
+        let share = r.inside_ns as f64 / len as f64 * 100.0;
+        let whose = if r.on_proving_thread_ns * 2 >= r.inside_ns && r.inside_ns > 0 {
+            format!("on the proving thread {thread}")
+        } else {
+            format!("on {}", r.threads.join(", "))
+        };
+        let verdict = if r.on_proving_thread_ns * 2 >= len {
+            ": a synchronous release of large buffers (move the drops off this thread)"
+        } else {
+            ""
+        };
+        parts.push(format!(
+            "{} freed in {} large release{} taking {} {whose} ({share:.0}% of the gap){verdict}",
+            bytes(r.bytes),
+            r.count,
+            if r.count == 1 { "" } else { "s" },
+            dur(r.inside_ns),
+        ));
+    }
+    if let Some(u) = d.gpu_util_pct {
+        if u < 30.0 {
+            parts.push(format!("GPU mostly idle (average utilisation {u:.0}%)"));
+        } else {
+            parts.push(format!("GPU busy (average utilisation {u:.0}%) with no span covering it"));
+        }
+    }
+    if d.dropped > 0 {
+        parts.push(format!(
+            "{} events were dropped around this time: spans may be missing",
+            d.dropped
+        ));
+    }
+    if parts.is_empty() {
+        if let Some((t, n, _)) = d.other_work.first() {
+            parts.push(format!(
+                "no instrumented work on {thread}; meanwhile {n} ran on {t} (waiting on it?)"
+            ));
+        } else {
+            parts.push(format!("no evidence: uninstrumented work or waiting on {thread}"));
+        }
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use probe_protocol::BlockEvent;
+
+    const MS: u64 = 1_000_000;
+
+    fn session() -> Session {
+        let mut s = Session {
+            names: vec!["".into(), "prove".into(), "epilogue".into(), "prep_msm".into()],
+            ..Session::default()
+        };
+        s.threads.insert(1, ("main".into(), 10));
+        s.threads.insert(2, ("dealloc".into(), 11));
+        s.threads.insert(3, ("prep_msm".into(), 12));
+        s.now = 10_000 * MS;
+        s
+    }
+
+    fn span(id: u64, name: u32, thread: u32, a: u64, b: u64) -> Span {
+        Span {
+            id,
+            parent: None,
+            name,
+            thread,
+            start: a * MS,
+            end: Some(b * MS),
+        }
+    }
+
+    #[test]
+    fn a_synchronous_release_on_the_proving_thread_is_named_as_such() {
+        let mut s = session();
+        for i in 0..10 {
+            s.releases.push(BlockEvent {
+                ts: (1000 + i * 180) * MS,
+                bytes: 4_170_000_000,
+                inside_ns: 180 * MS,
+                thread: 1,
+                span: Some(1),
+            });
+        }
+        let outer = span(1, 1, 1, 0, 2900);
+        let proof = Proof::default();
+        let d = diagnose(&s, &proof, &outer, Interval::new(1000 * MS, 2900 * MS));
+        assert_eq!(d.releases.count, 10);
+        assert_eq!(d.releases.bytes, 41_700_000_000);
+        assert_eq!(d.releases.inside_ns, 1800 * MS);
+        assert_eq!(d.releases.on_proving_thread_ns, 1800 * MS);
+        assert!(d.sentence.contains("41.7 GB freed in 10 large releases"), "{}", d.sentence);
+        assert!(d.sentence.contains("on the proving thread main"), "{}", d.sentence);
+        assert!(d.sentence.contains("synchronous release"), "{}", d.sentence);
+    }
+
+    #[test]
+    fn releases_elsewhere_are_not_blamed_on_the_proving_thread() {
+        let mut s = session();
+        s.releases.push(BlockEvent { ts: 1100 * MS, bytes: 1 << 30, inside_ns: 100 * MS, thread: 2, span: None });
+        let outer = span(1, 1, 1, 0, 3000);
+        let d = diagnose(&s, &Proof::default(), &outer, Interval::new(1000 * MS, 1500 * MS));
+        assert_eq!(d.releases.on_proving_thread_ns, 0);
+        assert!(d.sentence.contains("on dealloc"), "{}", d.sentence);
+        assert!(!d.sentence.contains("synchronous"), "{}", d.sentence);
+    }
+
+    #[test]
+    fn other_threads_and_drops_are_reported() {
+        let mut s = session();
+        s.dropped.push((1200 * MS, vec![(probe_protocol::EventKind::SpanBegin, 7)]));
+        let outer = span(1, 1, 1, 0, 3000);
+        let mut proof = Proof::default();
+        proof.spans.push(span(5, 3, 3, 900, 1600));
+        let gap = Interval::new(1000 * MS, 1500 * MS);
+        let d = diagnose(&s, &proof, &outer, gap);
+        assert_eq!(d.dropped, 7);
+        assert_eq!(d.other_work[0].1, "prep_msm");
+        assert!(d.sentence.contains("7 events were dropped"), "{}", d.sentence);
+        s.dropped.clear();
+        let d = diagnose(&s, &proof, &outer, gap);
+        assert!(d.sentence.contains("meanwhile prep_msm ran on prep_msm"), "{}", d.sentence);
+    }
+}

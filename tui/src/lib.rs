@@ -1,0 +1,16 @@
+//! proofscope, the viewer: sources (live socket, recording), the session model, analysis
+//! (unaccounted gaps and their diagnoses, per-phase statistics), views and headless reports.
+//!
+//! The model has no ratatui import: views are pure functions of `(&Model, &ViewState)` and
+//! headless reports read the same model.
+
+pub mod analysis;
+pub mod app;
+pub mod cli;
+pub mod demo;
+pub mod format;
+pub mod input;
+pub mod model;
+pub mod report;
+pub mod source;
+pub mod view;
