@@ -16,7 +16,15 @@ use std::collections::HashMap;
 #[global_allocator]
 static ALLOC: CountingAllocator = CountingAllocator;
 
-const PHASES: [&str; 7] = ["synthesis", "prep_msm", "ntt_msm_h", "batch_add", "tail_msm", "b_g2_msm", "epilogue"];
+const PHASES: [&str; 7] = [
+    "synthesis",
+    "prep_msm",
+    "ntt_msm_h",
+    "batch_add",
+    "tail_msm",
+    "b_g2_msm",
+    "epilogue",
+];
 
 struct Recorded {
     events: Vec<Event>,
@@ -81,11 +89,26 @@ fn record(mode: DeallocMode) -> Recorded {
             _ => {}
         }
     }
-    Recorded { events, names, threads, spans }
+    Recorded {
+        events,
+        names,
+        threads,
+        spans,
+    }
 }
 
 fn outer(r: &Recorded) -> (u64, u64, u64) {
-    let pb = r.events.iter().find_map(|e| if let Event::ProofBegin(p) = e { Some(p.clone()) } else { None }).unwrap();
+    let pb = r
+        .events
+        .iter()
+        .find_map(|e| {
+            if let Event::ProofBegin(p) = e {
+                Some(p.clone())
+            } else {
+                None
+            }
+        })
+        .unwrap();
     let (b, end) = r.spans[&pb.span];
     (pb.span, b.ts, end.unwrap())
 }
@@ -95,11 +118,29 @@ fn spans_nest_as_specified_and_every_phase_appears() {
     let r = record(DeallocMode::Async);
     let (outer_id, t0, t1) = outer(&r);
     assert_eq!(r.name(outer_id), "prove");
-    let pe = r.events.iter().find_map(|e| if let Event::ProofEnd(p) = e { Some(p.clone()) } else { None }).unwrap();
+    let pe = r
+        .events
+        .iter()
+        .find_map(|e| {
+            if let Event::ProofEnd(p) = e {
+                Some(p.clone())
+            } else {
+                None
+            }
+        })
+        .unwrap();
     assert_eq!(pe.verification, Verification::Valid);
     for phase in PHASES {
-        let (id, (b, end)) = r.spans.iter().find(|(_, (b, _))| r.names[&b.name] == phase).unwrap_or_else(|| panic!("phase {phase} missing"));
-        assert_eq!(b.parent, Some(outer_id), "{phase} is a child of the outer span");
+        let (id, (b, end)) = r
+            .spans
+            .iter()
+            .find(|(_, (b, _))| r.names[&b.name] == phase)
+            .unwrap_or_else(|| panic!("phase {phase} missing"));
+        assert_eq!(
+            b.parent,
+            Some(outer_id),
+            "{phase} is a child of the outer span"
+        );
         let end = end.unwrap_or_else(|| panic!("{phase} never ended"));
         assert!(b.ts >= t0 && end <= t1, "{phase} inside the outer span");
         assert_eq!(b.proof, Some(pe.proof));
@@ -108,7 +149,12 @@ fn spans_nest_as_specified_and_every_phase_appears() {
     // Thread structure: prep on its own thread, device phases on the compute thread, synthesis
     // and epilogue on the caller.
     let thread_of = |phase: &str| {
-        let b = r.spans.values().find(|(b, _)| r.names[&b.name] == phase).unwrap().0;
+        let b = r
+            .spans
+            .values()
+            .find(|(b, _)| r.names[&b.name] == phase)
+            .unwrap()
+            .0;
         r.threads[&b.thread].clone()
     };
     assert_eq!(thread_of("prep_msm"), "prep_msm");
@@ -119,8 +165,17 @@ fn spans_nest_as_specified_and_every_phase_appears() {
     // Sub-spans: per-circuit synthesis (on rayon workers) under synthesis; each NTT and the H
     // MSM under ntt_msm_h.
     let children = |phase: &str| -> Vec<String> {
-        let pid = *r.spans.iter().find(|(_, (b, _))| r.names[&b.name] == phase).unwrap().0;
-        r.spans.values().filter(|(b, _)| b.parent == Some(pid)).map(|(b, _)| r.names[&b.name].clone()).collect()
+        let pid = *r
+            .spans
+            .iter()
+            .find(|(_, (b, _))| r.names[&b.name] == phase)
+            .unwrap()
+            .0;
+        r.spans
+            .values()
+            .filter(|(b, _)| b.parent == Some(pid))
+            .map(|(b, _)| r.names[&b.name].clone())
+            .collect()
     };
     let syn = children("synthesis");
     assert_eq!(syn.iter().filter(|n| *n == "synthesize_circuit").count(), 2);
@@ -130,7 +185,12 @@ fn spans_nest_as_specified_and_every_phase_appears() {
     assert_eq!(h.iter().filter(|n| *n == "icoset_ntt").count(), 2);
     assert_eq!(h.iter().filter(|n| *n == "h_msm").count(), 2);
     // Verification runs after the outer span, in the same proof.
-    let v = r.spans.values().find(|(b, _)| r.names[&b.name] == "verify").unwrap().0;
+    let v = r
+        .spans
+        .values()
+        .find(|(b, _)| r.names[&b.name] == "verify")
+        .unwrap()
+        .0;
     assert_eq!((v.parent, v.proof), (None, Some(pe.proof)));
     assert!(v.ts >= t1);
 }
@@ -150,26 +210,47 @@ fn sync_mode_releases_inside_the_outer_span_after_the_phases() {
     let releases: Vec<BlockEvent> = r
         .events
         .iter()
-        .filter_map(|e| if let Event::Release(b) = e { Some(*b) } else { None })
+        .filter_map(|e| {
+            if let Event::Release(b) = e {
+                Some(*b)
+            } else {
+                None
+            }
+        })
         .filter(|b| b.ts >= t0 && b.ts <= t1)
         .collect();
     // Temporaries freed inside a phase are attributed to that phase (or a sub-span); what the
     // outer span itself frees, outside every phase, is the proving vectors.
-    let outer_frees: Vec<&BlockEvent> = releases.iter().filter(|b| b.span == Some(outer_id)).collect();
+    let outer_frees: Vec<&BlockEvent> = releases
+        .iter()
+        .filter(|b| b.span == Some(outer_id))
+        .collect();
     assert!(
         outer_frees.iter().filter(|b| b.bytes >= 32 * 1024).count() >= 6,
         "a, b, c of two circuits at least: {outer_frees:?}"
     );
     let caller = r.spans[&outer_id].0.thread;
     for b in &outer_frees {
-        assert!(b.ts >= last_phase_end, "release at {} before the last phase ended at {last_phase_end}", b.ts);
-        assert!(b.ts + b.inside_ns <= t1, "the free completes inside the outer span");
+        assert!(
+            b.ts >= last_phase_end,
+            "release at {} before the last phase ended at {last_phase_end}",
+            b.ts
+        );
+        assert!(
+            b.ts + b.inside_ns <= t1,
+            "the free completes inside the outer span"
+        );
         assert_eq!(b.thread, caller, "on the proving thread");
-        assert!(phase_spans.iter().all(|(s, e)| b.ts < *s || b.ts >= *e), "outside every phase span");
+        assert!(
+            phase_spans.iter().all(|(s, e)| b.ts < *s || b.ts >= *e),
+            "outside every phase span"
+        );
     }
     // On the proving thread, every free inside the proof has an enclosing span we know.
     for b in releases.iter().filter(|b| b.thread == caller) {
-        let sid = b.span.expect("frees on the proving thread have an enclosing span");
+        let sid = b
+            .span
+            .expect("frees on the proving thread have an enclosing span");
         assert!(r.spans.contains_key(&sid));
     }
 }
@@ -178,11 +259,34 @@ fn sync_mode_releases_inside_the_outer_span_after_the_phases() {
 fn async_mode_releases_on_the_dealloc_thread_after_the_outer_span() {
     let r = record(DeallocMode::Async);
     let (_, _, t1) = outer(&r);
-    let dealloc_tid = r.threads.iter().find(|(_, n)| *n == "dealloc").map(|(id, _)| *id).expect("dealloc thread defined");
-    let on_dealloc: Vec<BlockEvent> = r.events.iter().filter_map(|e| if let Event::Release(b) = e { Some(*b) } else { None }).filter(|b| b.thread == dealloc_tid).collect();
-    assert!(on_dealloc.iter().filter(|b| b.bytes >= 32 * 1024).count() >= 6, "{on_dealloc:?}");
+    let dealloc_tid = r
+        .threads
+        .iter()
+        .find(|(_, n)| *n == "dealloc")
+        .map(|(id, _)| *id)
+        .expect("dealloc thread defined");
+    let on_dealloc: Vec<BlockEvent> = r
+        .events
+        .iter()
+        .filter_map(|e| {
+            if let Event::Release(b) = e {
+                Some(*b)
+            } else {
+                None
+            }
+        })
+        .filter(|b| b.thread == dealloc_tid)
+        .collect();
+    assert!(
+        on_dealloc.iter().filter(|b| b.bytes >= 32 * 1024).count() >= 6,
+        "{on_dealloc:?}"
+    );
     for b in &on_dealloc {
-        assert!(b.ts >= t1, "dealloc-thread release at {} inside the outer span (ends {t1})", b.ts);
+        assert!(
+            b.ts >= t1,
+            "dealloc-thread release at {} inside the outer span (ends {t1})",
+            b.ts
+        );
         assert_eq!(b.span, None);
     }
 }

@@ -95,7 +95,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let (a, b) = (median(off), median(on));
         println!("probe off: {:.3} s (median)", a.as_secs_f64());
         println!("probe on:  {:.3} s (median)", b.as_secs_f64());
-        println!("overhead:  {:+.2} %", (b.as_secs_f64() / a.as_secs_f64() - 1.0) * 100.0);
+        println!(
+            "overhead:  {:+.2} %",
+            (b.as_secs_f64() / a.as_secs_f64() - 1.0) * 100.0
+        );
         return Ok(());
     }
 
@@ -128,6 +131,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let (a, b) = (median(t_ours), median(t_bp));
     println!("this pipeline: {:.3} s (median)", a.as_secs_f64());
     println!("bellperson:    {:.3} s (median)", b.as_secs_f64());
-    println!("ratio:         {:.2} (this / bellperson)", a.as_secs_f64() / b.as_secs_f64());
+    println!(
+        "ratio:         {:.2} (this / bellperson)",
+        a.as_secs_f64() / b.as_secs_f64()
+    );
     Ok(())
 }

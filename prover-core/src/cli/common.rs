@@ -77,6 +77,36 @@ pub struct ProverArgs {
 }
 
 impl ProverArgs {
+    /// These flags as command-line arguments (to start another prover with them).
+    pub fn to_args(&self) -> Vec<String> {
+        fn val<T: ValueEnum>(v: &T) -> String {
+            v.to_possible_value()
+                .map(|p| p.get_name().to_owned())
+                .unwrap_or_default()
+        }
+        let mut a = vec![
+            "--circuit".into(),
+            val(&self.circuit),
+            "--circuits".into(),
+            self.circuits.to_string(),
+            "--dealloc".into(),
+            val(&self.dealloc),
+            "--backend".into(),
+            val(&self.backend),
+            "--srs".into(),
+            val(&self.srs),
+            "--verify".into(),
+            val(&self.verify),
+        ];
+        if let Some(n) = self.log_size {
+            a.extend(["--log-size".into(), n.to_string()]);
+        }
+        if let Some(c) = &self.cache {
+            a.extend(["--cache".into(), c.display().to_string()]);
+        }
+        a
+    }
+
     pub fn kind(&self) -> CircuitKind {
         match self.circuit {
             CircuitArg::Sha256 => CircuitKind::Sha256,
@@ -121,9 +151,8 @@ impl ProverArgs {
 
     pub fn load_params(&self) -> Result<ParamSet> {
         let size = self.size()?;
-        params::obtain(size, self.srs(), &self.cache_dir()).with_context(|| {
-            format!("parameters for {} 2^{}", size.kind.name(), size.log)
-        })
+        params::obtain(size, self.srs(), &self.cache_dir())
+            .with_context(|| format!("parameters for {} 2^{}", size.kind.name(), size.log))
     }
 }
 

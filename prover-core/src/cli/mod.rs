@@ -34,6 +34,10 @@ pub enum Command {
 
 /// Runs the CLI with these arguments (the first is the program name).
 pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    // Every thread has a name, rayon's too (viewers show thread names).
+    let _ = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("rayon-{i}"))
+        .build_global();
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {

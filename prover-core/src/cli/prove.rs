@@ -29,7 +29,10 @@ pub struct ProveArgs {
 pub fn phase_table(out: &BatchOutput) -> String {
     let total = out.total.as_secs_f64();
     let mut s = String::new();
-    s.push_str(&format!("{:<14} {:>10} {:>8}\n", "phase", "seconds", "of prove"));
+    s.push_str(&format!(
+        "{:<14} {:>10} {:>8}\n",
+        "phase", "seconds", "of prove"
+    ));
     for (name, d) in &out.phases {
         let note = match *name {
             "prep_msm" | "b_g2_msm" => "  (prep thread, beside ntt_msm_h)",
@@ -43,7 +46,10 @@ pub fn phase_table(out: &BatchOutput) -> String {
             d.as_secs_f64() / total * 100.0
         ));
     }
-    s.push_str(&format!("{:<14} {:>10.3} {:>7.1}%  (outer span)\n", "prove", total, 100.0));
+    s.push_str(&format!(
+        "{:<14} {:>10.3} {:>7.1}%  (outer span)\n",
+        "prove", total, 100.0
+    ));
     s
 }
 
@@ -57,7 +63,8 @@ fn write_out(dir: &Path, ps: &crate::groth16::params::ParamSet, out: &BatchOutpu
         let pf = dir.join(format!("proof-{i}.bin"));
         p.write(std::fs::File::create(&pf).with_context(|| format!("writing {}", pf.display()))?)?;
         let inf = dir.join(format!("inputs-{i}.bin"));
-        let mut f = std::fs::File::create(&inf).with_context(|| format!("writing {}", inf.display()))?;
+        let mut f =
+            std::fs::File::create(&inf).with_context(|| format!("writing {}", inf.display()))?;
         for x in inputs {
             f.write_all(x.to_repr().as_ref())?;
         }
@@ -69,11 +76,23 @@ pub fn run(args: ProveArgs) -> Result<()> {
     let size = args.prover.size()?;
     let (backend, reason) = select_backend(args.prover.backend)?;
     let explicit = args.socket.is_some() || args.record.is_some();
-    let socket = Some(args.socket.clone().map_or(SocketChoice::None, SocketChoice::At));
-    let probe = start_probe(socket, args.record.clone(), backend.name(), &reason, explicit)?;
+    let socket = Some(
+        args.socket
+            .clone()
+            .map_or(SocketChoice::None, SocketChoice::At),
+    );
+    let probe = start_probe(
+        socket,
+        args.record.clone(),
+        backend.name(),
+        &reason,
+        explicit,
+    )?;
     let ps = args.prover.load_params()?;
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    let circuits = (0..args.prover.circuits).map(|_| size.random(&mut rng)).collect();
+    let circuits = (0..args.prover.circuits)
+        .map(|_| size.random(&mut rng))
+        .collect();
     let out = prove_batch(BatchRequest {
         params: &ps,
         backend: backend.as_ref(),

@@ -34,9 +34,18 @@ pub fn run(args: ServeArgs) -> Result<()> {
     eprintln!("backend: {} ({reason})", backend.name());
     let explicit = args.socket.is_some() || args.record.is_some();
     let socket = args.socket.clone().map(SocketChoice::At);
-    let probe = start_probe(socket, args.record.clone(), backend.name(), &reason, explicit)?;
+    let probe = start_probe(
+        socket,
+        args.record.clone(),
+        backend.name(),
+        &reason,
+        explicit,
+    )?;
     if let Some(p) = probe.socket_path() {
-        eprintln!("probe: viewers attach with `proofscope attach {}`", p.display());
+        eprintln!(
+            "probe: viewers attach with `proofscope attach {}`",
+            p.display()
+        );
     }
     let ps = args.prover.load_params()?;
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
@@ -49,7 +58,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
         if args.proofs > 0 && done >= args.proofs {
             break format!("done: {done} proofs");
         }
-        let circuits = (0..args.prover.circuits).map(|_| size.random(&mut rng)).collect();
+        let circuits = (0..args.prover.circuits)
+            .map(|_| size.random(&mut rng))
+            .collect();
         match prove_batch(BatchRequest {
             params: &ps,
             backend: backend.as_ref(),

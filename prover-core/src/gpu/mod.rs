@@ -14,7 +14,9 @@ pub fn library_present(name: &str) -> Result<(), String> {
     unsafe {
         let h = libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
         if h.is_null() {
-            return Err(format!("{name} not found (no NVIDIA driver on this machine)"));
+            return Err(format!(
+                "{name} not found (no NVIDIA driver on this machine)"
+            ));
         }
         libc::dlclose(h);
     }

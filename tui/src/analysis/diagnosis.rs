@@ -43,7 +43,10 @@ pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) ->
     // Releases: any large free whose call overlaps the gap.
     let mut by_thread: Vec<(u32, u64)> = Vec::new();
     let lookback = 60_000_000_000; // frees longer than a minute are not plausible
-    for r in session.releases.range(gap.start.saturating_sub(lookback), gap.end) {
+    for r in session
+        .releases
+        .range(gap.start.saturating_sub(lookback), gap.end)
+    {
         let call = Interval::new(r.ts, r.ts + r.inside_ns);
         let ov = call.overlap(&gap);
         if ov == 0 && !(r.ts >= gap.start && r.ts < gap.end) {
@@ -140,7 +143,9 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
         if u < 30.0 {
             parts.push(format!("GPU mostly idle (average utilisation {u:.0}%)"));
         } else {
-            parts.push(format!("GPU busy (average utilisation {u:.0}%) with no span covering it"));
+            parts.push(format!(
+                "GPU busy (average utilisation {u:.0}%) with no span covering it"
+            ));
         }
     }
     if d.dropped > 0 {
@@ -155,7 +160,9 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
                 "no instrumented work on {thread}; meanwhile {n} ran on {t} (waiting on it?)"
             ));
         } else {
-            parts.push(format!("no evidence: uninstrumented work or waiting on {thread}"));
+            parts.push(format!(
+                "no evidence: uninstrumented work or waiting on {thread}"
+            ));
         }
     }
     parts.join("; ")
@@ -170,7 +177,12 @@ mod tests {
 
     fn session() -> Session {
         let mut s = Session {
-            names: vec!["".into(), "prove".into(), "epilogue".into(), "prep_msm".into()],
+            names: vec![
+                "".into(),
+                "prove".into(),
+                "epilogue".into(),
+                "prep_msm".into(),
+            ],
             ..Session::default()
         };
         s.threads.insert(1, ("main".into(), 10));
@@ -210,17 +222,36 @@ mod tests {
         assert_eq!(d.releases.bytes, 41_700_000_000);
         assert_eq!(d.releases.inside_ns, 1800 * MS);
         assert_eq!(d.releases.on_proving_thread_ns, 1800 * MS);
-        assert!(d.sentence.contains("41.7 GB freed in 10 large releases"), "{}", d.sentence);
-        assert!(d.sentence.contains("on the proving thread main"), "{}", d.sentence);
+        assert!(
+            d.sentence.contains("41.7 GB freed in 10 large releases"),
+            "{}",
+            d.sentence
+        );
+        assert!(
+            d.sentence.contains("on the proving thread main"),
+            "{}",
+            d.sentence
+        );
         assert!(d.sentence.contains("synchronous release"), "{}", d.sentence);
     }
 
     #[test]
     fn releases_elsewhere_are_not_blamed_on_the_proving_thread() {
         let mut s = session();
-        s.releases.push(BlockEvent { ts: 1100 * MS, bytes: 1 << 30, inside_ns: 100 * MS, thread: 2, span: None });
+        s.releases.push(BlockEvent {
+            ts: 1100 * MS,
+            bytes: 1 << 30,
+            inside_ns: 100 * MS,
+            thread: 2,
+            span: None,
+        });
         let outer = span(1, 1, 1, 0, 3000);
-        let d = diagnose(&s, &Proof::default(), &outer, Interval::new(1000 * MS, 1500 * MS));
+        let d = diagnose(
+            &s,
+            &Proof::default(),
+            &outer,
+            Interval::new(1000 * MS, 1500 * MS),
+        );
         assert_eq!(d.releases.on_proving_thread_ns, 0);
         assert!(d.sentence.contains("on dealloc"), "{}", d.sentence);
         assert!(!d.sentence.contains("synchronous"), "{}", d.sentence);
@@ -229,7 +260,8 @@ mod tests {
     #[test]
     fn other_threads_and_drops_are_reported() {
         let mut s = session();
-        s.dropped.push((1200 * MS, vec![(probe_protocol::EventKind::SpanBegin, 7)]));
+        s.dropped
+            .push((1200 * MS, vec![(probe_protocol::EventKind::SpanBegin, 7)]));
         let outer = span(1, 1, 1, 0, 3000);
         let mut proof = Proof::default();
         proof.spans.push(span(5, 3, 3, 900, 1600));
@@ -237,9 +269,17 @@ mod tests {
         let d = diagnose(&s, &proof, &outer, gap);
         assert_eq!(d.dropped, 7);
         assert_eq!(d.other_work[0].1, "prep_msm");
-        assert!(d.sentence.contains("7 events were dropped"), "{}", d.sentence);
+        assert!(
+            d.sentence.contains("7 events were dropped"),
+            "{}",
+            d.sentence
+        );
         s.dropped.clear();
         let d = diagnose(&s, &proof, &outer, gap);
-        assert!(d.sentence.contains("meanwhile prep_msm ran on prep_msm"), "{}", d.sentence);
+        assert!(
+            d.sentence.contains("meanwhile prep_msm ran on prep_msm"),
+            "{}",
+            d.sentence
+        );
     }
 }

@@ -28,7 +28,9 @@ impl Interval {
     }
 
     pub fn overlap(&self, other: &Interval) -> u64 {
-        self.end.min(other.end).saturating_sub(self.start.max(other.start))
+        self.end
+            .min(other.end)
+            .saturating_sub(self.start.max(other.start))
     }
 }
 
@@ -96,7 +98,7 @@ pub fn unaccounted(parent: Interval, children: &[Interval], rule: &GapRule) -> V
     let gap = |at: Interval, place| Gap {
         at,
         place,
-        flagged: at.len() >= threshold && at.len() > 0,
+        flagged: at.len() >= threshold && !at.is_empty(),
     };
     if kids.is_empty() {
         return if parent.is_empty() {
@@ -111,7 +113,11 @@ pub fn unaccounted(parent: Interval, children: &[Interval], rule: &GapRule) -> V
     let mut first = true;
     for k in kids {
         if k.start > cursor {
-            let place = if first { Place::BeforeFirst } else { Place::Between };
+            let place = if first {
+                Place::BeforeFirst
+            } else {
+                Place::Between
+            };
             out.push(gap(Interval::new(cursor, k.start), place));
         }
         first = false;
@@ -121,6 +127,18 @@ pub fn unaccounted(parent: Interval, children: &[Interval], rule: &GapRule) -> V
         out.push(gap(Interval::new(cursor, parent.end), Place::AfterLast));
     }
     out
+}
+
+impl Gap {
+    /// Worth a line of its own in a table or report: flagged, or at least 1 ms, or at least
+    /// 0.5 % of its span, or the tail (where synchronous releases at function exit land).
+    /// Others are summarised together.
+    pub fn notable(&self, span_len: u64) -> bool {
+        self.flagged
+            || self.at.len() >= 1_000_000
+            || self.at.len() as f64 >= span_len as f64 * 0.005
+            || self.place == Place::AfterLast
+    }
 }
 
 /// The gaps of one span of a proof.
@@ -139,12 +157,18 @@ pub fn proof_gaps(proof: &Proof, rule: &GapRule, now: u64) -> Vec<SpanGaps> {
     let mut children: std::collections::HashMap<u64, Vec<Interval>> = Default::default();
     for s in &proof.spans {
         if let Some(p) = s.parent {
-            children.entry(p).or_default().push(Interval::new(s.start, s.end_or(now)));
+            children
+                .entry(p)
+                .or_default()
+                .push(Interval::new(s.start, s.end_or(now)));
         }
     }
     for g in &proof.gpu_spans {
         if let Some(p) = g.span {
-            children.entry(p).or_default().push(Interval::new(g.start, g.end));
+            children
+                .entry(p)
+                .or_default()
+                .push(Interval::new(g.start, g.end));
         }
     }
     let mut out: Vec<SpanGaps> = proof
@@ -180,7 +204,13 @@ mod tests {
     #[test]
     fn overlapping_children_on_several_threads_form_one_union() {
         // Parent 0..1000 ms; children from three threads overlap in 100..400 and 500..900.
-        let kids = [iv(100, 300), iv(200, 400), iv(150, 250), iv(500, 900), iv(600, 700)];
+        let kids = [
+            iv(100, 300),
+            iv(200, 400),
+            iv(150, 250),
+            iv(500, 900),
+            iv(600, 700),
+        ];
         let g = unaccounted(iv(0, 1000), &kids, &GapRule::default());
         assert_eq!(
             g.iter().map(|g| (g.at, g.place)).collect::<Vec<_>>(),
@@ -198,7 +228,10 @@ mod tests {
     fn children_outside_the_parent_are_clipped() {
         let kids = [iv(0, 50), iv(90, 200), iv(950, 2000), iv(3000, 4000)];
         let g = unaccounted(iv(100, 1000), &kids, &GapRule::default());
-        assert_eq!(g.iter().map(|g| g.at).collect::<Vec<_>>(), vec![iv(200, 950)]);
+        assert_eq!(
+            g.iter().map(|g| g.at).collect::<Vec<_>>(),
+            vec![iv(200, 950)]
+        );
         assert_eq!(g[0].place, Place::Between);
     }
 
@@ -206,8 +239,14 @@ mod tests {
     fn empty_parents() {
         let rule = GapRule::default();
         let g = unaccounted(iv(0, 1000), &[], &rule);
-        assert_eq!((g[0].at, g[0].place, g[0].flagged), (iv(0, 1000), Place::Whole, true));
-        assert!(unaccounted(iv(5, 5), &[], &rule).is_empty(), "zero-length span: nothing");
+        assert_eq!(
+            (g[0].at, g[0].place, g[0].flagged),
+            (iv(0, 1000), Place::Whole, true)
+        );
+        assert!(
+            unaccounted(iv(5, 5), &[], &rule).is_empty(),
+            "zero-length span: nothing"
+        );
         // Children covering everything: no gap.
         assert!(unaccounted(iv(0, 100), &[iv(0, 60), iv(40, 100)], &rule).is_empty());
     }
@@ -222,7 +261,10 @@ mod tests {
         // 200 ms span: 5 % is 10 ms, so the 50 ms floor applies: 40 ms gap not flagged.
         let g = unaccounted(iv(0, 200), &[iv(40, 200)], &rule);
         assert!(!g[0].flagged);
-        let strict = GapRule { min_fraction: 0.01, min_ns: MS };
+        let strict = GapRule {
+            min_fraction: 0.01,
+            min_ns: MS,
+        };
         assert!(unaccounted(iv(0, 200), &[iv(40, 200)], &strict)[0].flagged);
     }
 }

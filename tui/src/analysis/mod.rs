@@ -22,7 +22,10 @@ pub const PHASES: [&str; 7] = [
 /// Sort key of a phase name: pipeline order first, then alphabetical.
 pub fn phase_order(name: &str) -> (usize, String) {
     (
-        PHASES.iter().position(|p| *p == name).unwrap_or(PHASES.len()),
+        PHASES
+            .iter()
+            .position(|p| *p == name)
+            .unwrap_or(PHASES.len()),
         name.to_owned(),
     )
 }

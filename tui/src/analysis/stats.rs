@@ -30,11 +30,17 @@ pub fn phase_stats(model: &Model) -> Vec<PhaseStats> {
         for p in s.proofs.values().filter(|p| p.done()) {
             let Some(outer) = p.outer() else { continue };
             if let Some(e) = outer.end {
-                by_name.entry(s.name(outer.name).to_owned()).or_default().push(e - outer.start);
+                by_name
+                    .entry(s.name(outer.name).to_owned())
+                    .or_default()
+                    .push(e - outer.start);
             }
             for c in p.children(outer.id) {
                 if let Some(e) = c.end {
-                    by_name.entry(s.name(c.name).to_owned()).or_default().push(e - c.start);
+                    by_name
+                        .entry(s.name(c.name).to_owned())
+                        .or_default()
+                        .push(e - c.start);
                 }
             }
         }

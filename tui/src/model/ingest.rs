@@ -83,7 +83,10 @@ impl Model {
                 let n = s.alloc.trim_before(start)
                     + s.releases.trim_before(start)
                     + s.allocs.trim_before(start)
-                    + s.gpu.values_mut().map(|g| g.trim_before(start)).sum::<usize>();
+                    + s.gpu
+                        .values_mut()
+                        .map(|g| g.trim_before(start))
+                        .sum::<usize>();
                 self.evicted_events += n as u64;
                 self.approx_bytes = self.approx_bytes.saturating_sub(n * 64);
             }
@@ -199,7 +202,10 @@ impl Session {
                     self.status = m.text.clone();
                     return 0;
                 }
-                let pid = m.span.and_then(|s| self.span_proof.get(&s).copied()).unwrap_or(0);
+                let pid = m
+                    .span
+                    .and_then(|s| self.span_proof.get(&s).copied())
+                    .unwrap_or(0);
                 self.proof_mut(pid).markers.push(*m);
                 SAMPLE_BYTES
             }
@@ -228,7 +234,10 @@ impl Session {
                 SAMPLE_BYTES
             }
             Event::GpuSpan(g) => {
-                let pid = g.span.and_then(|s| self.span_proof.get(&s).copied()).unwrap_or(0);
+                let pid = g
+                    .span
+                    .and_then(|s| self.span_proof.get(&s).copied())
+                    .unwrap_or(0);
                 let pr = self.proof_mut(pid);
                 if !pr.gpu_spans.contains(&g) {
                     pr.gpu_spans.push(g);

@@ -156,7 +156,10 @@ pub struct Session {
 
 impl Session {
     pub fn name(&self, id: u32) -> &str {
-        self.names.get(id as usize).map(String::as_str).unwrap_or("?")
+        self.names
+            .get(id as usize)
+            .map(String::as_str)
+            .unwrap_or("?")
     }
 
     pub fn thread_name(&self, id: u32) -> &str {
@@ -229,7 +232,12 @@ impl Model {
         self.sessions
             .iter()
             .enumerate()
-            .flat_map(|(si, s)| s.proofs.keys().map(move |&p| ProofKey { session: si, proof: p }))
+            .flat_map(|(si, s)| {
+                s.proofs.keys().map(move |&p| ProofKey {
+                    session: si,
+                    proof: p,
+                })
+            })
             .collect()
     }
 

@@ -36,13 +36,7 @@ impl<T> Default for TimeSeries<T> {
 impl<T: Timed> TimeSeries<T> {
     pub fn push(&mut self, v: T) {
         let ts = v.ts();
-        let at = self.items.len()
-            - self
-                .items
-                .iter()
-                .rev()
-                .take_while(|x| x.ts() > ts)
-                .count();
+        let at = self.items.len() - self.items.iter().rev().take_while(|x| x.ts() > ts).count();
         self.items.insert(at, v);
     }
 

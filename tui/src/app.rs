@@ -1,0 +1,449 @@
+//! The app: a source feeding the model, actions applied to the view state, and the two ways
+//! to run — the dashboard (ratatui, restores the terminal on exit and on panic) and headless.
+
+use crate::analysis::GapRule;
+use crate::demo::Demo;
+use crate::input::{self, Action};
+use crate::model::{LinkState, Model, Retention};
+use crate::source::SourceMsg;
+use crate::source::live::{self, Live};
+use crate::source::record::Recorder;
+use crate::source::replay::Replay;
+use crate::view::{Screen, ViewState};
+use anyhow::Result;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::time::{Duration, Instant};
+
+/// Options shared by every way of running.
+#[derive(Debug, Clone)]
+pub struct RunOpts {
+    pub retention: Retention,
+    pub rule: GapRule,
+    pub record: Option<PathBuf>,
+}
+
+#[derive(Debug)]
+pub struct App {
+    pub model: Model,
+    pub view: ViewState,
+    rx: Receiver<SourceMsg>,
+    tx: Sender<SourceMsg>,
+    live: Option<Live>,
+    pub replay: Option<Replay>,
+    recorder: Option<Recorder>,
+    record_path: Option<PathBuf>,
+    pub demo: Option<Demo>,
+    pub source: String,
+    pub warnings: Vec<String>,
+    dirty: bool,
+    demo_exit_seen: bool,
+}
+
+impl App {
+    fn new(opts: &RunOpts, source: String) -> App {
+        let (tx, rx) = channel();
+        App {
+            model: Model::new(opts.retention),
+            view: ViewState {
+                rule: opts.rule,
+                ..ViewState::default()
+            },
+            rx,
+            tx,
+            live: None,
+            replay: None,
+            recorder: None,
+            record_path: opts.record.clone(),
+            demo: None,
+            source,
+            warnings: Vec::new(),
+            dirty: true,
+            demo_exit_seen: false,
+        }
+    }
+
+    /// Follows the prover listening on `socket`.
+    pub fn live(socket: PathBuf, opts: &RunOpts) -> Result<App> {
+        let mut app = App::new(opts, socket.display().to_string());
+        app.live = Some(live::start(socket, app.tx.clone())?);
+        if let Some(p) = opts.record.clone() {
+            app.start_recording(p)?;
+        }
+        Ok(app)
+    }
+
+    /// Replays a recording file.
+    pub fn replay(file: PathBuf, opts: &RunOpts) -> Result<App> {
+        let mut app = App::new(opts, file.display().to_string());
+        let r = Replay::open(&file)?;
+        app.warnings.extend(r.warnings.iter().cloned());
+        app.replay = Some(r);
+        app.update_transport();
+        Ok(app)
+    }
+
+    fn start_recording(&mut self, path: PathBuf) -> Result<()> {
+        let rec = Recorder::create(&path, self.model.current())?;
+        self.model.recording = Some(rec.path.clone());
+        self.recorder = Some(rec);
+        Ok(())
+    }
+
+    fn stop_recording(&mut self) -> Option<String> {
+        let rec = self.recorder.take()?;
+        let path = rec.path.clone();
+        if let Err(e) = rec.finish() {
+            self.view.message = Some(format!("recording {path} failed: {e}"));
+        }
+        self.model.recording = None;
+        Some(path)
+    }
+
+    fn handle(&mut self, msg: SourceMsg) {
+        match msg {
+            SourceMsg::Frame { raw, events } => {
+                if let Some(r) = self.recorder.as_mut()
+                    && let Err(e) = r.frame(&raw)
+                {
+                    self.view.message = Some(format!("recording stopped: {e}"));
+                    self.stop_recording();
+                }
+                self.model.ingest_all(events);
+                if self.demo.is_some()
+                    && self
+                        .view
+                        .message
+                        .as_deref()
+                        .is_some_and(|m| m.starts_with("demo prover starting"))
+                    && self.model.sessions.iter().any(|s| s.proofs_done > 0)
+                {
+                    self.view.message = None;
+                }
+            }
+            SourceMsg::Link(state) => self.model.link = state,
+            SourceMsg::BadFrame(why) => {
+                self.model.bad_frames += 1;
+                self.warnings.push(why);
+            }
+        }
+        self.dirty = true;
+    }
+
+    /// Applies what the source has for us, for at most `budget`. Returns messages applied.
+    pub fn pump(&mut self, budget: Duration) -> usize {
+        let t0 = Instant::now();
+        let mut n = 0;
+        if let Some(r) = self.replay.as_mut() {
+            let due: Vec<_> = r.due().to_vec();
+            n += due.len();
+            for f in due {
+                self.model.ingest_all(f.events);
+            }
+            if n > 0 {
+                self.dirty = true;
+            }
+            self.update_transport();
+            return n;
+        }
+        if self.view.paused {
+            return 0;
+        }
+        while t0.elapsed() < budget {
+            match self.rx.try_recv() {
+                Ok(m) => {
+                    self.handle(m);
+                    n += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        if let Some(d) = self.demo.as_mut()
+            && !self.demo_exit_seen
+            && let Some(status) = d.status()
+        {
+            self.demo_exit_seen = true;
+            self.view.message = Some(format!(
+                "the demo prover exited ({status}); its log: {}",
+                d.log.display()
+            ));
+            self.dirty = true;
+        }
+        n
+    }
+
+    /// Blocks up to `wait` for a message (headless live runs).
+    pub fn wait(&mut self, wait: Duration) -> bool {
+        match self.rx.recv_timeout(wait) {
+            Ok(m) => {
+                self.handle(m);
+                true
+            }
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => false,
+        }
+    }
+
+    fn update_transport(&mut self) {
+        let Some(r) = &self.replay else { return };
+        let proofs = self.model.proof_keys().len();
+        self.view.transport = Some(format!(
+            "{} {}  │  +{} of {}  │  frame {}/{}  │  {} proofs  │  s speed  [ ] proof  space pause",
+            if r.paused {
+                "⏸"
+            } else if r.done() {
+                "■"
+            } else {
+                "▶"
+            },
+            r.speed.label(),
+            crate::format::dur(r.position()),
+            crate::format::dur(r.end()),
+            r.next,
+            r.frames.len(),
+            proofs
+        ));
+        self.model.link = LinkState::Replay {
+            file: r.file.clone(),
+            position: r.position(),
+            total: r.end(),
+            speed: r.speed.label().into(),
+            paused: r.paused,
+        };
+    }
+
+    fn select(&mut self, delta: isize) {
+        let keys = self.model.proof_keys();
+        if keys.is_empty() {
+            return;
+        }
+        let cur = self
+            .view
+            .shown(&self.model)
+            .and_then(|k| keys.iter().position(|x| *x == k))
+            .unwrap_or(keys.len() - 1) as isize;
+        let next = (cur + delta).clamp(0, keys.len() as isize - 1) as usize;
+        self.view.selected = Some(keys[next]);
+        self.view.follow = next == keys.len() - 1 && self.view.follow;
+        if next != keys.len() - 1 {
+            self.view.follow = false;
+        }
+    }
+
+    /// Re-ingests a replay up to frame `idx` (fresh model when going back).
+    fn replay_seek(&mut self, idx: usize) {
+        let Some(r) = self.replay.as_mut() else {
+            return;
+        };
+        let back = idx < r.next;
+        let from = if back { 0 } else { r.next };
+        if back {
+            let link = std::mem::take(&mut self.model.link);
+            self.model = Model::new(self.model.retention);
+            self.model.link = link;
+        }
+        for f in &r.frames[from..=idx.min(r.frames.len().saturating_sub(1))] {
+            self.model.ingest_all(f.events.iter().cloned());
+        }
+        r.seek(idx);
+        self.view.selected = None;
+        self.view.follow = true;
+        self.update_transport();
+    }
+
+    /// Applies an action; `true` means quit.
+    pub fn apply(&mut self, a: Action) -> bool {
+        self.dirty = true;
+        match a {
+            Action::Quit => return true,
+            Action::Help => self.view.help = !self.view.help,
+            Action::Escape => {
+                self.view.help = false;
+                self.view.message = None;
+            }
+            Action::NextTab => self.view.tab = self.view.tab.next(),
+            Action::Up => self.select(-1),
+            Action::Down => self.select(1),
+            Action::Left => self.view.pan = (self.view.pan - 0.1).max(0.0),
+            Action::Right => self.view.pan = (self.view.pan + 0.1).min(1.0),
+            Action::ZoomIn => self.view.zoom = (self.view.zoom * 2.0).min(4096.0),
+            Action::ZoomOut => {
+                self.view.zoom = (self.view.zoom / 2.0).max(1.0);
+                if self.view.zoom == 1.0 {
+                    self.view.pan = 0.0;
+                }
+            }
+            Action::Follow => {
+                self.view.follow = true;
+                self.view.selected = None;
+            }
+            Action::Pause => match self.replay.as_mut() {
+                Some(r) => {
+                    let p = !r.paused;
+                    r.set_paused(p);
+                    self.update_transport();
+                }
+                None => self.view.paused = !self.view.paused,
+            },
+            Action::Record => {
+                if self.replay.is_some() {
+                    self.view.message = Some("a replay is already a recording".into());
+                } else if let Some(p) = self.stop_recording() {
+                    self.view.message = Some(format!("recording saved to {p}"));
+                } else {
+                    let path = self.record_path.clone().unwrap_or_else(|| {
+                        let secs = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_secs());
+                        PathBuf::from(format!("proofscope-{secs}.psrec"))
+                    });
+                    match self.start_recording(path) {
+                        Ok(()) => self.view.message = Some("recording (r stops)".into()),
+                        Err(e) => self.view.message = Some(format!("cannot record: {e:#}")),
+                    }
+                }
+            }
+            Action::Speed => {
+                if let Some(r) = self.replay.as_mut() {
+                    let s = r.speed.next();
+                    r.set_speed(s);
+                    self.update_transport();
+                }
+            }
+            Action::PrevProof | Action::NextProof => {
+                let target = self
+                    .replay
+                    .as_ref()
+                    .and_then(|r| r.proof_boundary(a == Action::NextProof));
+                if let Some(i) = target {
+                    // Show the proof whose begin is at `i`: ingest through its end.
+                    let end = self.replay.as_ref().and_then(|r| {
+                        let pid = r.frames[i].events.iter().find_map(|e| match e {
+                            probe_protocol::Event::ProofBegin(p) => Some(p.proof),
+                            _ => None,
+                        })?;
+                        (i..r.frames.len()).find(|&j| {
+                            r.frames[j].events.iter().any(|e| matches!(e, probe_protocol::Event::ProofEnd(p) if p.proof == pid))
+                        })
+                    });
+                    self.replay_seek(end.unwrap_or(i));
+                }
+            }
+        }
+        false
+    }
+
+    /// Follow mode keeps the newest proof shown.
+    fn follow(&mut self) {
+        if self.view.follow {
+            self.view.selected = None;
+        }
+    }
+
+    pub fn finish(&mut self) {
+        self.stop_recording();
+        self.live.take();
+        if let Some(mut d) = self.demo.take() {
+            d.stop();
+        }
+    }
+}
+
+/// The dashboard.
+pub fn run_tui(mut app: App) -> Result<()> {
+    let mut terminal = ratatui::try_init()?;
+    let result = event_loop(&mut terminal, &mut app);
+    ratatui::restore();
+    app.finish();
+    if let Some(d) = &app.demo {
+        eprintln!("demo prover log: {}", d.log.display());
+    }
+    result
+}
+
+fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> Result<()> {
+    use crossterm::event::{self, Event};
+    let mut last_draw = Instant::now() - Duration::from_secs(10);
+    loop {
+        if app.dirty || last_draw.elapsed() >= Duration::from_secs(1) {
+            app.follow();
+            terminal.draw(|f| {
+                let screen = Screen {
+                    model: &app.model,
+                    state: &app.view,
+                };
+                f.render_widget(&screen, f.area());
+            })?;
+            app.dirty = false;
+            last_draw = Instant::now();
+        }
+        if event::poll(Duration::from_millis(50))? {
+            match event::read()? {
+                Event::Key(k) => {
+                    if let Some(a) = input::map(k)
+                        && app.apply(a)
+                    {
+                        return Ok(());
+                    }
+                }
+                Event::Resize(..) => {
+                    terminal.autoresize()?;
+                    app.dirty = true;
+                }
+                _ => {}
+            }
+        }
+        app.pump(Duration::from_millis(30));
+    }
+}
+
+/// Stop conditions of a headless live run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Until {
+    pub proofs: Option<u64>,
+    pub duration: Option<Duration>,
+}
+
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Collects until the stop condition, then leaves the model ready for a report.
+pub fn run_headless(app: &mut App, until: Until) {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_sigint as *const () as libc::sighandler_t);
+    }
+    if let Some(r) = app.replay.as_mut() {
+        r.set_speed(crate::source::replay::Speed::Max);
+        app.pump(Duration::ZERO);
+        app.finish();
+        return;
+    }
+    let t0 = Instant::now();
+    let done_at_start: u64 = app.model.sessions.iter().map(|s| s.proofs_done).sum();
+    loop {
+        app.wait(Duration::from_millis(100));
+        let done: u64 = app
+            .model
+            .sessions
+            .iter()
+            .map(|s| s.proofs_done)
+            .sum::<u64>()
+            - done_at_start;
+        let stop = INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
+            || until.proofs.is_some_and(|n| done >= n)
+            || until.duration.is_some_and(|d| t0.elapsed() >= d)
+            || matches!(app.model.link, LinkState::Failed(_))
+            || app.model.current().is_some_and(|s| s.goodbye.is_some())
+            || app.demo.as_mut().is_some_and(|d| d.status().is_some());
+        if stop {
+            // Take what already arrived.
+            while app.wait(Duration::from_millis(20)) {}
+            break;
+        }
+    }
+    app.finish();
+}

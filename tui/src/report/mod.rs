@@ -1,0 +1,392 @@
+//! Headless reports, built once from the model: a bug report to paste (`text`), a documented
+//! JSON document (`json`, schema in docs/CLI.md), and a Chrome trace that Perfetto opens
+//! (`chrome`).
+
+mod chrome;
+mod json;
+mod text;
+
+pub use chrome::chrome_trace;
+pub use json::json;
+pub use text::text;
+
+use crate::analysis::{Diagnosis, GapRule, PhaseStats, Place, diagnose, phase_stats, proof_gaps};
+use crate::model::{Model, Proof, Session};
+use serde::Serialize;
+
+/// Output format of `--headless`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Chrome,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub proofscope_version: String,
+    pub protocol: String,
+    pub source: String,
+    pub gap_rule: GapRuleReport,
+    pub sessions: Vec<SessionReport>,
+    pub phase_stats: Vec<PhaseStats>,
+    pub evicted_proofs: u64,
+    pub evicted_events: u64,
+    pub bad_frames: u64,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct GapRuleReport {
+    pub min_fraction: f64,
+    pub min_ns: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionReport {
+    pub prover: String,
+    pub prover_version: String,
+    pub pid: u32,
+    pub hostname: String,
+    pub session_start_unix_ns: u64,
+    pub clock: String,
+    pub backend: String,
+    pub backend_reason: String,
+    pub gpus: Vec<GpuReport>,
+    pub gpu_unavailable_reason: Option<String>,
+    pub gpu_driver_version: Option<String>,
+    pub cpu_count: u32,
+    pub total_ram_bytes: u64,
+    pub large_block_threshold: u64,
+    pub command_line: Vec<String>,
+    pub proofs: Vec<ProofReport>,
+    pub releases: ReleaseTotals,
+    pub dropped: Vec<(String, u64)>,
+    pub history_evicted_events: u64,
+    pub goodbye: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuReport {
+    pub index: u32,
+    pub name: String,
+    pub memory_total_bytes: u64,
+    pub samples: usize,
+    pub util_avg_pct: Option<f64>,
+    pub util_max_pct: Option<u8>,
+    pub mem_used_max_bytes: Option<u64>,
+    pub power_avg_w: Option<f64>,
+    pub energy_used_j: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseReport {
+    pub name: String,
+    pub thread: String,
+    pub start_offset_ns: u64,
+    pub duration_ns: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GapReport {
+    pub span: String,
+    pub place: Place,
+    pub start_offset_ns: u64,
+    pub duration_ns: u64,
+    pub share_of_span: f64,
+    pub flagged: bool,
+    pub diagnosis: Diagnosis,
+}
+
+/// Large frees around one proof, by where they happened.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ProofReleases {
+    /// In the outer span, outside every phase (what the wrapper timer pays for).
+    pub in_outer_outside_phases: ReleaseGroup,
+    /// Inside phases (temporaries).
+    pub in_phases: ReleaseGroup,
+    /// After the outer span ended, before the next proof began (detached frees).
+    pub after_outer: ReleaseGroup,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReleaseGroup {
+    pub count: usize,
+    pub bytes: u64,
+    pub inside_ns: u64,
+    /// (thread, count) pairs.
+    pub threads: Vec<(String, usize)>,
+}
+
+impl ReleaseGroup {
+    fn add(&mut self, bytes: u64, ns: u64, thread: &str) {
+        self.count += 1;
+        self.bytes += bytes;
+        self.inside_ns += ns;
+        match self.threads.iter_mut().find(|(t, _)| t == thread) {
+            Some(x) => x.1 += 1,
+            None => self.threads.push((thread.to_owned(), 1)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReleaseTotals {
+    pub count: usize,
+    pub bytes: u64,
+    pub inside_ns: u64,
+    pub by_thread: Vec<(String, u64)>,
+}
+
+/// The outer span's gaps not listed one by one.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SmallGaps {
+    pub count: usize,
+    pub total_ns: u64,
+    pub largest_ns: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProofReport {
+    pub id: u64,
+    pub circuit: String,
+    pub constraints: u64,
+    pub circuits: u32,
+    pub backend: String,
+    pub synthetic_srs: bool,
+    pub complete: bool,
+    pub verification: String,
+    pub error: Option<String>,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub thread: String,
+    pub phases: Vec<PhaseReport>,
+    pub unaccounted_ns: u64,
+    pub gaps: Vec<GapReport>,
+    pub small_gaps: SmallGaps,
+    pub releases: ProofReleases,
+}
+
+fn proof_report(
+    s: &Session,
+    p: &Proof,
+    next_start: Option<u64>,
+    rule: &GapRule,
+) -> Option<ProofReport> {
+    let outer = *p.outer()?;
+    let (a, b) = (outer.start, outer.end_or(s.now));
+    let mut phases: Vec<PhaseReport> = p
+        .children(outer.id)
+        .map(|c| PhaseReport {
+            name: s.name(c.name).to_owned(),
+            thread: s.thread_name(c.thread).to_owned(),
+            start_offset_ns: c.start.saturating_sub(a),
+            duration_ns: c.end_or(s.now) - c.start,
+        })
+        .collect();
+    phases.sort_by_key(|x| (x.start_offset_ns, x.name.clone()));
+    let mut gaps = Vec::new();
+    let mut small = SmallGaps::default();
+    let mut unaccounted_ns = 0;
+    for sg in proof_gaps(p, rule, s.now) {
+        let is_outer = sg.span.id == outer.id;
+        if is_outer {
+            unaccounted_ns = sg.unaccounted_ns;
+        }
+        let len = (sg.span.end_or(s.now) - sg.span.start).max(1);
+        for g in sg.gaps.iter().filter(|g| is_outer || g.flagged) {
+            let diagnosis = diagnose(s, p, &sg.span, g.at);
+            if !g.notable(len) && diagnosis.releases.count == 0 {
+                small.count += 1;
+                small.total_ns += g.at.len();
+                small.largest_ns = small.largest_ns.max(g.at.len());
+                continue;
+            }
+            gaps.push(GapReport {
+                span: s.name(sg.span.name).to_owned(),
+                place: g.place,
+                start_offset_ns: g.at.start - a,
+                duration_ns: g.at.len(),
+                share_of_span: g.at.len() as f64 / len as f64,
+                flagged: g.flagged,
+                diagnosis,
+            });
+        }
+    }
+    // Releases around the proof.
+    let phase_iv: Vec<(u64, u64)> = p
+        .children(outer.id)
+        .map(|c| (c.start, c.end_or(s.now)))
+        .collect();
+    let mut rel = ProofReleases::default();
+    let until = next_start.unwrap_or(u64::MAX);
+    for r in s.releases.range(a, until) {
+        let t = s.thread_name(r.thread);
+        if r.ts <= b {
+            if phase_iv.iter().any(|(x, y)| r.ts >= *x && r.ts < *y) {
+                rel.in_phases.add(r.bytes, r.inside_ns, t);
+            } else if r.span == Some(outer.id) || r.thread == outer.thread {
+                rel.in_outer_outside_phases.add(r.bytes, r.inside_ns, t);
+            }
+        } else {
+            rel.after_outer.add(r.bytes, r.inside_ns, t);
+        }
+    }
+    let begin = p.begin.as_ref();
+    Some(ProofReport {
+        id: p.id,
+        circuit: begin.map(|x| x.circuit.clone()).unwrap_or_default(),
+        constraints: begin.map_or(0, |x| x.constraints),
+        circuits: begin.map_or(0, |x| x.circuits),
+        backend: begin.map(|x| x.backend.clone()).unwrap_or_default(),
+        synthetic_srs: begin.is_some_and(|x| x.synthetic_srs),
+        complete: p.done(),
+        verification: p
+            .end
+            .as_ref()
+            .map_or("in progress", |e| e.verification.as_str())
+            .to_owned(),
+        error: p.end.as_ref().and_then(|e| e.error.clone()),
+        start_ns: a,
+        duration_ns: b - a,
+        thread: s.thread_name(outer.thread).to_owned(),
+        phases,
+        unaccounted_ns,
+        gaps,
+        small_gaps: small,
+        releases: rel,
+    })
+}
+
+fn gpu_report(s: &Session) -> Vec<GpuReport> {
+    let hello_gpus = s.hello.as_ref().map(|h| h.gpus.clone()).unwrap_or_default();
+    let mut out: Vec<GpuReport> = hello_gpus
+        .iter()
+        .map(|g| {
+            let series = s.gpu.get(&g.index);
+            let pts = series.map(|x| x.all()).unwrap_or(&[]);
+            let utils: Vec<u8> = pts.iter().filter_map(|x| x.util_pct).collect();
+            let power: Vec<u32> = pts.iter().filter_map(|x| x.power_mw).collect();
+            let energy: Vec<u64> = pts.iter().filter_map(|x| x.energy_mj).collect();
+            GpuReport {
+                index: g.index,
+                name: g.name.clone(),
+                memory_total_bytes: g.memory_total_bytes,
+                samples: pts.len(),
+                util_avg_pct: (!utils.is_empty())
+                    .then(|| utils.iter().map(|&u| u as f64).sum::<f64>() / utils.len() as f64),
+                util_max_pct: utils.iter().max().copied(),
+                mem_used_max_bytes: pts.iter().filter_map(|x| x.mem_used_bytes).max(),
+                power_avg_w: (!power.is_empty()).then(|| {
+                    power.iter().map(|&p| p as f64).sum::<f64>() / power.len() as f64 / 1000.0
+                }),
+                energy_used_j: match (energy.first(), energy.last()) {
+                    (Some(a), Some(b)) if b >= a => Some((b - a) as f64 / 1000.0),
+                    _ => None,
+                },
+            }
+        })
+        .collect();
+    out.sort_by_key(|g| g.index);
+    out
+}
+
+/// Builds the report of everything the model retains.
+pub fn build(model: &Model, rule: &GapRule, source: &str, warnings: Vec<String>) -> Report {
+    let sessions = model
+        .sessions
+        .iter()
+        .map(|s| {
+            let h = s.hello.clone().unwrap_or_default();
+            let starts: Vec<u64> = s
+                .proofs
+                .values()
+                .filter_map(|p| p.outer().map(|o| o.start))
+                .collect();
+            let proofs: Vec<ProofReport> = s
+                .proofs
+                .values()
+                .filter_map(|p| {
+                    let a = p.outer()?.start;
+                    let next = starts.iter().copied().filter(|&x| x > a).min();
+                    proof_report(s, p, next, rule)
+                })
+                .collect();
+            let mut totals = ReleaseTotals::default();
+            let mut by_thread: std::collections::BTreeMap<String, u64> = Default::default();
+            for r in s.releases.all() {
+                totals.count += 1;
+                totals.bytes += r.bytes;
+                totals.inside_ns += r.inside_ns;
+                *by_thread
+                    .entry(s.thread_name(r.thread).to_owned())
+                    .or_default() += r.inside_ns;
+            }
+            let mut bt: Vec<(String, u64)> = by_thread.into_iter().collect();
+            bt.sort_by_key(|(n, ns)| (std::cmp::Reverse(*ns), n.clone()));
+            totals.by_thread = bt;
+            let mut dropped: std::collections::BTreeMap<&'static str, u64> = Default::default();
+            for (_, counts) in &s.dropped {
+                for (k, n) in counts {
+                    *dropped.entry(k.name()).or_default() += n;
+                }
+            }
+            SessionReport {
+                prover: h.prover_name.clone(),
+                prover_version: h.prover_version.clone(),
+                pid: h.pid,
+                hostname: h.hostname.clone(),
+                session_start_unix_ns: h.session_start_unix_ns,
+                clock: h.clock.clone(),
+                backend: h.backend.clone(),
+                backend_reason: h.backend_reason.clone(),
+                gpus: gpu_report(s),
+                gpu_unavailable_reason: h.gpu_unavailable_reason.clone(),
+                gpu_driver_version: h.gpu_driver_version.clone(),
+                cpu_count: h.cpu_count,
+                total_ram_bytes: h.total_ram_bytes,
+                large_block_threshold: h.large_block_threshold,
+                command_line: h.command_line.clone(),
+                proofs,
+                releases: totals,
+                dropped: dropped
+                    .into_iter()
+                    .map(|(k, n)| (k.to_owned(), n))
+                    .collect(),
+                history_evicted_events: s.history_gap.map_or(0, |g| g.evicted_events),
+                goodbye: s.goodbye.as_ref().map(|g| g.1.clone()),
+            }
+        })
+        .collect();
+    Report {
+        proofscope_version: env!("CARGO_PKG_VERSION").into(),
+        protocol: probe_protocol::protocol_version(),
+        source: source.into(),
+        gap_rule: GapRuleReport {
+            min_fraction: rule.min_fraction,
+            min_ns: rule.min_ns,
+        },
+        sessions,
+        phase_stats: phase_stats(model),
+        evicted_proofs: model.evicted_proofs,
+        evicted_events: model.evicted_events,
+        bad_frames: model.bad_frames,
+        warnings,
+    }
+}
+
+impl Report {
+    /// The largest flagged gap as a share of its span, in percent (for `--fail-on-gap`).
+    pub fn worst_gap_pct(&self) -> f64 {
+        self.sessions
+            .iter()
+            .flat_map(|s| &s.proofs)
+            .flat_map(|p| &p.gaps)
+            .map(|g| g.share_of_span * 100.0)
+            .fold(0.0, f64::max)
+    }
+
+    pub fn proofs(&self) -> usize {
+        self.sessions.iter().map(|s| s.proofs.len()).sum()
+    }
+}

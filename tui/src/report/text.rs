@@ -1,0 +1,237 @@
+//! `--format text`: a bug report to paste.
+
+use super::{ReleaseGroup, Report};
+use crate::format::{bytes, dur};
+use std::fmt::Write;
+
+fn group(g: &ReleaseGroup) -> String {
+    if g.count == 0 {
+        return "none".into();
+    }
+    let threads: Vec<String> = g.threads.iter().map(|(t, n)| format!("{t} ×{n}")).collect();
+    format!(
+        "{} release{}, {}, {} inside free, on {}",
+        g.count,
+        if g.count == 1 { "" } else { "s" },
+        bytes(g.bytes),
+        dur(g.inside_ns),
+        threads.join(", ")
+    )
+}
+
+pub fn text(r: &Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "proofscope {} report (protocol {})",
+        r.proofscope_version, r.protocol
+    );
+    let _ = writeln!(o, "source: {}", r.source);
+    let _ = writeln!(
+        o,
+        "gaps flagged at ≥ max({:.0}% of the span, {})",
+        r.gap_rule.min_fraction * 100.0,
+        dur(r.gap_rule.min_ns)
+    );
+    for w in &r.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    for (i, s) in r.sessions.iter().enumerate() {
+        let _ = writeln!(o, "\n== session {} ==", i + 1);
+        let _ = writeln!(
+            o,
+            "prover:   {} {} (pid {} on {})",
+            s.prover, s.prover_version, s.pid, s.hostname
+        );
+        let _ = writeln!(
+            o,
+            "backend:  {} ({})",
+            s.backend,
+            if s.backend_reason.is_empty() {
+                "-"
+            } else {
+                &s.backend_reason
+            }
+        );
+        if s.gpus.is_empty() {
+            let _ = writeln!(
+                o,
+                "GPUs:     none ({})",
+                s.gpu_unavailable_reason.as_deref().unwrap_or("-")
+            );
+        } else {
+            for g in &s.gpus {
+                let _ = writeln!(
+                    o,
+                    "GPU {}:    {} ({}, driver {})",
+                    g.index,
+                    g.name,
+                    bytes(g.memory_total_bytes),
+                    s.gpu_driver_version.as_deref().unwrap_or("?")
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "machine:  {} CPUs, {} RAM; clock {}; large-block threshold {}",
+            s.cpu_count,
+            bytes(s.total_ram_bytes),
+            s.clock,
+            bytes(s.large_block_threshold)
+        );
+        if !s.command_line.is_empty() {
+            let _ = writeln!(o, "command:  {}", s.command_line.join(" "));
+        }
+        if s.history_evicted_events > 0 {
+            let _ = writeln!(
+                o,
+                "note:     {} events before this report were evicted by the prover's flight recorder",
+                s.history_evicted_events
+            );
+        }
+
+        let _ = writeln!(o, "\n-- proofs --");
+        for p in &s.proofs {
+            let _ = writeln!(
+                o,
+                "proof #{}: {} × {} ({} constraints), backend {}, {}{} — prove {}, unaccounted {} ({:.1}%)",
+                p.id,
+                p.circuits,
+                p.circuit,
+                p.constraints,
+                p.backend,
+                p.verification,
+                if p.synthetic_srs {
+                    ", SYNTHETIC SRS"
+                } else {
+                    ""
+                },
+                dur(p.duration_ns),
+                dur(p.unaccounted_ns),
+                p.unaccounted_ns as f64 / p.duration_ns.max(1) as f64 * 100.0
+            );
+            for ph in &p.phases {
+                let _ = writeln!(
+                    o,
+                    "    {:<14} +{:<10} {:>10}  {}",
+                    ph.name,
+                    dur(ph.start_offset_ns),
+                    dur(ph.duration_ns),
+                    ph.thread
+                );
+            }
+            for g in &p.gaps {
+                let _ = writeln!(
+                    o,
+                    "  {} gap in {}: {} {} at +{} ({:.1}% of the span)",
+                    if g.flagged { "!" } else { "·" },
+                    g.span,
+                    dur(g.duration_ns),
+                    g.place.as_str(),
+                    dur(g.start_offset_ns),
+                    g.share_of_span * 100.0
+                );
+                let _ = writeln!(o, "      {}", g.diagnosis.sentence);
+            }
+            if p.small_gaps.count > 0 {
+                let _ = writeln!(
+                    o,
+                    "  · {} smaller gap{} in prove totalling {} (largest {})",
+                    p.small_gaps.count,
+                    if p.small_gaps.count == 1 { "" } else { "s" },
+                    dur(p.small_gaps.total_ns),
+                    dur(p.small_gaps.largest_ns)
+                );
+            }
+            let rel = &p.releases;
+            let _ = writeln!(
+                o,
+                "  releases inside the outer span, outside every phase: {}",
+                group(&rel.in_outer_outside_phases)
+            );
+            let _ = writeln!(o, "  releases inside phases: {}", group(&rel.in_phases));
+            let _ = writeln!(
+                o,
+                "  releases after the outer span (outside the proof): {}",
+                group(&rel.after_outer)
+            );
+        }
+        if s.proofs.is_empty() {
+            let _ = writeln!(o, "(no proof recorded)");
+        }
+
+        let _ = writeln!(o, "\n-- memory releases --");
+        let t = &s.releases;
+        let _ = writeln!(
+            o,
+            "{} large releases, {}, {} inside free",
+            t.count,
+            bytes(t.bytes),
+            dur(t.inside_ns)
+        );
+        for (th, ns) in &t.by_thread {
+            let _ = writeln!(o, "    {th:<20} {}", dur(*ns));
+        }
+
+        let _ = writeln!(o, "\n-- GPU --");
+        if s.gpus.is_empty() {
+            let _ = writeln!(o, "no GPU");
+        }
+        for g in &s.gpus {
+            let _ = writeln!(
+                o,
+                "gpu{}: {} samples, util avg {} max {}, memory max {}, power avg {}, energy {}",
+                g.index,
+                g.samples,
+                g.util_avg_pct.map_or("?".into(), |v| format!("{v:.0}%")),
+                g.util_max_pct.map_or("?".into(), |v| format!("{v}%")),
+                g.mem_used_max_bytes.map_or("?".into(), bytes),
+                g.power_avg_w.map_or("?".into(), |v| format!("{v:.0} W")),
+                g.energy_used_j.map_or("?".into(), |v| format!("{v:.0} J")),
+            );
+        }
+
+        let _ = writeln!(o, "\n-- dropped events --");
+        if s.dropped.is_empty() {
+            let _ = writeln!(o, "none");
+        }
+        for (k, n) in &s.dropped {
+            let _ = writeln!(o, "{k}: {n}");
+        }
+        if let Some(g) = &s.goodbye {
+            let _ = writeln!(o, "\nsession ended: {g}");
+        }
+    }
+    let _ = writeln!(o, "\n== phase statistics (completed proofs) ==");
+    let _ = writeln!(
+        o,
+        "{:<16} {:>6} {:>10} {:>10} {:>10}",
+        "phase", "count", "p50", "p95", "max"
+    );
+    for st in &r.phase_stats {
+        let _ = writeln!(
+            o,
+            "{:<16} {:>6} {:>10} {:>10} {:>10}",
+            st.name,
+            st.count,
+            dur(st.p50_ns),
+            dur(st.p95_ns),
+            dur(st.max_ns)
+        );
+    }
+    if r.evicted_proofs > 0 || r.bad_frames > 0 {
+        let _ = writeln!(
+            o,
+            "\nviewer: {} proofs evicted by retention, {} frames undecodable",
+            r.evicted_proofs, r.bad_frames
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\nversions: proofscope {}, protocol {}, recording format {}",
+        r.proofscope_version,
+        r.protocol,
+        probe_protocol::RECORDING_VERSION
+    );
+    o
+}

@@ -1,0 +1,112 @@
+//! GPU panel: utilisation, memory, power and clocks of each device on the proof's time axis.
+
+use super::{ViewState, dim};
+use crate::format::bytes;
+use crate::model::Model;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::Line;
+use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
+
+pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
+    let Some(s) = model.current() else { return };
+    if s.gpu.is_empty() {
+        let why = s
+            .hello
+            .as_ref()
+            .and_then(|h| h.gpu_unavailable_reason.clone())
+            .unwrap_or_else(|| "no GPU samples".into());
+        Paragraph::new(format!("no GPU telemetry: {why}"))
+            .style(dim())
+            .render(area, buf);
+        return;
+    }
+    let range = state
+        .shown(model)
+        .and_then(|k| model.proof(k).and_then(|p| p.range(s.now)))
+        .map(|(a, b)| state.window(a, b));
+    let devices: Vec<_> = s.gpu.iter().collect();
+    let parts = Layout::vertical(
+        devices
+            .iter()
+            .map(|_| Constraint::Ratio(1, devices.len() as u32)),
+    )
+    .split(area);
+    for ((dev, series), part) in devices.into_iter().zip(parts.iter()) {
+        let (from, to) = range.unwrap_or_else(|| {
+            let last = series.last().map_or(0, |x| x.ts);
+            (last.saturating_sub(30_000_000_000), last)
+        });
+        let pts = series.range(from, to.saturating_add(1));
+        let [info, chart] =
+            Layout::vertical([Constraint::Length(1), Constraint::Min(2)]).areas(*part);
+        let last = pts.last().or(series.last());
+        let text = match last {
+            Some(g) => format!(
+                "gpu{dev}: util {}%  mem {} / {}  {} W  {} °C  sm {} MHz  mem {} MHz",
+                g.util_pct.map_or("?".into(), |v| v.to_string()),
+                g.mem_used_bytes.map_or("?".into(), bytes),
+                g.mem_total_bytes.map_or("?".into(), bytes),
+                g.power_mw
+                    .map_or("?".into(), |p| format!("{:.0}", p as f64 / 1000.0)),
+                g.temp_c.map_or("?".into(), |v| v.to_string()),
+                g.sm_clock_mhz.map_or("?".into(), |v| v.to_string()),
+                g.mem_clock_mhz.map_or("?".into(), |v| v.to_string()),
+            ),
+            None => format!("gpu{dev}: no samples"),
+        };
+        Paragraph::new(text).render(info, buf);
+        let t = |ts: u64| ts.saturating_sub(from) as f64 / 1e9;
+        let util: Vec<(f64, f64)> = pts
+            .iter()
+            .filter_map(|g| Some((t(g.ts), g.util_pct? as f64)))
+            .collect();
+        let mem: Vec<(f64, f64)> = pts
+            .iter()
+            .filter_map(|g| {
+                Some((
+                    t(g.ts),
+                    g.mem_used_bytes? as f64 / g.mem_total_bytes?.max(1) as f64 * 100.0,
+                ))
+            })
+            .collect();
+        let power: Vec<(f64, f64)> = pts
+            .iter()
+            .filter_map(|g| Some((t(g.ts), g.power_mw? as f64 / 10_000.0)))
+            .collect();
+        let span = ((to - from) as f64 / 1e9).max(1e-9);
+        Chart::new(vec![
+            Dataset::default()
+                .name("util %")
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(Style::default().fg(Color::Green))
+                .data(&util),
+            Dataset::default()
+                .name("mem %")
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(Style::default().fg(Color::Cyan))
+                .data(&mem),
+            Dataset::default()
+                .name("W/10")
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(Style::default().fg(Color::Yellow))
+                .data(&power),
+        ])
+        .x_axis(
+            Axis::default()
+                .bounds([0.0, span])
+                .labels(vec![Line::from("0"), Line::from(format!("{span:.2}s"))]),
+        )
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, 100.0])
+                .labels(vec![Line::from("0"), Line::from("100")]),
+        )
+        .render(chart, buf);
+    }
+}

@@ -1,0 +1,78 @@
+//! Header: who is profiled on what, and the state of the link, the recording and the counts.
+
+use super::{ViewState, bold, dim, warn};
+use crate::model::{LinkState, Model};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+
+pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
+    let s = model.current();
+    let hello = s.and_then(|s| s.hello.as_ref());
+    let mut l1 = vec![Span::styled("proofscope ", bold().fg(Color::Cyan))];
+    match hello {
+        Some(h) => {
+            l1.push(Span::styled(
+                format!("{} {}", h.prover_name, h.prover_version),
+                bold(),
+            ));
+            l1.push(Span::raw(format!(" pid {} on {}", h.pid, h.hostname)));
+            l1.push(Span::styled(" │ ", dim()));
+            l1.push(Span::raw(format!("backend {}", h.backend)));
+            l1.push(Span::styled(" │ ", dim()));
+            if h.gpus.is_empty() {
+                let why = h.gpu_unavailable_reason.as_deref().unwrap_or("none");
+                l1.push(Span::styled(format!("GPU: none ({why})"), dim()));
+            } else {
+                let names: Vec<String> = h.gpus.iter().map(|g| g.name.clone()).collect();
+                l1.push(Span::raw(format!("GPUs: {}", names.join(", "))));
+            }
+        }
+        None => l1.push(Span::styled("waiting for a prover…", dim())),
+    }
+    let (link, style) = match &model.link {
+        LinkState::Idle => ("idle".to_string(), dim()),
+        LinkState::Connecting(p) => (
+            format!("connecting to {p}"),
+            Style::default().fg(Color::Yellow),
+        ),
+        LinkState::Live(_) => ("● live".to_string(), Style::default().fg(Color::Green)),
+        LinkState::Disconnected(why) => (format!("✗ disconnected: {why}; retrying"), warn()),
+        LinkState::Failed(why) => (format!("✗ {why}"), warn()),
+        LinkState::Replay { file, .. } => {
+            (format!("▶ replay {file}"), Style::default().fg(Color::Cyan))
+        }
+        LinkState::Ended(why) => (format!("■ {why}"), dim()),
+    };
+    let mut l2 = vec![Span::styled(link, style)];
+    l2.push(Span::styled(" │ ", dim()));
+    match &model.recording {
+        Some(p) => l2.push(Span::styled(format!("● rec {p}"), warn())),
+        None => l2.push(Span::styled("rec off", dim())),
+    }
+    let done: u64 = model.sessions.iter().map(|s| s.proofs_done).sum();
+    l2.push(Span::styled(" │ ", dim()));
+    l2.push(Span::raw(format!("proofs {done}")));
+    if let Some(r) = s.and_then(|s| s.proofs_per_min()) {
+        l2.push(Span::raw(format!(" ({r:.1}/min)")));
+    }
+    let dropped = model.dropped_total();
+    l2.push(Span::styled(" │ ", dim()));
+    if dropped > 0 {
+        l2.push(Span::styled(format!("dropped {dropped}"), warn()));
+    } else {
+        l2.push(Span::styled("dropped 0", dim()));
+    }
+    if state.paused {
+        l2.push(Span::styled(" │ PAUSED", warn()));
+    }
+    if let Some(g) = s.and_then(|s| s.history_gap.as_ref()) {
+        l2.push(Span::styled(
+            format!(" │ {} older events evicted by the prover", g.evicted_events),
+            Style::default().fg(Color::Yellow),
+        ));
+    }
+    Paragraph::new(vec![Line::from(l1), Line::from(l2)]).render(area, buf);
+}

@@ -1,0 +1,50 @@
+//! The help overlay, generated from the key table in `input`.
+
+use super::{bold, dim};
+use crate::input::KEYS;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+
+pub fn render(area: Rect, buf: &mut Buffer) {
+    let w = area.width.min(70);
+    let h = (KEYS.len() as u16 + 6).min(area.height);
+    let r = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    Clear.render(r, buf);
+    let mut lines: Vec<Line> = KEYS
+        .iter()
+        .filter(|k| !k.replay)
+        .map(|k| {
+            Line::from(vec![
+                Span::styled(format!("{:<10}", k.keys), bold()),
+                Span::raw(k.what),
+            ])
+        })
+        .collect();
+    lines.push(Line::from(Span::styled("replay", dim())));
+    lines.extend(KEYS.iter().filter(|k| k.replay).map(|k| {
+        Line::from(vec![
+            Span::styled(format!("{:<10}", k.keys), bold()),
+            Span::raw(k.what),
+        ])
+    }));
+    lines.push(Line::from(Span::styled(
+        "░ red: flagged unaccounted time   ░ yellow: under the threshold",
+        dim(),
+    )));
+    Paragraph::new(lines)
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" keys ")
+                .border_style(Style::default().fg(Color::Cyan)),
+        )
+        .render(r, buf);
+}

@@ -1,0 +1,112 @@
+//! Memory on the proof's time axis: live bytes and RSS, release markers, time spent freeing.
+
+use super::{ViewState, bold, dim};
+use crate::format::{bytes, dur};
+use crate::model::Model;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
+
+pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
+    let Some(key) = state.shown(model) else {
+        Paragraph::new("no proof yet")
+            .style(dim())
+            .render(area, buf);
+        return;
+    };
+    let (Some(p), Some(s)) = (model.proof(key), model.session(key.session)) else {
+        return;
+    };
+    let Some((a, b)) = p.range(s.now) else { return };
+    let (from, to) = state.window(a, b);
+    let [summary, chart] =
+        Layout::vertical([Constraint::Length(2), Constraint::Min(3)]).areas(area);
+    let samples = s.alloc.range(from, to.saturating_add(1));
+    let releases = s.releases.range(from, to.saturating_add(1));
+    let outer_thread = p.outer().map(|o| o.thread);
+    let freeing: u64 = releases.iter().map(|r| r.inside_ns).sum();
+    let on_proving: u64 = releases
+        .iter()
+        .filter(|r| Some(r.thread) == outer_thread)
+        .map(|r| r.inside_ns)
+        .sum();
+    let freed: u64 = releases.iter().map(|r| r.bytes).sum();
+    let peak = samples.iter().map(|x| x.live_bytes).max().unwrap_or(0);
+    let rss = samples.iter().map(|x| x.rss_bytes).max().unwrap_or(0);
+    Paragraph::new(vec![
+        Line::from(vec![
+            Span::styled("live ", Style::default().fg(Color::Cyan)),
+            Span::raw(format!("peak {}  ", bytes(peak))),
+            Span::styled("rss ", Style::default().fg(Color::Magenta)),
+            Span::raw(format!("peak {}", bytes(rss))),
+        ]),
+        Line::from(vec![
+            Span::styled("releases ", Style::default().fg(Color::Red)),
+            Span::raw(format!(
+                "{} freeing {} in {} large frees ({} on the proving thread)",
+                bytes(freed),
+                dur(freeing),
+                releases.len(),
+                dur(on_proving)
+            )),
+        ]),
+    ])
+    .render(summary, buf);
+    if samples.is_empty() {
+        Paragraph::new("no allocator samples in this window")
+            .style(dim())
+            .render(chart, buf);
+        return;
+    }
+    let t = |ts: u64| (ts.saturating_sub(from)) as f64 / 1e9;
+    let live: Vec<(f64, f64)> = samples
+        .iter()
+        .map(|x| (t(x.ts), x.live_bytes as f64 / 1e9))
+        .collect();
+    let rss_pts: Vec<(f64, f64)> = samples
+        .iter()
+        .map(|x| (t(x.ts), x.rss_bytes as f64 / 1e9))
+        .collect();
+    let top = samples
+        .iter()
+        .map(|x| x.live_bytes.max(x.rss_bytes))
+        .max()
+        .unwrap_or(1) as f64
+        / 1e9;
+    let marks: Vec<(f64, f64)> = releases.iter().map(|r| (t(r.ts), top * 0.98)).collect();
+    let span = (to - from) as f64 / 1e9;
+    let datasets = vec![
+        Dataset::default()
+            .name("live GB")
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(Style::default().fg(Color::Cyan))
+            .data(&live),
+        Dataset::default()
+            .name("rss GB")
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(Style::default().fg(Color::Magenta))
+            .data(&rss_pts),
+        Dataset::default()
+            .name("release")
+            .marker(Marker::Dot)
+            .graph_type(GraphType::Scatter)
+            .style(Style::default().fg(Color::Red))
+            .data(&marks),
+    ];
+    Chart::new(datasets)
+        .x_axis(Axis::default().bounds([0.0, span.max(1e-9)]).labels(vec![
+            Line::from("0"),
+            Line::from(Span::styled(format!("{:.2}s", span), bold())),
+        ]))
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, top.max(1e-9)])
+                .labels(vec![Line::from("0"), Line::from(format!("{top:.2}GB"))]),
+        )
+        .render(chart, buf);
+}
