@@ -98,13 +98,15 @@ pub struct GapReport {
     pub diagnosis: Diagnosis,
 }
 
-/// Large frees around one proof, by where they happened.
+/// Large frees around one proof, by the span they are attributed to.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ProofReleases {
-    /// In the outer span, outside every phase (what the wrapper timer pays for).
+    /// Attributed to the outer span itself: outside every phase, inside the wrapper timer.
     pub in_outer_outside_phases: ReleaseGroup,
-    /// Inside phases (temporaries).
+    /// Attributed to a phase or a span below one (temporaries).
     pub in_phases: ReleaseGroup,
+    /// During the outer span on threads with no span of this proof (other work).
+    pub elsewhere_during: ReleaseGroup,
     /// After the outer span ended, before the next proof began (detached frees).
     pub after_outer: ReleaseGroup,
 }
@@ -214,23 +216,20 @@ fn proof_report(
         }
     }
     // Releases around the proof.
-    let phase_iv: Vec<(u64, u64)> = p
-        .children(outer.id)
-        .map(|c| (c.start, c.end_or(s.now)))
-        .collect();
     let mut rel = ProofReleases::default();
     let until = next_start.unwrap_or(u64::MAX);
     for r in s.releases.range(a, until) {
         let t = s.thread_name(r.thread);
-        if r.ts <= b {
-            if phase_iv.iter().any(|(x, y)| r.ts >= *x && r.ts < *y) {
-                rel.in_phases.add(r.bytes, r.inside_ns, t);
-            } else if r.span == Some(outer.id) || r.thread == outer.thread {
-                rel.in_outer_outside_phases.add(r.bytes, r.inside_ns, t);
-            }
+        let group = if r.ts > b {
+            &mut rel.after_outer
+        } else if r.span == Some(outer.id) {
+            &mut rel.in_outer_outside_phases
+        } else if r.span.is_some_and(|sp| p.index.contains_key(&sp)) {
+            &mut rel.in_phases
         } else {
-            rel.after_outer.add(r.bytes, r.inside_ns, t);
-        }
+            &mut rel.elsewhere_during
+        };
+        group.add(r.bytes, r.inside_ns, t);
     }
     let begin = p.begin.as_ref();
     Some(ProofReport {

@@ -152,6 +152,11 @@ pub fn text(r: &Report) -> String {
             let _ = writeln!(o, "  releases inside phases: {}", group(&rel.in_phases));
             let _ = writeln!(
                 o,
+                "  releases on other threads during the proof: {}",
+                group(&rel.elsewhere_during)
+            );
+            let _ = writeln!(
+                o,
                 "  releases after the outer span (outside the proof): {}",
                 group(&rel.after_outer)
             );
