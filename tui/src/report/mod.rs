@@ -10,7 +10,8 @@ pub use chrome::chrome_trace;
 pub use json::json;
 pub use text::text;
 
-use crate::analysis::{Diagnosis, GapRule, PhaseStats, Place, diagnose, phase_stats, proof_gaps};
+pub use crate::analysis::Place;
+use crate::analysis::{Diagnosis, GapRule, PhaseStats, diagnose, phase_stats, proof_gaps};
 use crate::model::{Model, Proof, Session};
 use serde::Serialize;
 

@@ -1,0 +1,126 @@
+//! Golden tests of the three headless formats, from the real recordings.
+mod common;
+
+use proofscope::report::{self, Place};
+
+fn text(name: &str) -> String {
+    let app = common::replayed(name);
+    report::text(&report::build(
+        &app.model,
+        &app.view.rule,
+        &app.source,
+        app.warnings.clone(),
+    ))
+}
+
+/// Timings differ between recordings but not between runs: the reports are golden.
+#[test]
+fn text_reports_are_golden() {
+    insta::assert_snapshot!("sync_text", text("cpu-sha256-sync.psrec"));
+    insta::assert_snapshot!("async_text", text("cpu-sha256-async.psrec"));
+}
+
+#[test]
+fn json_report_is_golden_and_follows_the_schema() {
+    let app = common::replayed("cpu-sha256-sync.psrec");
+    let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+    let j = report::json(&r);
+    insta::assert_snapshot!("sync_json", j);
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    assert_eq!(v["protocol"], "1.0");
+    let proofs = v["sessions"][0]["proofs"].as_array().unwrap();
+    assert_eq!(proofs.len(), 4);
+    for p in proofs {
+        assert_eq!(p["verification"], "valid");
+        assert_eq!(
+            p["phases"].as_array().unwrap().len(),
+            8,
+            "7 phases and barrier_wait"
+        );
+    }
+}
+
+#[test]
+fn chrome_trace_is_golden_and_well_formed() {
+    let app = common::replayed("cpu-sha256-sync.psrec");
+    let t = report::chrome_trace(&app.model);
+    insta::assert_snapshot!("sync_chrome", t);
+    let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+    let evs = v["traceEvents"].as_array().unwrap();
+    let spans = evs
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "span")
+        .count();
+    assert_eq!(spans, 129, "every span of the recording");
+    assert!(evs.iter().any(|e| e["ph"] == "C" && e["name"] == "memory"));
+    assert!(evs.iter().any(|e| e["cat"] == "release"));
+    assert!(
+        evs.iter()
+            .any(|e| e["ph"] == "M" && e["args"]["name"] == "main")
+    );
+    for e in evs.iter().filter(|e| e["ph"] == "X") {
+        assert!(e["dur"].as_f64().unwrap() >= 0.0 && e["ts"].as_f64().is_some());
+    }
+}
+
+/// The acceptance story: sync — releases of the proving vectors inside the outer span after
+/// its last phase, attributed to the unaccounted tail even though it is under the threshold;
+/// async — on the dealloc thread, outside the proof.
+#[test]
+fn sync_and_async_releases_are_where_the_story_says() {
+    for (name, sync) in [
+        ("cpu-sha256-sync.psrec", true),
+        ("cpu-sha256-async.psrec", false),
+    ] {
+        let app = common::replayed(name);
+        let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+        for p in &r.sessions[0].proofs {
+            let last_phase_end = p
+                .phases
+                .iter()
+                .map(|ph| ph.start_offset_ns + ph.duration_ns)
+                .max()
+                .unwrap();
+            let tail = p
+                .gaps
+                .iter()
+                .find(|g| g.span == "prove" && g.place == Place::AfterLast)
+                .expect("the tail is listed");
+            let rel = &p.releases;
+            if sync {
+                assert!(rel.in_outer_outside_phases.count >= 6, "{name}: {rel:?}");
+                assert_eq!(
+                    rel.in_outer_outside_phases.threads,
+                    vec![(p.thread.clone(), rel.in_outer_outside_phases.count)]
+                );
+                assert!(tail.start_offset_ns >= last_phase_end);
+                assert!(!tail.flagged, "under the threshold at this size");
+                assert_eq!(
+                    tail.diagnosis.releases.count,
+                    rel.in_outer_outside_phases.count
+                );
+                assert!(
+                    tail.diagnosis
+                        .sentence
+                        .contains("on the proving thread main"),
+                    "{}",
+                    tail.diagnosis.sentence
+                );
+                assert_eq!(rel.after_outer.count, 0);
+            } else {
+                assert_eq!(rel.in_outer_outside_phases.count, 0, "{name}: {rel:?}");
+                assert!(rel.after_outer.count >= 6);
+                assert!(rel.after_outer.threads.iter().all(|(t, _)| t == "dealloc"));
+                assert_eq!(tail.diagnosis.releases.count, 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn fail_on_gap_measures_the_worst_gap() {
+    let app = common::replayed("cpu-sha256-sync.psrec");
+    let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+    let w = r.worst_gap_pct();
+    assert!(w > 0.0 && w < 1.0, "{w}");
+}
