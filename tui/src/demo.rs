@@ -20,6 +20,7 @@ impl Demo {
     /// Starts the prover. `proofs`: stop it after that many (headless runs).
     pub fn start(args: &ProverArgs, pause_ms: u64, proofs: Option<u64>) -> Result<Demo> {
         let base = prover_core::probe::default_socket_dir();
+        prune(&base);
         let dir = base.join(format!("demo-{}", std::process::id()));
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -78,6 +79,28 @@ impl Demo {
         }
         let _ = child.wait();
         let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// Removes the directories (and logs) of earlier demos whose viewer is gone.
+fn prune(base: &std::path::Path) {
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("demo-")
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: signal 0 only checks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if !alive {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
     }
 }
 

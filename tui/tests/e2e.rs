@@ -1,0 +1,208 @@
+//! End to end with real processes: a prover, the viewer attached headless; and the dashboard
+//! in a real terminal under tmux.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
+
+/// Parameters are cached across test runs here (the first run generates them).
+fn cache() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache")
+}
+
+struct Prover(Child);
+
+impl Drop for Prover {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if self.0.try_wait().ok().flatten().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_prover(sock: &Path, log: &Path) -> Prover {
+    let log = std::fs::File::create(log).unwrap();
+    let child = Command::new(BIN)
+        .args([
+            "prover",
+            "serve",
+            "--circuit",
+            "squaring",
+            "--log-size",
+            "10",
+            "--circuits",
+            "2",
+        ])
+        .arg("--socket")
+        .arg(sock)
+        .arg("--cache")
+        .arg(cache())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    Prover(child)
+}
+
+#[test]
+fn attach_headless_collects_three_proofs_and_reports_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("p.sock");
+    let _prover = start_prover(&sock, &dir.path().join("prover.log"));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !sock.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the prover did not open its socket"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = Command::new(BIN)
+        .args(["attach"])
+        .arg(&sock)
+        .args([
+            "--headless",
+            "--proofs",
+            "3",
+            "--format",
+            "json",
+            "--duration",
+            "240",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let proofs = v["sessions"][0]["proofs"].as_array().unwrap();
+    let complete: Vec<_> = proofs.iter().filter(|p| p["complete"] == true).collect();
+    assert!(complete.len() >= 3, "{} complete proofs", complete.len());
+    for p in complete {
+        assert_eq!(p["verification"], "valid");
+        assert_eq!(p["circuit"], "squaring");
+        let names: Vec<&str> = p["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["name"].as_str().unwrap())
+            .collect();
+        for phase in [
+            "synthesis",
+            "prep_msm",
+            "ntt_msm_h",
+            "batch_add",
+            "tail_msm",
+            "b_g2_msm",
+            "epilogue",
+        ] {
+            assert!(names.contains(&phase), "{phase} missing from {names:?}");
+        }
+    }
+    assert_eq!(v["sessions"][0]["backend"], "cpu");
+}
+
+fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux").args(args).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn demo_in_a_real_terminal_shows_phases_and_q_restores_it() {
+    if Command::new("tmux")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| !s.success())
+        .unwrap_or(true)
+    {
+        eprintln!("SKIPPED: tmux is not installed (apt-get install tmux)");
+        return;
+    }
+    let session = format!("proofscope-e2e-{}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("exited");
+    let script = format!(
+        "stty -a > {d}/stty.before; PROOFSCOPE_CACHE={cache} {BIN} demo; echo $? > {m}; stty -a > {d}/stty.after; sleep 60",
+        d = dir.path().display(),
+        cache = cache().display(),
+        m = marker.display()
+    );
+    tmux(&[
+        "-L",
+        &session,
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &script,
+    ]);
+    let kill = || {
+        tmux(&["-L", &session, "kill-server"]);
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut screen = String::new();
+    let phases = ["synthesis", "ntt_msm_h", "batch_add", "epilogue"];
+    while Instant::now() < deadline {
+        screen = tmux(&["-L", &session, "capture-pane", "-p", "-t", &session]);
+        if phases.iter().all(|p| screen.contains(p)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    if !phases.iter().all(|p| screen.contains(p)) {
+        kill();
+        panic!("phase names not shown within a minute:\n{screen}");
+    }
+    assert!(
+        tmux(&[
+            "-L",
+            &session,
+            "display",
+            "-p",
+            "-t",
+            &session,
+            "#{alternate_on}"
+        ])
+        .trim()
+            == "1"
+    );
+    tmux(&["-L", &session, "send-keys", "-t", &session, "q"]);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !marker.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let alt = tmux(&[
+        "-L",
+        &session,
+        "display",
+        "-p",
+        "-t",
+        &session,
+        "#{alternate_on}",
+    ]);
+    std::thread::sleep(Duration::from_millis(300));
+    kill();
+    assert!(marker.exists(), "q did not exit");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap().trim(), "0");
+    assert_eq!(alt.trim(), "0", "still on the alternate screen");
+    let before = std::fs::read_to_string(dir.path().join("stty.before")).unwrap();
+    let after = std::fs::read_to_string(dir.path().join("stty.after")).unwrap();
+    assert_eq!(before, after, "terminal modes not restored");
+}
