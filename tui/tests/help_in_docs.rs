@@ -1,0 +1,26 @@
+//! The `--help` texts are part of docs/CLI.md, verbatim: this keeps the two from drifting.
+use clap::CommandFactory;
+
+fn docs() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/CLI.md")).unwrap()
+}
+
+#[test]
+fn proofscope_help_is_in_the_docs() {
+    let help = proofscope::cli::Cli::command().render_help().to_string();
+    let help = help.trim_end();
+    assert!(
+        docs().contains(help),
+        "docs/CLI.md is out of date; `proofscope --help` says:\n{help}"
+    );
+}
+
+#[test]
+fn prover_help_is_in_the_docs() {
+    let help = prover_core::cli::Cli::command().render_help().to_string();
+    let help = help.trim_end();
+    assert!(
+        docs().contains(help),
+        "docs/CLI.md is out of date; `prover --help` says:\n{help}"
+    );
+}
