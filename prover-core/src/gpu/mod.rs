@@ -1,30 +1,82 @@
-//! The GPU backend's entry point: detection before anything touches cudarc (which panics
-//! when a CUDA library is missing), so a machine without a GPU gets a reason, not a crash.
+//! The GPU backend. Detection checks the driver, NVRTC and a device before anything touches
+//! cudarc (which panics when a library is missing), so a machine without a GPU gets a reason,
+//! not a crash: `--backend auto` then proves on the CPU and says why; `--backend gpu` fails
+//! with that reason.
+
+mod backend;
+mod device;
+mod kernels;
+mod tables;
+mod timing;
+
+pub use backend::GpuBackend;
+pub use device::{Device, DeviceFr};
+pub use kernels::source as kernel_source;
+pub use timing::{GpuTimeline, TimedOp};
 
 use crate::groth16::backend::Backend;
 
-/// Shared libraries the GPU backend needs, in the order they are checked.
-const DRIVER: &str = "libcuda.so.1";
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("CUDA driver: {0}")]
+    Driver(String),
+    #[error("kernel compilation failed: {0}")]
+    Compile(String),
+    #[error("size 2^{0} is outside what the GPU kernels support (2^1 to 2^27)")]
+    Size(u32),
+}
+
+impl GpuError {
+    pub(crate) fn driver(e: impl std::fmt::Display) -> GpuError {
+        GpuError::Driver(e.to_string())
+    }
+}
+
+impl From<GpuError> for crate::groth16::backend::BackendError {
+    fn from(e: GpuError) -> Self {
+        crate::groth16::backend::BackendError::Gpu(e.to_string())
+    }
+}
 
 /// Whether a shared library can be loaded, without keeping it.
 pub fn library_present(name: &str) -> Result<(), String> {
     let c = std::ffi::CString::new(name).map_err(|e| e.to_string())?;
-    // SAFETY: dlopen with a valid NUL-terminated name; RTLD_LAZY | RTLD_LOCAL loads nothing
-    // into the global namespace, and the handle is closed at once.
+    // SAFETY: dlopen with a valid NUL-terminated name; RTLD_LAZY | RTLD_LOCAL adds nothing to
+    // the global namespace, and the handle is closed at once.
     unsafe {
         let h = libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
         if h.is_null() {
-            return Err(format!(
-                "{name} not found (no NVIDIA driver on this machine)"
-            ));
+            return Err(format!("{name} not found (no NVIDIA driver on this machine)"));
         }
         libc::dlclose(h);
     }
     Ok(())
 }
 
+/// Checks everything cudarc would panic over, in order; `Ok` means cudarc may be used.
+pub fn preflight() -> Result<(), String> {
+    library_present("libcuda.so.1")?;
+    // SAFETY: only tries to load the library through cudarc's own candidate names.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err("NVRTC (libnvrtc) not found: the GPU kernels cannot be compiled".into());
+    }
+    // SAFETY: as above, for the driver library under cudarc's names.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err("the CUDA driver library could not be loaded by cudarc".into());
+    }
+    let n = cudarc::driver::CudaContext::device_count().map_err(|e| format!("CUDA driver: {e}"))?;
+    if n < 1 {
+        return Err("the CUDA driver reports no GPU".into());
+    }
+    Ok(())
+}
+
 /// A usable GPU backend and a description of the device, or why there is none.
 pub fn detect() -> Result<(Box<dyn Backend>, String), String> {
-    library_present(DRIVER)?;
-    Err("this build has no GPU kernels yet".into())
+    preflight()?;
+    let b = GpuBackend::new(0, &crate::groth16::params::default_cache_dir()).map_err(|e| e.to_string())?;
+    let what = b.describe();
+    Ok((Box::new(b), what))
 }

@@ -1,0 +1,101 @@
+// NTT over Fr and the element-wise steps of the H computation.
+//
+// A transform of 2^log_n elements runs in passes of up to K_MAX radix-2 stages each, every
+// pass one kernel launch: a block loads one group of 2^k elements (stride 2^s0) into shared
+// memory, runs k stages there, and writes it back, so a 2^24 transform reads and writes the
+// data 3 times instead of 24. DIF passes (stages descending) take natural order to
+// bit-reversed order; DIT passes (ascending) take bit-reversed order to natural order. The H
+// computation chains DIF → DIT → element-wise → DIF and bit-reverses once at the end.
+//
+// Twiddles: stage s uses w_{2^(s+1)}^j with j the index bits below s. In a pass, j splits into
+// the group's fixed low bits `lo` (below s0) and the in-group bits t: w^j = w_{2^(s+1)}^lo ·
+// w_{2^(l+1)}^t with l = s - s0. The second factor comes from one fixed table L
+// (L[h + t] = w_{2h}^t); the first is one value per block and stage, derived from
+// w_n^e = TW_LO[e & 4095] · TW_HI[e >> 12] and repeated squaring.
+#include "fr.cuh"
+
+#define K_MAX 9
+
+extern "C" __global__ void ntt_pass(fr *a, u32 log_n, u32 s0, u32 k, u32 dif,
+                                    const fr *L, const fr *tw_lo, const fr *tw_hi) {
+    __shared__ fr s[1 << K_MAX];
+    __shared__ fr tw[1 << (K_MAX - 1)];
+    __shared__ fr base[K_MAX];
+    const u32 size = 1u << k;
+    const u32 half = size >> 1;
+    const u64 b = (u64)blockIdx.x + (u64)blockIdx.y * gridDim.x;
+    const u64 lo = b & ((1ull << s0) - 1);
+    const u64 hi = b >> s0;
+    const u64 first = (hi << (s0 + k)) | lo;
+    for (u32 t = threadIdx.x; t < size; t += blockDim.x)
+        s[t] = fr_load(a, first + ((u64)t << s0));
+    if (threadIdx.x == 0 && s0 > 0) {
+        u64 e = lo << (log_n - s0 - k);
+        fr x = fr_mul(tw_lo[e & 4095], tw_hi[e >> 12]);
+        for (int l = (int)k - 1; l >= 0; l--) {
+            base[l] = x;
+            x = fr_sqr(x);
+        }
+    }
+    __syncthreads();
+    for (u32 step = 0; step < k; step++) {
+        const u32 l = dif ? (k - 1 - step) : step;
+        const u32 h = 1u << l;
+        for (u32 t = threadIdx.x; t < h; t += blockDim.x)
+            tw[t] = s0 > 0 ? fr_mul(base[l], L[h + t]) : L[h + t];
+        __syncthreads();
+        for (u32 p = threadIdx.x; p < half; p += blockDim.x) {
+            const u32 t_lo = p & (h - 1);
+            const u32 i0 = ((p >> l) << (l + 1)) | t_lo;
+            const u32 i1 = i0 + h;
+            fr u = s[i0], v = s[i1];
+            if (dif) {
+                s[i0] = fr_add(u, v);
+                s[i1] = fr_mul(fr_sub(u, v), tw[t_lo]);
+            } else {
+                v = fr_mul(v, tw[t_lo]);
+                s[i0] = fr_add(u, v);
+                s[i1] = fr_sub(u, v);
+            }
+        }
+        __syncthreads();
+    }
+    for (u32 t = threadIdx.x; t < size; t += blockDim.x)
+        fr_store(a, first + ((u64)t << s0), s[t]);
+}
+
+__device__ __forceinline__ u64 bitrev(u64 i, u32 log_n) {
+    return log_n == 0 ? 0 : (__brevll(i) >> (64 - log_n));
+}
+
+// a[i] *= P(e) with e = i (or bit-reversed i) and P(e) = p_lo[e & 4095] · p_hi[e >> 12]: the
+// coset shift g^i, its inverse, and 1/n folded into p_hi by the host.
+extern "C" __global__ void scale_powers(fr *a, u32 log_n, u32 bitrev_index,
+                                        const fr *p_lo, const fr *p_hi) {
+    const u64 n = 1ull << log_n;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (u64)gridDim.x * blockDim.x) {
+        const u64 e = bitrev_index ? bitrev(i, log_n) : i;
+        fr f = fr_mul(p_lo[e & 4095], p_hi[e >> 12]);
+        fr_store(a, i, fr_mul(fr_load(a, i), f));
+    }
+}
+
+// a = (a·b − c)·z, with z = 1/Z on the coset.
+extern "C" __global__ void mul_sub_scale(fr *a, const fr *b, const fr *c, const fr *z, u64 n) {
+    const fr zz = z[0];
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (u64)gridDim.x * blockDim.x) {
+        fr x = fr_mul(fr_load(a, i), fr_load(b, i));
+        fr_store(a, i, fr_mul(fr_sub(x, fr_load(c, i)), zz));
+    }
+}
+
+// out[bitrev(i)] = in[i].
+extern "C" __global__ void bitrev_copy(const fr *in, fr *out, u32 log_n) {
+    const u64 n = 1ull << log_n;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (u64)gridDim.x * blockDim.x) {
+        fr_store(out, bitrev(i, log_n), fr_load(in, i));
+    }
+}

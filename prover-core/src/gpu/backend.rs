@@ -1,0 +1,239 @@
+//! The GPU backend, part 1: `ntt_msm_h` computes the H polynomial on the device (uploads of
+//! a, b, c overlapped with the transforms, host vectors page-locked in place so copies run at
+//! pinned speed); the H MSM and the G1 phases stay on the CPU until part 2.
+
+use super::device::{Device, DeviceFr};
+use super::tables;
+use super::timing::{GpuTimeline, TimedOp};
+use super::GpuError;
+use crate::groth16::backend::{Abc, Backend, BackendError, CpuBackend};
+use crate::groth16::msm;
+use crate::groth16::ntt::Domain;
+use crate::probe::SpanHandle;
+use crate::span;
+use blstrs::{G1Affine, G1Projective, Scalar};
+use std::path::Path;
+use std::sync::Mutex;
+
+/// Which natural-order transform to run (for tests and benchmarks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NttOp {
+    Forward,
+    Inverse,
+    Coset,
+    InverseCoset,
+}
+
+/// Host memory page-locked in place for the duration of a copy.
+struct Pinned {
+    ptr: *mut std::ffi::c_void,
+    ok: bool,
+}
+
+impl Pinned {
+    fn new(v: &mut [Scalar]) -> Pinned {
+        let bytes = std::mem::size_of_val(v);
+        let ptr = v.as_mut_ptr().cast();
+        // SAFETY: registers memory we own for its whole length; it is unregistered in Drop
+        // before the vector can be freed or moved (the guard borrows nothing, so callers keep
+        // the vector alive and in place until the guard is dropped — see `h_one`).
+        let rc = unsafe { cudarc::driver::sys::cuMemHostRegister_v2(ptr, bytes, 0) };
+        Pinned {
+            ptr,
+            ok: rc == cudarc::driver::sys::CUresult::CUDA_SUCCESS && bytes > 0,
+        }
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if self.ok {
+            // SAFETY: `ptr` was registered by `new` and is still allocated.
+            unsafe { cudarc::driver::sys::cuMemHostUnregister(self.ptr) };
+        }
+    }
+}
+
+/// Device buffers for one domain size, reused across circuits and proofs.
+struct Buffers {
+    log: u32,
+    abc: [DeviceFr; 3],
+    scratch: DeviceFr,
+}
+
+pub struct GpuBackend {
+    pub device: Device,
+    buffers: Mutex<Option<Buffers>>,
+    cpu: CpuBackend,
+}
+
+impl std::fmt::Debug for GpuBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuBackend").field("device", &self.device.name).finish()
+    }
+}
+
+impl GpuBackend {
+    pub fn new(index: usize, cache_dir: &Path) -> Result<GpuBackend, GpuError> {
+        Ok(GpuBackend {
+            device: Device::open(index, cache_dir)?,
+            buffers: Mutex::new(None),
+            cpu: CpuBackend,
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        let k = &self.device.kernels;
+        format!(
+            "GPU backend on {} ({}, kernels {} in {:.0} ms)",
+            self.device.name,
+            k.arch,
+            if k.compiled { "compiled" } else { "loaded from cache" },
+            k.load_ms
+        )
+    }
+
+    fn buffers(&self, log: u32) -> Result<std::sync::MutexGuard<'_, Option<Buffers>>, GpuError> {
+        let mut g = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
+        if g.as_ref().is_none_or(|b| b.log != log) {
+            *g = None; // free the old size first
+            let n = 1usize << log;
+            let d = &self.device;
+            *g = Some(Buffers {
+                log,
+                abc: [d.alloc(n)?, d.alloc(n)?, d.alloc(n)?],
+                scratch: d.alloc(n)?,
+            });
+        }
+        Ok(g)
+    }
+
+    /// One natural-order transform of `data` (length a power of two) on the device.
+    pub fn ntt(&self, op: NttOp, data: &mut [Scalar]) -> Result<(), GpuError> {
+        let log = data.len().trailing_zeros();
+        let d = &self.device;
+        let t = d.size_tables(log)?;
+        let s = &d.compute;
+        let mut a = d.upload_scalars(data)?;
+        let mut out = d.alloc(data.len())?;
+        match op {
+            NttOp::Forward => d.dif(s, &mut a, &t, false)?,
+            NttOp::Inverse => {
+                d.dif(s, &mut a, &t, true)?;
+                d.scale(s, &mut a, log, &t.over_n, false)?;
+            }
+            NttOp::Coset => {
+                d.scale(s, &mut a, log, &t.coset, false)?;
+                d.dif(s, &mut a, &t, false)?;
+            }
+            NttOp::InverseCoset => {
+                d.dif(s, &mut a, &t, true)?;
+                d.scale(s, &mut a, log, &t.uncoset_over_n, true)?;
+            }
+        }
+        d.bitrev_copy(s, &a, &mut out, log)?;
+        d.download_scalars(&out, data)
+    }
+
+    /// The H computation of one circuit on the device, in place: `abc.a` ends up holding the
+    /// H coefficients, exactly what `compute_h_cpu` produces. Returns the timed operations.
+    pub fn h_one(&self, domain: &Domain, abc: &mut Abc, timed: bool) -> Result<Vec<TimedOp>, GpuError> {
+        let n = domain.n;
+        let log = domain.log;
+        for v in [&mut abc.a, &mut abc.b, &mut abc.c] {
+            if v.len() > n {
+                return Err(GpuError::Size(log));
+            }
+            v.resize(n, Scalar::from(0u64));
+        }
+        let d = &self.device;
+        let t = d.size_tables(log)?;
+        let mut guard = self.buffers(log)?;
+        let bufs = guard.as_mut().ok_or(GpuError::Size(log))?;
+        let (comp, up) = (&d.compute, &d.upload);
+        let mut tl = if timed { Some(GpuTimeline::start(&d.ctx, comp)?) } else { None };
+        // Page-lock a, b, c in place: copies then run at pinned speed with no staging copy.
+        let pins = [Pinned::new(&mut abc.a), Pinned::new(&mut abc.b), Pinned::new(&mut abc.c)];
+        let names = ["upload_a", "upload_b", "upload_c"];
+        let [ba, bb, bc] = &mut bufs.abc;
+        let host = [&abc.a, &abc.b, &abc.c];
+        for (i, dst) in [&mut *ba, &mut *bb, &mut *bc].into_iter().enumerate() {
+            let m = tl.as_ref().map(|x| x.mark(up)).transpose()?;
+            up.memcpy_htod(tables::limbs(host[i]), dst).map_err(GpuError::driver)?;
+            if let (Some(x), Some(m)) = (tl.as_mut(), m) {
+                x.done(names[i], 1, up, m)?;
+            }
+            // The compute stream waits for this upload only; the next upload overlaps.
+            let ev = up.record_event(None).map_err(GpuError::driver)?;
+            comp.wait(&ev).map_err(GpuError::driver)?;
+            let m = tl.as_ref().map(|x| x.mark(comp)).transpose()?;
+            d.dif(comp, dst, &t, true)?;
+            d.scale(comp, dst, log, &t.coset_over_n, true)?;
+            d.dit(comp, dst, &t, false)?;
+            if let (Some(x), Some(m)) = (tl.as_mut(), m) {
+                x.done(["intt_coset_ntt_a", "intt_coset_ntt_b", "intt_coset_ntt_c"][i], 0, comp, m)?;
+            }
+        }
+        let m = tl.as_ref().map(|x| x.mark(comp)).transpose()?;
+        d.mul_sub_scale(comp, ba, bb, bc, &t)?;
+        if let (Some(x), Some(m)) = (tl.as_mut(), m) {
+            x.done("mul_sub_divide_z", 0, comp, m)?;
+        }
+        let m = tl.as_ref().map(|x| x.mark(comp)).transpose()?;
+        d.dif(comp, ba, &t, true)?;
+        d.scale(comp, ba, log, &t.uncoset_over_n, true)?;
+        d.bitrev_copy(comp, ba, &mut bufs.scratch, log)?;
+        if let (Some(x), Some(m)) = (tl.as_mut(), m) {
+            x.done("icoset_ntt", 0, comp, m)?;
+        }
+        let m = tl.as_ref().map(|x| x.mark(comp)).transpose()?;
+        comp.memcpy_dtoh(&bufs.scratch, tables::limbs_mut(&mut abc.a))
+            .map_err(GpuError::driver)?;
+        if let (Some(x), Some(m)) = (tl.as_mut(), m) {
+            x.done("download_h", 0, comp, m)?;
+        }
+        comp.synchronize().map_err(GpuError::driver)?;
+        drop(pins);
+        match tl {
+            Some(x) => x.resolve(),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+impl Backend for GpuBackend {
+    fn name(&self) -> &'static str {
+        "gpu"
+    }
+
+    fn ntt_msm_h(
+        &self,
+        domain: &Domain,
+        abc: &mut [Abc],
+        h_bases: &[G1Affine],
+    ) -> Result<Vec<G1Projective>, BackendError> {
+        let parent = SpanHandle::current();
+        let mut out = Vec::with_capacity(abc.len());
+        for v in abc.iter_mut() {
+            let ops = {
+                let _s = span!("h_gpu");
+                self.h_one(domain, v, crate::probe::enabled())?
+            };
+            for op in &ops {
+                crate::probe::gpu_span(self.device.index as u32, op.stream, op.name, op.start_ns, op.end_ns, parent);
+            }
+            let _s = span!("h_msm");
+            let m = (domain.n - 1).min(h_bases.len());
+            out.push(msm::g1_msm(&h_bases[..m], &v.a[..m]));
+        }
+        Ok(out)
+    }
+
+    fn batch_add(&self, bases: &[G1Affine], ones: &[Vec<u32>]) -> Result<Vec<G1Projective>, BackendError> {
+        self.cpu.batch_add(bases, ones)
+    }
+
+    fn tail_msm(&self, bases: &[G1Affine], scalars: &[Vec<Scalar>]) -> Result<Vec<G1Projective>, BackendError> {
+        self.cpu.tail_msm(bases, scalars)
+    }
+}

@@ -1,0 +1,261 @@
+//! One GPU: its context, a compute stream and an upload stream, the loaded kernels, and the
+//! per-size tables; the NTT and H-computation building blocks launched on it.
+
+use super::kernels::{self, Kernels};
+use super::tables::{self, K_MAX};
+use super::GpuError;
+use blstrs::Scalar;
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use ff::{Field, PrimeField};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// A device vector of field elements (4 u64 limbs each, Montgomery form).
+pub type DeviceFr = CudaSlice<u64>;
+
+/// A two-level power table on the device.
+#[derive(Debug)]
+pub struct PowTable {
+    pub lo: DeviceFr,
+    pub hi: DeviceFr,
+}
+
+/// Everything size-specific: twiddles and coset factors for a domain of 2^log.
+#[derive(Debug)]
+pub struct SizeTables {
+    pub log: u32,
+    pub tw_fwd: PowTable,
+    pub tw_inv: PowTable,
+    /// g^e / n (after an unscaled inverse transform, into coset form).
+    pub coset_over_n: PowTable,
+    /// g^-e / n (back from the coset).
+    pub uncoset_over_n: PowTable,
+    /// g^e (a plain coset shift).
+    pub coset: PowTable,
+    /// 1 / n (a plain inverse transform).
+    pub over_n: PowTable,
+    /// 1 / Z on the coset.
+    pub z_inv: DeviceFr,
+}
+
+#[derive(Debug)]
+pub struct Device {
+    pub index: usize,
+    pub name: String,
+    pub ctx: Arc<CudaContext>,
+    pub compute: Arc<CudaStream>,
+    pub upload: Arc<CudaStream>,
+    pub kernels: Kernels,
+    local_fwd: DeviceFr,
+    local_inv: DeviceFr,
+    sizes: Mutex<HashMap<u32, Arc<SizeTables>>>,
+}
+
+const THREADS: u32 = 256;
+
+fn grid_for(n: u64) -> LaunchConfig {
+    let blocks = n.div_ceil(THREADS as u64).clamp(1, 132 * 32) as u32;
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+impl Device {
+    pub fn open(index: usize, cache_dir: &Path) -> Result<Device, GpuError> {
+        let ctx = CudaContext::new(index).map_err(GpuError::driver)?;
+        let name = ctx.name().unwrap_or_else(|_| format!("GPU {index}"));
+        let compute = ctx.new_stream().map_err(GpuError::driver)?;
+        let upload = ctx.new_stream().map_err(GpuError::driver)?;
+        let kernels = kernels::load(&ctx, cache_dir)?;
+        let local_fwd = compute
+            .clone_htod(tables::limbs(&tables::local(false)))
+            .map_err(GpuError::driver)?;
+        let local_inv = compute
+            .clone_htod(tables::limbs(&tables::local(true)))
+            .map_err(GpuError::driver)?;
+        Ok(Device {
+            index,
+            name,
+            ctx,
+            compute,
+            upload,
+            kernels,
+            local_fwd,
+            local_inv,
+            sizes: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn upload_scalars(&self, v: &[Scalar]) -> Result<DeviceFr, GpuError> {
+        self.compute.clone_htod(tables::limbs(v)).map_err(GpuError::driver)
+    }
+
+    pub fn download_scalars(&self, d: &DeviceFr, out: &mut [Scalar]) -> Result<(), GpuError> {
+        self.compute
+            .memcpy_dtoh(d, tables::limbs_mut(out))
+            .map_err(GpuError::driver)?;
+        self.compute.synchronize().map_err(GpuError::driver)
+    }
+
+    pub fn alloc(&self, n: usize) -> Result<DeviceFr, GpuError> {
+        // SAFETY: the buffer is written before it is read by every caller (uploads, kernels).
+        unsafe { self.compute.alloc::<u64>(n * 4) }.map_err(GpuError::driver)
+    }
+
+    fn pow_table(&self, x: Scalar, limit: usize, scale: Scalar) -> Result<PowTable, GpuError> {
+        let (lo, hi) = tables::two_level(x, limit, scale);
+        Ok(PowTable {
+            lo: self.upload_scalars(&lo)?,
+            hi: self.upload_scalars(&hi)?,
+        })
+    }
+
+    /// Tables for a domain of 2^log, built once per size.
+    pub fn size_tables(&self, log: u32) -> Result<Arc<SizeTables>, GpuError> {
+        if !(1..=27).contains(&log) {
+            return Err(GpuError::Size(log));
+        }
+        if let Some(t) = self.sizes.lock().unwrap_or_else(|p| p.into_inner()).get(&log) {
+            return Ok(t.clone());
+        }
+        let n = 1usize << log;
+        let w = tables::root(log);
+        let w_inv = w.invert().unwrap_or(Scalar::ONE);
+        let g = Scalar::MULTIPLICATIVE_GENERATOR;
+        let g_inv = g.invert().unwrap_or(Scalar::ONE);
+        let n_inv = Scalar::from(n as u64).invert().unwrap_or(Scalar::ONE);
+        let z = g.pow_vartime([n as u64]) - Scalar::ONE;
+        let t = Arc::new(SizeTables {
+            log,
+            tw_fwd: self.pow_table(w, n / 2, Scalar::ONE)?,
+            tw_inv: self.pow_table(w_inv, n / 2, Scalar::ONE)?,
+            coset_over_n: self.pow_table(g, n, n_inv)?,
+            uncoset_over_n: self.pow_table(g_inv, n, n_inv)?,
+            coset: self.pow_table(g, n, Scalar::ONE)?,
+            over_n: self.pow_table(Scalar::ONE, n, n_inv)?,
+            z_inv: self.upload_scalars(&[z.invert().unwrap_or(Scalar::ZERO)])?,
+        });
+        self.sizes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(log, t.clone());
+        Ok(t)
+    }
+
+    fn pass(
+        &self,
+        stream: &CudaStream,
+        a: &mut DeviceFr,
+        t: &SizeTables,
+        s0: u32,
+        k: u32,
+        dif: bool,
+        inverse: bool,
+    ) -> Result<(), GpuError> {
+        let blocks = 1u64 << (t.log - k);
+        let cfg = LaunchConfig {
+            grid_dim: (blocks.min(1 << 30) as u32, blocks.div_ceil(1 << 30) as u32, 1),
+            block_dim: ((1u32 << (k - 1)).clamp(1, 256), 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (local, tw) = if inverse {
+            (&self.local_inv, &t.tw_inv)
+        } else {
+            (&self.local_fwd, &t.tw_fwd)
+        };
+        let (log, dif) = (t.log, dif as u32);
+        // SAFETY: `ntt_pass` reads and writes 2^log elements of `a` (which holds at least
+        // that many) and reads the tables, sized for this log by `size_tables`.
+        unsafe {
+            stream
+                .launch_builder(&self.kernels.ntt_pass)
+                .arg(a)
+                .arg(&log)
+                .arg(&s0)
+                .arg(&k)
+                .arg(&dif)
+                .arg(local)
+                .arg(&tw.lo)
+                .arg(&tw.hi)
+                .launch(cfg)
+        }
+        .map_err(GpuError::driver)?;
+        Ok(())
+    }
+
+    /// Decimation in frequency: natural order in, bit-reversed order out (unscaled).
+    pub fn dif(&self, stream: &CudaStream, a: &mut DeviceFr, t: &SizeTables, inverse: bool) -> Result<(), GpuError> {
+        let mut top = t.log;
+        while top > 0 {
+            let k = top.min(K_MAX);
+            self.pass(stream, a, t, top - k, k, true, inverse)?;
+            top -= k;
+        }
+        Ok(())
+    }
+
+    /// Decimation in time: bit-reversed order in, natural order out (unscaled).
+    pub fn dit(&self, stream: &CudaStream, a: &mut DeviceFr, t: &SizeTables, inverse: bool) -> Result<(), GpuError> {
+        let mut s0 = 0;
+        while s0 < t.log {
+            let k = (t.log - s0).min(K_MAX);
+            self.pass(stream, a, t, s0, k, false, inverse)?;
+            s0 += k;
+        }
+        Ok(())
+    }
+
+    /// a[i] *= P(i) (or P(bitrev(i))).
+    pub fn scale(&self, stream: &CudaStream, a: &mut DeviceFr, log: u32, p: &PowTable, bitrev: bool) -> Result<(), GpuError> {
+        let br = bitrev as u32;
+        // SAFETY: reads and writes 2^log elements of `a`; the table covers exponents < 2^log.
+        unsafe {
+            stream
+                .launch_builder(&self.kernels.scale_powers)
+                .arg(a)
+                .arg(&log)
+                .arg(&br)
+                .arg(&p.lo)
+                .arg(&p.hi)
+                .launch(grid_for(1 << log))
+        }
+        .map_err(GpuError::driver)?;
+        Ok(())
+    }
+
+    /// a = (a·b − c) / Z.
+    pub fn mul_sub_scale(&self, stream: &CudaStream, a: &mut DeviceFr, b: &DeviceFr, c: &DeviceFr, t: &SizeTables) -> Result<(), GpuError> {
+        let n = 1u64 << t.log;
+        // SAFETY: a, b, c each hold at least n elements; z_inv holds one.
+        unsafe {
+            stream
+                .launch_builder(&self.kernels.mul_sub_scale)
+                .arg(a)
+                .arg(b)
+                .arg(c)
+                .arg(&t.z_inv)
+                .arg(&n)
+                .launch(grid_for(n))
+        }
+        .map_err(GpuError::driver)?;
+        Ok(())
+    }
+
+    /// out[bitrev(i)] = in[i].
+    pub fn bitrev_copy(&self, stream: &CudaStream, src: &DeviceFr, dst: &mut DeviceFr, log: u32) -> Result<(), GpuError> {
+        // SAFETY: both buffers hold at least 2^log elements and do not overlap.
+        unsafe {
+            stream
+                .launch_builder(&self.kernels.bitrev_copy)
+                .arg(src)
+                .arg(dst)
+                .arg(&log)
+                .launch(grid_for(1 << log))
+        }
+        .map_err(GpuError::driver)?;
+        Ok(())
+    }
+}

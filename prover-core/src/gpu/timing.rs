@@ -1,0 +1,92 @@
+//! Device-side timing: each kernel or copy is bracketed by CUDA events on its stream; after the
+//! work is done the pairs are resolved against an anchor event whose session time was taken on
+//! the host when it completed, giving each operation a start and end on the session clock —
+//! the "CUDA internal timing" next to the host's wrapper timer.
+
+use super::GpuError;
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
+use std::sync::Arc;
+
+/// One timed device operation on the session clock.
+#[derive(Debug, Clone)]
+pub struct TimedOp {
+    pub name: &'static str,
+    pub stream: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+impl TimedOp {
+    pub fn ms(&self) -> f64 {
+        (self.end_ns - self.start_ns) as f64 / 1e6
+    }
+}
+
+/// Events recorded during a piece of GPU work, resolved after the work synchronised.
+#[derive(Debug)]
+pub struct GpuTimeline {
+    ctx: Arc<CudaContext>,
+    anchor: CudaEvent,
+    anchor_ns: u64,
+    pending: Vec<(&'static str, u32, CudaEvent, CudaEvent)>,
+}
+
+/// Session nanoseconds now (monotonic nanoseconds when no probe session runs).
+fn now_ns() -> u64 {
+    if crate::probe::enabled() {
+        crate::probe::now_ns()
+    } else {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: valid timespec; CLOCK_MONOTONIC always exists.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+}
+
+impl GpuTimeline {
+    /// Records the anchor on `stream` and waits for it, so its host time is known.
+    pub fn start(ctx: &Arc<CudaContext>, stream: &CudaStream) -> Result<GpuTimeline, GpuError> {
+        let anchor = ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(GpuError::driver)?;
+        anchor.record(stream).map_err(GpuError::driver)?;
+        anchor.synchronize().map_err(GpuError::driver)?;
+        Ok(GpuTimeline {
+            ctx: ctx.clone(),
+            anchor,
+            anchor_ns: now_ns(),
+            pending: Vec::new(),
+        })
+    }
+
+    /// An event recorded now on `stream` (the start of an operation).
+    pub fn mark(&self, stream: &CudaStream) -> Result<CudaEvent, GpuError> {
+        let e = self
+            .ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(GpuError::driver)?;
+        e.record(stream).map_err(GpuError::driver)?;
+        Ok(e)
+    }
+
+    /// Closes an operation started with `mark`.
+    pub fn done(&mut self, name: &'static str, stream_id: u32, stream: &CudaStream, start: CudaEvent) -> Result<(), GpuError> {
+        let end = self.mark(stream)?;
+        self.pending.push((name, stream_id, start, end));
+        Ok(())
+    }
+
+    /// Resolves every pair (the work must have completed).
+    pub fn resolve(self) -> Result<Vec<TimedOp>, GpuError> {
+        let mut out = Vec::with_capacity(self.pending.len());
+        for (name, stream, s, e) in &self.pending {
+            let a = self.anchor.elapsed_ms(s).map_err(GpuError::driver)? as f64;
+            let b = self.anchor.elapsed_ms(e).map_err(GpuError::driver)? as f64;
+            let start_ns = self.anchor_ns + (a.max(0.0) * 1e6) as u64;
+            let end_ns = (self.anchor_ns + (b.max(0.0) * 1e6) as u64).max(start_ns);
+            out.push(TimedOp { name, stream: *stream, start_ns, end_ns });
+        }
+        Ok(out)
+    }
+}
