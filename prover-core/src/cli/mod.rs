@@ -2,6 +2,7 @@
 
 mod bench;
 mod common;
+mod gpu_bench;
 mod prove;
 mod serve;
 mod signals;
@@ -10,7 +11,7 @@ use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-pub use common::{BackendChoice, ProverArgs};
+pub use common::{BackendChoice, ProverArgs, select_backend, start_probe};
 
 /// A Groth16 prover over BLS12-381, shaped like Filecoin's C2, carrying the proofscope probe.
 #[derive(Debug, Parser)]
@@ -30,6 +31,8 @@ pub enum Command {
     Params(common::ProverArgs),
     /// Prove the same batch with this pipeline and with bellperson, and compare.
     Bench(bench::BenchArgs),
+    /// Time the GPU kernels, transfers and the H computation (needs an NVIDIA GPU).
+    GpuBench(gpu_bench::GpuBenchArgs),
 }
 
 /// Runs the CLI with these arguments (the first is the program name).
@@ -54,6 +57,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Prove(a) => prove::run(a),
         Command::Params(a) => common::pregenerate(a),
         Command::Bench(a) => bench::run(a),
+        Command::GpuBench(a) => gpu_bench::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

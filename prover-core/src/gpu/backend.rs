@@ -2,10 +2,10 @@
 //! a, b, c overlapped with the transforms, host vectors page-locked in place so copies run at
 //! pinned speed); the H MSM and the G1 phases stay on the CPU until part 2.
 
+use super::GpuError;
 use super::device::{Device, DeviceFr};
 use super::tables;
 use super::timing::{GpuTimeline, TimedOp};
-use super::GpuError;
 use crate::groth16::backend::{Abc, Backend, BackendError, CpuBackend};
 use crate::groth16::msm;
 use crate::groth16::ntt::Domain;
@@ -69,7 +69,9 @@ pub struct GpuBackend {
 
 impl std::fmt::Debug for GpuBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GpuBackend").field("device", &self.device.name).finish()
+        f.debug_struct("GpuBackend")
+            .field("device", &self.device.name)
+            .finish()
     }
 }
 
@@ -88,7 +90,11 @@ impl GpuBackend {
             "GPU backend on {} ({}, kernels {} in {:.0} ms)",
             self.device.name,
             k.arch,
-            if k.compiled { "compiled" } else { "loaded from cache" },
+            if k.compiled {
+                "compiled"
+            } else {
+                "loaded from cache"
+            },
             k.load_ms
         )
     }
@@ -137,7 +143,12 @@ impl GpuBackend {
 
     /// The H computation of one circuit on the device, in place: `abc.a` ends up holding the
     /// H coefficients, exactly what `compute_h_cpu` produces. Returns the timed operations.
-    pub fn h_one(&self, domain: &Domain, abc: &mut Abc, timed: bool) -> Result<Vec<TimedOp>, GpuError> {
+    pub fn h_one(
+        &self,
+        domain: &Domain,
+        abc: &mut Abc,
+        timed: bool,
+    ) -> Result<Vec<TimedOp>, GpuError> {
         let n = domain.n;
         let log = domain.log;
         for v in [&mut abc.a, &mut abc.b, &mut abc.c] {
@@ -151,15 +162,26 @@ impl GpuBackend {
         let mut guard = self.buffers(log)?;
         let bufs = guard.as_mut().ok_or(GpuError::Size(log))?;
         let (comp, up) = (&d.compute, &d.upload);
-        let mut tl = if timed { Some(GpuTimeline::start(&d.ctx, comp)?) } else { None };
+        let mut tl = if timed {
+            Some(GpuTimeline::start(&d.ctx, comp)?)
+        } else {
+            None
+        };
         // Page-lock a, b, c in place: copies then run at pinned speed with no staging copy.
-        let pins = [Pinned::new(&mut abc.a), Pinned::new(&mut abc.b), Pinned::new(&mut abc.c)];
+        // (cuMemHostRegister needs the context current on this thread.)
+        d.ctx.bind_to_thread().map_err(GpuError::driver)?;
+        let pins = [
+            Pinned::new(&mut abc.a),
+            Pinned::new(&mut abc.b),
+            Pinned::new(&mut abc.c),
+        ];
         let names = ["upload_a", "upload_b", "upload_c"];
         let [ba, bb, bc] = &mut bufs.abc;
         let host = [&abc.a, &abc.b, &abc.c];
         for (i, dst) in [&mut *ba, &mut *bb, &mut *bc].into_iter().enumerate() {
             let m = tl.as_ref().map(|x| x.mark(up)).transpose()?;
-            up.memcpy_htod(tables::limbs(host[i]), dst).map_err(GpuError::driver)?;
+            up.memcpy_htod(tables::limbs(host[i]), dst)
+                .map_err(GpuError::driver)?;
             if let (Some(x), Some(m)) = (tl.as_mut(), m) {
                 x.done(names[i], 1, up, m)?;
             }
@@ -171,7 +193,12 @@ impl GpuBackend {
             d.scale(comp, dst, log, &t.coset_over_n, true)?;
             d.dit(comp, dst, &t, false)?;
             if let (Some(x), Some(m)) = (tl.as_mut(), m) {
-                x.done(["intt_coset_ntt_a", "intt_coset_ntt_b", "intt_coset_ntt_c"][i], 0, comp, m)?;
+                x.done(
+                    ["intt_coset_ntt_a", "intt_coset_ntt_b", "intt_coset_ntt_c"][i],
+                    0,
+                    comp,
+                    m,
+                )?;
             }
         }
         let m = tl.as_ref().map(|x| x.mark(comp)).transpose()?;
@@ -220,7 +247,14 @@ impl Backend for GpuBackend {
                 self.h_one(domain, v, crate::probe::enabled())?
             };
             for op in &ops {
-                crate::probe::gpu_span(self.device.index as u32, op.stream, op.name, op.start_ns, op.end_ns, parent);
+                crate::probe::gpu_span(
+                    self.device.index as u32,
+                    op.stream,
+                    op.name,
+                    op.start_ns,
+                    op.end_ns,
+                    parent,
+                );
             }
             let _s = span!("h_msm");
             let m = (domain.n - 1).min(h_bases.len());
@@ -229,11 +263,147 @@ impl Backend for GpuBackend {
         Ok(out)
     }
 
-    fn batch_add(&self, bases: &[G1Affine], ones: &[Vec<u32>]) -> Result<Vec<G1Projective>, BackendError> {
+    fn batch_add(
+        &self,
+        bases: &[G1Affine],
+        ones: &[Vec<u32>],
+    ) -> Result<Vec<G1Projective>, BackendError> {
         self.cpu.batch_add(bases, ones)
     }
 
-    fn tail_msm(&self, bases: &[G1Affine], scalars: &[Vec<Scalar>]) -> Result<Vec<G1Projective>, BackendError> {
+    fn tail_msm(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Vec<Scalar>],
+    ) -> Result<Vec<G1Projective>, BackendError> {
         self.cpu.tail_msm(bases, scalars)
+    }
+}
+
+/// Measurements for `prover gpu-bench`.
+pub mod bench {
+    use super::*;
+    use std::time::Instant;
+
+    fn median(mut v: Vec<f64>) -> f64 {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+        v[v.len() / 2]
+    }
+
+    /// Device time (ms, CUDA events) of one transform of 2^log elements already on the device:
+    /// median of `reps` after two warm-up runs. `natural_out` adds the bit-reversal copy.
+    pub fn ntt(
+        gpu: &GpuBackend,
+        log: u32,
+        op: NttOp,
+        natural_out: bool,
+        reps: usize,
+    ) -> Result<f64, GpuError> {
+        let d = &gpu.device;
+        let t = d.size_tables(log)?;
+        let n = 1usize << log;
+        let data: Vec<Scalar> = (0..n).map(|i| Scalar::from(i as u64 * 7 + 1)).collect();
+        let mut a = d.upload_scalars(&data)?;
+        let mut out = d.alloc(n)?;
+        let s = &d.compute;
+        let mut times = Vec::new();
+        for rep in 0..reps + 2 {
+            let tl = GpuTimeline::start(&d.ctx, s)?;
+            let m = tl.mark(s)?;
+            match op {
+                NttOp::Forward => d.dif(s, &mut a, &t, false)?,
+                NttOp::Inverse => {
+                    d.dif(s, &mut a, &t, true)?;
+                    d.scale(s, &mut a, log, &t.over_n, false)?;
+                }
+                NttOp::Coset => {
+                    d.scale(s, &mut a, log, &t.coset, false)?;
+                    d.dif(s, &mut a, &t, false)?;
+                }
+                NttOp::InverseCoset => {
+                    d.dif(s, &mut a, &t, true)?;
+                    d.scale(s, &mut a, log, &t.uncoset_over_n, true)?;
+                }
+            }
+            if natural_out {
+                d.bitrev_copy(s, &a, &mut out, log)?;
+            }
+            let mut tl = tl;
+            tl.done("op", 0, s, m)?;
+            s.synchronize().map_err(GpuError::driver)?;
+            let ops = tl.resolve()?;
+            if rep >= 2 {
+                times.push(ops[0].ms());
+            }
+        }
+        Ok(median(times))
+    }
+
+    /// Host→device and device→host rates of `bytes` from page-locked and from pageable memory,
+    /// and the time to page-lock: (pinned up GB/s, pinned down GB/s, pageable up GB/s,
+    /// pageable down GB/s, register ms).
+    pub fn transfers(gpu: &GpuBackend, log: u32, reps: usize) -> Result<[f64; 5], GpuError> {
+        let d = &gpu.device;
+        let n = 1usize << log;
+        let mut host: Vec<Scalar> = (0..n).map(|i| Scalar::from(i as u64)).collect();
+        let mut dev = d.alloc(n)?;
+        let bytes = (n * 32) as f64;
+        let s = &d.compute;
+        let mut time = |host: &mut Vec<Scalar>, up: bool| -> Result<f64, GpuError> {
+            let mut v = Vec::new();
+            for rep in 0..reps + 1 {
+                let mut tl = GpuTimeline::start(&d.ctx, s)?;
+                let m = tl.mark(s)?;
+                if up {
+                    s.memcpy_htod(tables::limbs(host), &mut dev)
+                        .map_err(GpuError::driver)?;
+                } else {
+                    s.memcpy_dtoh(&dev, tables::limbs_mut(host))
+                        .map_err(GpuError::driver)?;
+                }
+                tl.done("copy", 0, s, m)?;
+                s.synchronize().map_err(GpuError::driver)?;
+                if rep > 0 {
+                    v.push(bytes / (tl.resolve()?[0].ms() * 1e-3) / 1e9);
+                }
+            }
+            Ok(median(v))
+        };
+        let page_up = time(&mut host, true)?;
+        let page_down = time(&mut host, false)?;
+        d.ctx.bind_to_thread().map_err(GpuError::driver)?;
+        let t0 = Instant::now();
+        let pin = Pinned::new(&mut host);
+        let reg_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let pin_up = time(&mut host, true)?;
+        let pin_down = time(&mut host, false)?;
+        drop(pin);
+        Ok([pin_up, pin_down, page_up, page_down, reg_ms])
+    }
+
+    /// The whole H computation of one circuit of 2^log constraints, transfers and page-locking
+    /// included: (wall ms medians of `reps`, the device operations of the last run).
+    pub fn h(gpu: &GpuBackend, log: u32, reps: usize) -> Result<(f64, Vec<TimedOp>), GpuError> {
+        let d = Domain::new(log).map_err(|_| GpuError::Size(log))?;
+        let mk = || -> Abc {
+            let v: Vec<Scalar> = (0..d.n).map(|i| Scalar::from(i as u64 + 3)).collect();
+            Abc {
+                a: v.clone(),
+                b: v.clone(),
+                c: v,
+            }
+        };
+        let mut walls = Vec::new();
+        let mut last = Vec::new();
+        for rep in 0..reps + 1 {
+            let mut abc = mk();
+            let t0 = Instant::now();
+            let ops = gpu.h_one(&d, &mut abc, true)?;
+            if rep > 0 {
+                walls.push(t0.elapsed().as_secs_f64() * 1e3);
+                last = ops;
+            }
+        }
+        Ok((median(walls), last))
     }
 }

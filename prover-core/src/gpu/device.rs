@@ -1,9 +1,9 @@
 //! One GPU: its context, a compute stream and an upload stream, the loaded kernels, and the
 //! per-size tables; the NTT and H-computation building blocks launched on it.
 
+use super::GpuError;
 use super::kernels::{self, Kernels};
 use super::tables::{self, K_MAX};
-use super::GpuError;
 use blstrs::Scalar;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use ff::{Field, PrimeField};
@@ -90,7 +90,9 @@ impl Device {
     }
 
     pub fn upload_scalars(&self, v: &[Scalar]) -> Result<DeviceFr, GpuError> {
-        self.compute.clone_htod(tables::limbs(v)).map_err(GpuError::driver)
+        self.compute
+            .clone_htod(tables::limbs(v))
+            .map_err(GpuError::driver)
     }
 
     pub fn download_scalars(&self, d: &DeviceFr, out: &mut [Scalar]) -> Result<(), GpuError> {
@@ -118,7 +120,12 @@ impl Device {
         if !(1..=27).contains(&log) {
             return Err(GpuError::Size(log));
         }
-        if let Some(t) = self.sizes.lock().unwrap_or_else(|p| p.into_inner()).get(&log) {
+        if let Some(t) = self
+            .sizes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&log)
+        {
             return Ok(t.clone());
         }
         let n = 1usize << log;
@@ -157,7 +164,11 @@ impl Device {
     ) -> Result<(), GpuError> {
         let blocks = 1u64 << (t.log - k);
         let cfg = LaunchConfig {
-            grid_dim: (blocks.min(1 << 30) as u32, blocks.div_ceil(1 << 30) as u32, 1),
+            grid_dim: (
+                blocks.min(1 << 30) as u32,
+                blocks.div_ceil(1 << 30) as u32,
+                1,
+            ),
             block_dim: ((1u32 << (k - 1)).clamp(1, 256), 1, 1),
             shared_mem_bytes: 0,
         };
@@ -187,7 +198,13 @@ impl Device {
     }
 
     /// Decimation in frequency: natural order in, bit-reversed order out (unscaled).
-    pub fn dif(&self, stream: &CudaStream, a: &mut DeviceFr, t: &SizeTables, inverse: bool) -> Result<(), GpuError> {
+    pub fn dif(
+        &self,
+        stream: &CudaStream,
+        a: &mut DeviceFr,
+        t: &SizeTables,
+        inverse: bool,
+    ) -> Result<(), GpuError> {
         let mut top = t.log;
         while top > 0 {
             let k = top.min(K_MAX);
@@ -198,7 +215,13 @@ impl Device {
     }
 
     /// Decimation in time: bit-reversed order in, natural order out (unscaled).
-    pub fn dit(&self, stream: &CudaStream, a: &mut DeviceFr, t: &SizeTables, inverse: bool) -> Result<(), GpuError> {
+    pub fn dit(
+        &self,
+        stream: &CudaStream,
+        a: &mut DeviceFr,
+        t: &SizeTables,
+        inverse: bool,
+    ) -> Result<(), GpuError> {
         let mut s0 = 0;
         while s0 < t.log {
             let k = (t.log - s0).min(K_MAX);
@@ -209,7 +232,14 @@ impl Device {
     }
 
     /// a[i] *= P(i) (or P(bitrev(i))).
-    pub fn scale(&self, stream: &CudaStream, a: &mut DeviceFr, log: u32, p: &PowTable, bitrev: bool) -> Result<(), GpuError> {
+    pub fn scale(
+        &self,
+        stream: &CudaStream,
+        a: &mut DeviceFr,
+        log: u32,
+        p: &PowTable,
+        bitrev: bool,
+    ) -> Result<(), GpuError> {
         let br = bitrev as u32;
         // SAFETY: reads and writes 2^log elements of `a`; the table covers exponents < 2^log.
         unsafe {
@@ -227,7 +257,14 @@ impl Device {
     }
 
     /// a = (a·b − c) / Z.
-    pub fn mul_sub_scale(&self, stream: &CudaStream, a: &mut DeviceFr, b: &DeviceFr, c: &DeviceFr, t: &SizeTables) -> Result<(), GpuError> {
+    pub fn mul_sub_scale(
+        &self,
+        stream: &CudaStream,
+        a: &mut DeviceFr,
+        b: &DeviceFr,
+        c: &DeviceFr,
+        t: &SizeTables,
+    ) -> Result<(), GpuError> {
         let n = 1u64 << t.log;
         // SAFETY: a, b, c each hold at least n elements; z_inv holds one.
         unsafe {
@@ -245,7 +282,13 @@ impl Device {
     }
 
     /// out[bitrev(i)] = in[i].
-    pub fn bitrev_copy(&self, stream: &CudaStream, src: &DeviceFr, dst: &mut DeviceFr, log: u32) -> Result<(), GpuError> {
+    pub fn bitrev_copy(
+        &self,
+        stream: &CudaStream,
+        src: &DeviceFr,
+        dst: &mut DeviceFr,
+        log: u32,
+    ) -> Result<(), GpuError> {
         // SAFETY: both buffers hold at least 2^log elements and do not overlap.
         unsafe {
             stream

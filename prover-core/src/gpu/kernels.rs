@@ -60,7 +60,8 @@ fn compile(src: &str, opts: &[String]) -> Result<Vec<u8>, GpuError> {
     use cudarc::nvrtc::{result, sys};
     let c_src = CString::new(src).map_err(|e| GpuError::Compile(e.to_string()))?;
     let name = CString::new("proofscope_ntt.cu").map_err(|e| GpuError::Compile(e.to_string()))?;
-    let prog = result::create_program(&c_src, Some(&name)).map_err(|e| GpuError::Compile(e.to_string()))?;
+    let prog = result::create_program(&c_src, Some(&name))
+        .map_err(|e| GpuError::Compile(e.to_string()))?;
     // SAFETY: `prog` is a live program; the options are valid strings; the program is
     // destroyed on every path below.
     let compiled = unsafe { result::compile_program(prog, opts) };
@@ -84,8 +85,11 @@ fn compile(src: &str, opts: &[String]) -> Result<Vec<u8>, GpuError> {
     let rc2 = unsafe { sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast()) };
     // SAFETY: `prog` is live and not used after.
     let _ = unsafe { result::destroy_program(prog) };
-    if rc != sys::nvrtcResult::NVRTC_SUCCESS || rc2 != sys::nvrtcResult::NVRTC_SUCCESS || size == 0 {
-        return Err(GpuError::Compile(format!("no CUBIN from NVRTC ({rc:?}, {rc2:?})")));
+    if rc != sys::nvrtcResult::NVRTC_SUCCESS || rc2 != sys::nvrtcResult::NVRTC_SUCCESS || size == 0
+    {
+        return Err(GpuError::Compile(format!(
+            "no CUBIN from NVRTC ({rc:?}, {rc2:?})"
+        )));
     }
     Ok(cubin)
 }
@@ -107,7 +111,12 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
         h.update(o.as_bytes());
     }
     h.update(nvrtc_version().as_bytes());
-    let key: String = h.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect();
+    let key: String = h
+        .finalize()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect();
     let dir = cache_dir.join("kernels");
     let path = dir.join(format!("ntt-{arch}-{key}.cubin"));
     let (cubin, compiled) = match std::fs::read(&path) {
@@ -122,7 +131,9 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
             (b, true)
         }
     };
-    let module = ctx.load_module(Ptx::from_binary(cubin)).map_err(GpuError::driver)?;
+    let module = ctx
+        .load_module(Ptx::from_binary(cubin))
+        .map_err(GpuError::driver)?;
     let f = |name: &str| module.load_function(name).map_err(GpuError::driver);
     Ok(Kernels {
         ntt_pass: f("ntt_pass")?,

@@ -9,7 +9,8 @@ mod kernels;
 mod tables;
 mod timing;
 
-pub use backend::GpuBackend;
+pub use backend::bench as backend_bench;
+pub use backend::{GpuBackend, NttOp};
 pub use device::{Device, DeviceFr};
 pub use kernels::source as kernel_source;
 pub use timing::{GpuTimeline, TimedOp};
@@ -48,7 +49,9 @@ pub fn library_present(name: &str) -> Result<(), String> {
     unsafe {
         let h = libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
         if h.is_null() {
-            return Err(format!("{name} not found (no NVIDIA driver on this machine)"));
+            return Err(format!(
+                "{name} not found (no NVIDIA driver on this machine)"
+            ));
         }
         libc::dlclose(h);
     }
@@ -76,7 +79,8 @@ pub fn preflight() -> Result<(), String> {
 /// A usable GPU backend and a description of the device, or why there is none.
 pub fn detect() -> Result<(Box<dyn Backend>, String), String> {
     preflight()?;
-    let b = GpuBackend::new(0, &crate::groth16::params::default_cache_dir()).map_err(|e| e.to_string())?;
+    let b = GpuBackend::new(0, &crate::groth16::params::default_cache_dir())
+        .map_err(|e| e.to_string())?;
     let what = b.describe();
     Ok((Box::new(b), what))
 }

@@ -84,7 +84,10 @@ mod tests {
         let scale = Scalar::from(3u64);
         let (lo, hi) = two_level(x, 3 * LO + 17, scale);
         for e in [0usize, 1, 4095, 4096, 4097, 3 * LO + 16] {
-            assert_eq!(lo[e & (LO - 1)] * hi[e >> 12], scale * x.pow_vartime([e as u64]));
+            assert_eq!(
+                lo[e & (LO - 1)] * hi[e >> 12],
+                scale * x.pow_vartime([e as u64])
+            );
         }
     }
 

@@ -37,7 +37,10 @@ fn now_ns() -> u64 {
     if crate::probe::enabled() {
         crate::probe::now_ns()
     } else {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         // SAFETY: valid timespec; CLOCK_MONOTONIC always exists.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
         ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -71,7 +74,13 @@ impl GpuTimeline {
     }
 
     /// Closes an operation started with `mark`.
-    pub fn done(&mut self, name: &'static str, stream_id: u32, stream: &CudaStream, start: CudaEvent) -> Result<(), GpuError> {
+    pub fn done(
+        &mut self,
+        name: &'static str,
+        stream_id: u32,
+        stream: &CudaStream,
+        start: CudaEvent,
+    ) -> Result<(), GpuError> {
         let end = self.mark(stream)?;
         self.pending.push((name, stream_id, start, end));
         Ok(())
@@ -85,7 +94,12 @@ impl GpuTimeline {
             let b = self.anchor.elapsed_ms(e).map_err(GpuError::driver)? as f64;
             let start_ns = self.anchor_ns + (a.max(0.0) * 1e6) as u64;
             let end_ns = (self.anchor_ns + (b.max(0.0) * 1e6) as u64).max(start_ns);
-            out.push(TimedOp { name, stream: *stream, start_ns, end_ns });
+            out.push(TimedOp {
+                name,
+                stream: *stream,
+                start_ns,
+                end_ns,
+            });
         }
         Ok(out)
     }

@@ -1,0 +1,172 @@
+//! The GPU backend. The fallback test runs everywhere; the device tests run only where
+//! `PROOFSCOPE_GPU_TESTS=1` (they need an NVIDIA GPU, driver and NVRTC).
+use blstrs::Scalar;
+use ff::Field;
+use prover_core::cli::BackendChoice;
+use prover_core::gpu::{GpuBackend, NttOp};
+use prover_core::groth16::backend::{Abc, compute_h_cpu};
+use prover_core::groth16::ntt::Domain;
+use rand::SeedableRng;
+
+fn gpu_tests() -> bool {
+    std::env::var("PROOFSCOPE_GPU_TESTS").is_ok_and(|v| v == "1")
+}
+
+fn cache() -> std::path::PathBuf {
+    std::env::var_os("PROOFSCOPE_CACHE")
+        .map(Into::into)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache")
+        })
+}
+
+/// Without a GPU, `auto` proves on the CPU and says why, in the log line and in `Hello`.
+#[test]
+fn cpu_fallback_happens_and_reports_its_reason() {
+    if prover_core::gpu::preflight().is_ok() {
+        eprintln!("SKIPPED: a GPU is present; the fallback cannot be observed here");
+        return;
+    }
+    let (backend, reason) = prover_core::cli::select_backend(BackendChoice::Auto).unwrap();
+    assert_eq!(backend.name(), "cpu");
+    assert!(reason.starts_with("GPU backend off: "), "{reason}");
+    assert!(
+        reason.len() > "GPU backend off: ".len() + 10,
+        "the reason says something: {reason}"
+    );
+    let err = prover_core::cli::select_backend(BackendChoice::Gpu).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(reason.trim_start_matches("GPU backend off: ")),
+        "{err}"
+    );
+    // The reason travels in Hello.
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("s.psrec");
+    let p = prover_core::cli::start_probe(
+        Some(prover_core::probe::SocketChoice::None),
+        Some(rec.clone()),
+        backend.name(),
+        &reason,
+        true,
+    )
+    .unwrap();
+    p.shutdown("done");
+    let r = probe_protocol::read_all(std::fs::File::open(&rec).unwrap()).unwrap();
+    let hello = r.frames[0].events.iter().find_map(|e| match e {
+        probe_protocol::Event::Hello(h) => Some(h.clone()),
+        _ => None,
+    });
+    let hello = hello.unwrap();
+    assert_eq!(hello.backend, "cpu");
+    assert_eq!(hello.backend_reason, reason);
+}
+
+fn random(n: usize, seed: u64) -> Vec<Scalar> {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    (0..n).map(|_| Scalar::random(&mut rng)).collect()
+}
+
+fn max_log() -> u32 {
+    std::env::var("PROOFSCOPE_GPU_MAX_LOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24)
+}
+
+#[test]
+fn gpu_transforms_equal_the_cpu_at_every_size() {
+    if !gpu_tests() {
+        eprintln!("SKIPPED: set PROOFSCOPE_GPU_TESTS=1 on a GPU host");
+        return;
+    }
+    let gpu = GpuBackend::new(0, &cache()).unwrap();
+    for log in 1..=max_log() {
+        let d = Domain::new(log).unwrap();
+        let input = random(d.n, log as u64);
+        for op in [
+            NttOp::Forward,
+            NttOp::Inverse,
+            NttOp::Coset,
+            NttOp::InverseCoset,
+        ] {
+            let mut want = input.clone();
+            match op {
+                NttOp::Forward => d.ntt(&mut want),
+                NttOp::Inverse => d.intt(&mut want),
+                NttOp::Coset => d.coset_ntt(&mut want),
+                NttOp::InverseCoset => d.icoset_ntt(&mut want),
+            }
+            let mut got = input.clone();
+            gpu.ntt(op, &mut got).unwrap();
+            let bad = got.iter().zip(&want).position(|(a, b)| a != b);
+            assert!(bad.is_none(), "{op:?} 2^{log}: first difference at {bad:?}");
+        }
+        eprintln!("2^{log}: forward, inverse, coset, inverse coset equal the CPU");
+    }
+}
+
+#[test]
+fn gpu_h_computation_equals_the_cpu() {
+    if !gpu_tests() {
+        eprintln!("SKIPPED: set PROOFSCOPE_GPU_TESTS=1 on a GPU host");
+        return;
+    }
+    let gpu = GpuBackend::new(0, &cache()).unwrap();
+    for log in [10u32, 12, 16, 20, max_log()] {
+        let d = Domain::new(log).unwrap();
+        // A shorter input than the domain, as from synthesis.
+        let len = d.n - 3;
+        let mk = |s| Abc {
+            a: random(len, s),
+            b: random(len, s + 1),
+            c: random(len, s + 2),
+        };
+        let mut cpu = mk(100 + log as u64);
+        let mut dev = mk(100 + log as u64);
+        compute_h_cpu(&d, &mut cpu).unwrap();
+        let ops = gpu.h_one(&d, &mut dev, true).unwrap();
+        assert!(cpu.a == dev.a, "H differs at 2^{log}");
+        assert!(
+            ops.iter().any(|o| o.name == "upload_a") && ops.iter().any(|o| o.name == "download_h")
+        );
+        eprintln!(
+            "2^{log}: H equals the CPU; device ops {:?}",
+            ops.iter()
+                .map(|o| (o.name, format!("{:.3} ms", o.ms())))
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn gpu_proofs_verify() {
+    if !gpu_tests() {
+        eprintln!("SKIPPED: set PROOFSCOPE_GPU_TESTS=1 on a GPU host");
+        return;
+    }
+    use prover_core::groth16::circuits::CircuitKind;
+    use prover_core::groth16::dealloc::DeallocMode;
+    use prover_core::groth16::params::{self, SrsMode};
+    use prover_core::groth16::pipeline::{BatchRequest, VerifyMode, prove_batch};
+    let gpu = GpuBackend::new(0, &cache()).unwrap();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+    for (kind, log) in [(CircuitKind::Squaring, 12), (CircuitKind::Sha256, 15)] {
+        let size = kind.size_for(log).unwrap();
+        let ps = params::obtain(size, SrsMode::Real, &cache()).unwrap();
+        let circuits = (0..2).map(|_| size.random(&mut rng)).collect();
+        let out = prove_batch(BatchRequest {
+            params: &ps,
+            backend: &gpu,
+            circuits,
+            dealloc: DeallocMode::Async,
+            verify: VerifyMode::Every,
+        })
+        .unwrap();
+        assert_eq!(
+            out.verification,
+            prover_core::probe::Verification::Valid,
+            "{kind:?}"
+        );
+    }
+}

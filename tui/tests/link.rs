@@ -1,0 +1,156 @@
+//! Connection behaviour with real processes and a fake server; retention; replay jumps.
+mod common;
+
+use probe_protocol::*;
+use proofscope::app::App;
+use proofscope::input::Action;
+use proofscope::model::{LinkState, Model, Retention};
+use std::io::Write;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
+
+fn prover(sock: &std::path::Path, proofs: u32) -> Child {
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache");
+    Command::new(BIN)
+        .args([
+            "prover",
+            "serve",
+            "--circuit",
+            "squaring",
+            "--log-size",
+            "10",
+            "--circuits",
+            "2",
+            "--proofs",
+        ])
+        .arg(proofs.to_string())
+        .arg("--socket")
+        .arg(sock)
+        .arg("--cache")
+        .arg(cache)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn pump_until(app: &mut App, secs: u64, mut f: impl FnMut(&App) -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        app.wait(Duration::from_millis(50));
+        app.pump(Duration::from_millis(10));
+        if f(app) {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn the_ui_keeps_its_data_and_reconnects_when_the_prover_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("p.sock");
+    let mut first = prover(&sock, 1);
+    let mut app = App::live(sock.clone(), &common::opts()).unwrap();
+    assert!(
+        pump_until(&mut app, 120, |a| a
+            .model
+            .sessions
+            .first()
+            .is_some_and(|s| s.goodbye.is_some())),
+        "first prover never finished"
+    );
+    first.wait().unwrap();
+    assert!(
+        pump_until(&mut app, 10, |a| matches!(
+            a.model.link,
+            LinkState::Disconnected(_)
+        )),
+        "the UI did not say the prover went away: {:?}",
+        app.model.link
+    );
+    let kept = app.model.sessions[0].proofs_done;
+    assert_eq!(kept, 1);
+    // The socket returns with a new prover process: the UI reconnects by itself.
+    let mut second = prover(&sock, 1);
+    assert!(
+        pump_until(&mut app, 120, |a| a.model.sessions.len() == 2
+            && a.model.sessions[1].proofs_done == 1),
+        "no reconnection: {:?}",
+        app.model.link
+    );
+    assert_eq!(app.model.sessions[0].proofs_done, kept, "old data kept");
+    second.wait().unwrap();
+}
+
+#[test]
+fn a_protocol_mismatch_is_a_clear_message_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("future.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        // A frame of protocol 2.0: body [2, 0, 0, [15, 0]].
+        let body = [0xdd, 0, 0, 0, 4, 0x02, 0x00, 0x00, 0x92, 0x0f, 0x00];
+        s.write_all(&(body.len() as u32).to_le_bytes()).unwrap();
+        s.write_all(&body).unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+    });
+    let mut app = App::live(sock, &common::opts()).unwrap();
+    assert!(pump_until(&mut app, 10, |a| matches!(
+        a.model.link,
+        LinkState::Failed(_)
+    )));
+    let LinkState::Failed(msg) = &app.model.link else {
+        unreachable!()
+    };
+    assert!(
+        msg.contains("1.0") && msg.contains("2.0") && msg.contains("incompatible"),
+        "{msg}"
+    );
+    server.join().unwrap();
+}
+
+#[test]
+fn retention_evicts_the_oldest_proofs_and_counts_them() {
+    let app = common::replayed("cpu-sha256-sync.psrec");
+    let mut m = Model::new(Retention {
+        max_proofs: 2,
+        max_bytes: usize::MAX,
+    });
+    // Re-ingest the recording's events into a model that keeps two proofs.
+    let r = proofscope::source::replay::Replay::open(&common::recording("cpu-sha256-sync.psrec"))
+        .unwrap();
+    for f in r.frames {
+        m.ingest_all(f.events);
+    }
+    assert_eq!(app.model.proof_keys().len(), 4);
+    let keys: Vec<u64> = m.proof_keys().iter().map(|k| k.proof).collect();
+    assert_eq!(keys, vec![3, 4]);
+    assert_eq!(m.evicted_proofs, 2);
+    assert!(m.evicted_events > 0);
+}
+
+#[test]
+fn replay_jumps_between_proofs_and_back() {
+    let mut app = App::replay(common::recording("cpu-sha256-sync.psrec"), &common::opts()).unwrap();
+    let shown = |app: &App| app.view.shown(&app.model).map(|k| k.proof);
+    let done = |app: &App| app.model.sessions[0].proofs_done;
+    app.apply(Action::Pause);
+    app.apply(Action::NextProof);
+    // A frame is a collector batch: the next proof may have begun in the same frame.
+    assert_eq!((shown(&app), done(&app)), (Some(1), 1));
+    app.apply(Action::NextProof);
+    app.apply(Action::NextProof);
+    assert_eq!((shown(&app), done(&app)), (Some(3), 3));
+    app.apply(Action::PrevProof);
+    assert_eq!(
+        (shown(&app), done(&app)),
+        (Some(2), 2),
+        "a fresh model, replayed to the previous proof"
+    );
+    assert!(app.model.proof_keys().iter().all(|k| k.proof <= 3));
+    app.apply(Action::Speed);
+    assert!(app.view.transport.as_deref().unwrap().contains("2×"));
+}
