@@ -54,6 +54,15 @@ pub struct Device {
 
 const THREADS: u32 = 256;
 
+/// One launch of `ntt_pass`: stages s0 .. s0 + k, DIF or DIT, forward or inverse roots.
+#[derive(Debug, Clone, Copy)]
+struct Pass {
+    s0: u32,
+    k: u32,
+    dif: bool,
+    inverse: bool,
+}
+
 fn grid_for(n: u64) -> LaunchConfig {
     let blocks = n.div_ceil(THREADS as u64).clamp(1, 132 * 32) as u32;
     LaunchConfig {
@@ -157,11 +166,14 @@ impl Device {
         stream: &CudaStream,
         a: &mut DeviceFr,
         t: &SizeTables,
-        s0: u32,
-        k: u32,
-        dif: bool,
-        inverse: bool,
+        p: Pass,
     ) -> Result<(), GpuError> {
+        let Pass {
+            s0,
+            k,
+            dif,
+            inverse,
+        } = p;
         let blocks = 1u64 << (t.log - k);
         let cfg = LaunchConfig {
             grid_dim: (
@@ -208,7 +220,17 @@ impl Device {
         let mut top = t.log;
         while top > 0 {
             let k = top.min(K_MAX);
-            self.pass(stream, a, t, top - k, k, true, inverse)?;
+            self.pass(
+                stream,
+                a,
+                t,
+                Pass {
+                    s0: top - k,
+                    k,
+                    dif: true,
+                    inverse,
+                },
+            )?;
             top -= k;
         }
         Ok(())
@@ -225,7 +247,17 @@ impl Device {
         let mut s0 = 0;
         while s0 < t.log {
             let k = (t.log - s0).min(K_MAX);
-            self.pass(stream, a, t, s0, k, false, inverse)?;
+            self.pass(
+                stream,
+                a,
+                t,
+                Pass {
+                    s0,
+                    k,
+                    dif: false,
+                    inverse,
+                },
+            )?;
             s0 += k;
         }
         Ok(())
