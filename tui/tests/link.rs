@@ -1,7 +1,6 @@
 //! Connection behaviour with real processes and a fake server; retention; replay jumps.
 mod common;
 
-use probe_protocol::*;
 use proofscope::app::App;
 use proofscope::input::Action;
 use proofscope::model::{LinkState, Model, Retention};
@@ -89,14 +88,17 @@ fn a_protocol_mismatch_is_a_clear_message_not_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("future.sock");
     let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-    let server = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        // A frame of protocol 2.0: body [2, 0, 0, [15, 0]].
-        let body = [0xdd, 0, 0, 0, 4, 0x02, 0x00, 0x00, 0x92, 0x0f, 0x00];
-        s.write_all(&(body.len() as u32).to_le_bytes()).unwrap();
-        s.write_all(&body).unwrap();
-        std::thread::sleep(Duration::from_millis(500));
-    });
+    let server = std::thread::Builder::new()
+        .name("fake-future-prover".into())
+        .spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            // A frame of protocol 2.0: body [2, 0, 0, [15, 0]].
+            let body = [0xdd, 0, 0, 0, 4, 0x02, 0x00, 0x00, 0x92, 0x0f, 0x00];
+            s.write_all(&(body.len() as u32).to_le_bytes()).unwrap();
+            s.write_all(&body).unwrap();
+            std::thread::sleep(Duration::from_millis(500));
+        })
+        .unwrap();
     let mut app = App::live(sock, &common::opts()).unwrap();
     assert!(pump_until(&mut app, 10, |a| matches!(
         a.model.link,
