@@ -10,58 +10,77 @@
 // Twiddles: stage s uses w_{2^(s+1)}^j with j the index bits below s. In a pass, j splits into
 // the group's fixed low bits `lo` (below s0) and the in-group bits t: w^j = w_{2^(s+1)}^lo ·
 // w_{2^(l+1)}^t with l = s - s0. The second factor comes from one fixed table L
-// (L[h + t] = w_{2h}^t); the first is one value per block and stage, derived from
-// w_n^e = TW_LO[e & 4095] · TW_HI[e >> 12] and repeated squaring.
+// (L[h + t] = w_{2h}^t); the first is one value per block and stage, from
+// w_n^e = TW_LO[e & 4095] · TW_HI[e >> 12]. A block builds all its twiddles once per pass.
 #include "fr.cuh"
 
 #define K_MAX 9
 
+// Shared memory is limb-major: limb j of element i at [j·size + i]. A warp reading consecutive
+// elements then reads consecutive words (no bank conflict). It is sized for the pass at launch
+// (dynamic shared memory: 64·2^k + 32·K_MAX bytes), so short passes keep occupancy up.
+__device__ __forceinline__ fr sm_get(const u32 *m, u32 size, u32 i) {
+    fr r;
+#pragma unroll
+    for (int j = 0; j < 8; j++) r.l[j] = m[j * size + i];
+    return r;
+}
+
+__device__ __forceinline__ void sm_put(u32 *m, u32 size, u32 i, const fr &v) {
+#pragma unroll
+    for (int j = 0; j < 8; j++) m[j * size + i] = v.l[j];
+}
+
 extern "C" __global__ void ntt_pass(fr *a, u32 log_n, u32 s0, u32 k, u32 dif,
                                     const fr *L, const fr *tw_lo, const fr *tw_hi) {
-    __shared__ fr s[1 << K_MAX];
-    __shared__ fr tw[1 << (K_MAX - 1)];
-    __shared__ fr base[K_MAX];
+    extern __shared__ u32 smem[];
     const u32 size = 1u << k;
     const u32 half = size >> 1;
+    u32 *s = smem;
+    // tw[h + t]: this block's twiddle for in-group stage l (h = 2^l), t < h.
+    u32 *tw = smem + 8 * size;
+    fr *base = reinterpret_cast<fr *>(smem + 16 * size);
     const u64 b = (u64)blockIdx.x + (u64)blockIdx.y * gridDim.x;
     const u64 lo = b & ((1ull << s0) - 1);
     const u64 hi = b >> s0;
     const u64 first = (hi << (s0 + k)) | lo;
     for (u32 t = threadIdx.x; t < size; t += blockDim.x)
-        s[t] = fr_load(a, first + ((u64)t << s0));
-    if (threadIdx.x == 0 && s0 > 0) {
-        u64 e = lo << (log_n - s0 - k);
-        fr x = fr_mul(tw_lo[e & 4095], tw_hi[e >> 12]);
-        for (int l = (int)k - 1; l >= 0; l--) {
-            base[l] = x;
-            x = fr_sqr(x);
-        }
+        sm_put(s, size, t, fr_load(a, first + ((u64)t << s0)));
+    // base[l] = w_{2^(s0+l+1)}^lo = w_n^(lo << (log_n - s0 - l - 1)): one product per stage,
+    // one stage per thread.
+    if (s0 > 0 && threadIdx.x < k) {
+        const u32 l = threadIdx.x;
+        const u64 e = lo << (log_n - s0 - l - 1);
+        base[l] = fr_mul(tw_lo[e & 4095], tw_hi[e >> 12]);
+    }
+    __syncthreads();
+    for (u32 x = threadIdx.x + 1; x < size; x += blockDim.x) {
+        const u32 l = 31 - __clz(x);
+        sm_put(tw, size, x, s0 > 0 ? fr_mul(base[l], L[x]) : L[x]);
     }
     __syncthreads();
     for (u32 step = 0; step < k; step++) {
         const u32 l = dif ? (k - 1 - step) : step;
         const u32 h = 1u << l;
-        for (u32 t = threadIdx.x; t < h; t += blockDim.x)
-            tw[t] = s0 > 0 ? fr_mul(base[l], L[h + t]) : L[h + t];
-        __syncthreads();
         for (u32 p = threadIdx.x; p < half; p += blockDim.x) {
             const u32 t_lo = p & (h - 1);
             const u32 i0 = ((p >> l) << (l + 1)) | t_lo;
             const u32 i1 = i0 + h;
-            fr u = s[i0], v = s[i1];
+            const fr w = sm_get(tw, size, h + t_lo);
+            fr u = sm_get(s, size, i0), v = sm_get(s, size, i1);
             if (dif) {
-                s[i0] = fr_add(u, v);
-                s[i1] = fr_mul(fr_sub(u, v), tw[t_lo]);
+                sm_put(s, size, i0, fr_add(u, v));
+                sm_put(s, size, i1, fr_mul(fr_sub(u, v), w));
             } else {
-                v = fr_mul(v, tw[t_lo]);
-                s[i0] = fr_add(u, v);
-                s[i1] = fr_sub(u, v);
+                v = fr_mul(v, w);
+                sm_put(s, size, i0, fr_add(u, v));
+                sm_put(s, size, i1, fr_sub(u, v));
             }
         }
         __syncthreads();
     }
     for (u32 t = threadIdx.x; t < size; t += blockDim.x)
-        fr_store(a, first + ((u64)t << s0), s[t]);
+        fr_store(a, first + ((u64)t << s0), sm_get(s, size, t));
 }
 
 __device__ __forceinline__ u64 bitrev(u64 i, u32 log_n) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Compiles the kernel sources with the local NVRTC (no GPU needed) the way the prover does at
-run time (fr.cuh inlined, -arch=sm_90), to catch compile errors before spending device time.
+run time (fr.cuh inlined, --gpu-architecture=sm_90: ptxas runs too), to catch compile errors before spending device time.
 Usage: tools/nvrtc-check.py [libnvrtc.so] ; prints the log and the PTX size per module."""
 import ctypes, pathlib, sys
 
@@ -25,7 +25,7 @@ for mod in sorted(p.name for p in cuda.glob("*.cu")):
     src = source(mod).encode()
     prog = ctypes.c_void_p()
     assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, mod.encode(), 0, None, None) == 0
-    opts = [b"--gpu-architecture=compute_90", b"--std=c++17", b"-default-device"]
+    opts = [b"--gpu-architecture=sm_90", b"--std=c++17", b"-default-device"]
     arr = (ctypes.c_char_p * len(opts))(*opts)
     rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
     size = ctypes.c_size_t()
@@ -38,6 +38,6 @@ for mod in sorted(p.name for p in cuda.glob("*.cu")):
         ok = False
         print(f"{mod}: FAILED ({rc})")
         continue
-    lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
-    print(f"{mod}: ok, PTX {size.value} bytes")
+    lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+    print(f"{mod}: ok, CUBIN {size.value} bytes (sm_90)")
 sys.exit(0 if ok else 1)

@@ -63,3 +63,17 @@ fn tiny_terminals_do_not_panic() {
         render(&app, w, h);
     }
 }
+
+/// A real GPU session (the H200 recording): GPU spans per stream under ntt_msm_h on the
+/// timeline, NVML utilisation, memory and power in the GPU panel.
+#[test]
+fn h200_gpu_session_timeline_and_gpu_panel() {
+    let mut app = common::replayed("h200-gpu-sha256.psrec");
+    for tab in [Tab::Timeline, Tab::Gpu] {
+        app.view.tab = tab;
+        insta::assert_snapshot!(
+            format!("h200_{}_160x48", tab.title().to_lowercase()),
+            render(&app, 160, 48)
+        );
+    }
+}

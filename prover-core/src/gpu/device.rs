@@ -182,7 +182,8 @@ impl Device {
                 1,
             ),
             block_dim: ((1u32 << (k - 1)).clamp(1, 256), 1, 1),
-            shared_mem_bytes: 0,
+            // Data and twiddles limb-major (2 × 32 bytes × 2^k) and the stage bases.
+            shared_mem_bytes: (64u32 << k) + 32 * K_MAX,
         };
         let (local, tw) = if inverse {
             (&self.local_inv, &t.tw_inv)
@@ -209,6 +210,17 @@ impl Device {
         Ok(())
     }
 
+    /// Stage counts of the passes of a 2^log transform: as few passes as K_MAX allows, with
+    /// the stages spread evenly (2^24 = 8 + 8 + 8, not 9 + 9 + 6: a short pass has too few
+    /// threads per block to keep the SMs busy).
+    pub fn pass_sizes(log: u32) -> Vec<u32> {
+        let passes = log.div_ceil(K_MAX).max(1);
+        (0..passes)
+            .map(|i| log / passes + u32::from(i < log % passes))
+            .filter(|&k| k > 0)
+            .collect()
+    }
+
     /// Decimation in frequency: natural order in, bit-reversed order out (unscaled).
     pub fn dif(
         &self,
@@ -218,8 +230,7 @@ impl Device {
         inverse: bool,
     ) -> Result<(), GpuError> {
         let mut top = t.log;
-        while top > 0 {
-            let k = top.min(K_MAX);
+        for k in Self::pass_sizes(t.log) {
             self.pass(
                 stream,
                 a,
@@ -245,8 +256,7 @@ impl Device {
         inverse: bool,
     ) -> Result<(), GpuError> {
         let mut s0 = 0;
-        while s0 < t.log {
-            let k = (t.log - s0).min(K_MAX);
+        for k in Self::pass_sizes(t.log) {
             self.pass(
                 stream,
                 a,
@@ -332,5 +342,25 @@ impl Device {
         }
         .map_err(GpuError::driver)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passes_cover_every_stage_evenly() {
+        for log in 1..=27u32 {
+            let p = Device::pass_sizes(log);
+            assert_eq!(p.iter().sum::<u32>(), log, "2^{log}: {p:?}");
+            assert!(p.iter().all(|&k| (1..=K_MAX).contains(&k)));
+            assert!(
+                p.iter().max().unwrap() - p.iter().min().unwrap() <= 1,
+                "2^{log}: {p:?}"
+            );
+        }
+        assert_eq!(Device::pass_sizes(24), vec![8, 8, 8]);
+        assert_eq!(Device::pass_sizes(26), vec![9, 9, 8]);
     }
 }
