@@ -3,26 +3,16 @@
 //! pinned speed); the H MSM and the G1 phases stay on the CPU until part 2.
 
 use super::GpuError;
-use super::device::{Device, DeviceFr};
+use super::device::{Device, DeviceFr, NttOp};
 use super::tables;
 use super::timing::{GpuTimeline, TimedOp};
-use crate::groth16::backend::{Abc, Backend, BackendError, CpuBackend};
-use crate::groth16::msm;
+use crate::groth16::backend::{Abc, Backend, BackendError, CpuBackend, h_msm};
 use crate::groth16::ntt::Domain;
 use crate::probe::SpanHandle;
 use crate::span;
 use blstrs::{G1Affine, G1Projective, Scalar};
 use std::path::Path;
 use std::sync::Mutex;
-
-/// Which natural-order transform to run (for tests and benchmarks).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NttOp {
-    Forward,
-    Inverse,
-    Coset,
-    InverseCoset,
-}
 
 /// Host memory page-locked in place for the duration of a copy.
 struct Pinned {
@@ -122,21 +112,7 @@ impl GpuBackend {
         let s = &d.compute;
         let mut a = d.upload_scalars(data)?;
         let mut out = d.alloc(data.len())?;
-        match op {
-            NttOp::Forward => d.dif(s, &mut a, &t, false)?,
-            NttOp::Inverse => {
-                d.dif(s, &mut a, &t, true)?;
-                d.scale(s, &mut a, log, &t.over_n, false)?;
-            }
-            NttOp::Coset => {
-                d.scale(s, &mut a, log, &t.coset, false)?;
-                d.dif(s, &mut a, &t, false)?;
-            }
-            NttOp::InverseCoset => {
-                d.dif(s, &mut a, &t, true)?;
-                d.scale(s, &mut a, log, &t.uncoset_over_n, true)?;
-            }
-        }
+        d.transform(s, &mut a, &t, op)?;
         d.bitrev_copy(s, &a, &mut out, log)?;
         d.download_scalars(&out, data)
     }
@@ -256,9 +232,7 @@ impl Backend for GpuBackend {
                     parent,
                 );
             }
-            let _s = span!("h_msm");
-            let m = (domain.n - 1).min(h_bases.len());
-            out.push(msm::g1_msm(&h_bases[..m], &v.a[..m]));
+            out.push(h_msm(domain, h_bases, &v.a));
         }
         Ok(out)
     }
@@ -310,21 +284,7 @@ pub mod bench {
         for rep in 0..reps + 2 {
             let tl = GpuTimeline::start(&d.ctx, s)?;
             let m = tl.mark(s)?;
-            match op {
-                NttOp::Forward => d.dif(s, &mut a, &t, false)?,
-                NttOp::Inverse => {
-                    d.dif(s, &mut a, &t, true)?;
-                    d.scale(s, &mut a, log, &t.over_n, false)?;
-                }
-                NttOp::Coset => {
-                    d.scale(s, &mut a, log, &t.coset, false)?;
-                    d.dif(s, &mut a, &t, false)?;
-                }
-                NttOp::InverseCoset => {
-                    d.dif(s, &mut a, &t, true)?;
-                    d.scale(s, &mut a, log, &t.uncoset_over_n, true)?;
-                }
-            }
+            d.transform(s, &mut a, &t, op)?;
             if natural_out {
                 d.bitrev_copy(s, &a, &mut out, log)?;
             }

@@ -11,6 +11,15 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+/// Which transform to run, natural order in (for tests and benchmarks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NttOp {
+    Forward,
+    Inverse,
+    Coset,
+    InverseCoset,
+}
+
 /// A device vector of field elements (4 u64 limbs each, Montgomery form).
 pub type DeviceFr = CudaSlice<u64>;
 
@@ -271,6 +280,31 @@ impl Device {
             s0 += k;
         }
         Ok(())
+    }
+
+    /// One transform of `a` (natural order in, bit-reversed order out).
+    pub fn transform(
+        &self,
+        s: &CudaStream,
+        a: &mut DeviceFr,
+        t: &SizeTables,
+        op: NttOp,
+    ) -> Result<(), GpuError> {
+        match op {
+            NttOp::Forward => self.dif(s, a, t, false),
+            NttOp::Inverse => {
+                self.dif(s, a, t, true)?;
+                self.scale(s, a, t.log, &t.over_n, false)
+            }
+            NttOp::Coset => {
+                self.scale(s, a, t.log, &t.coset, false)?;
+                self.dif(s, a, t, false)
+            }
+            NttOp::InverseCoset => {
+                self.dif(s, a, t, true)?;
+                self.scale(s, a, t.log, &t.uncoset_over_n, true)
+            }
+        }
     }
 
     /// a[i] *= P(i) (or P(bitrev(i))).

@@ -9,9 +9,9 @@ mod kernels;
 mod tables;
 mod timing;
 
+pub use backend::GpuBackend;
 pub use backend::bench as backend_bench;
-pub use backend::{GpuBackend, NttOp};
-pub use device::{Device, DeviceFr};
+pub use device::{Device, DeviceFr, NttOp};
 pub use kernels::source as kernel_source;
 pub use timing::{GpuTimeline, TimedOp};
 

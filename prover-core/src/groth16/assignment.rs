@@ -99,24 +99,11 @@ fn eval(
 }
 
 impl ProvingAssignment {
-    /// Synthesises `circuit` the way bellperson's prover does: the constant ONE as input 0,
-    /// the circuit, then one `input · 1 = 0`-shaped constraint per input (inputs then have full
-    /// density in the A query, matching the parameters).
+    /// Synthesises `circuit` the way bellperson's prover does.
     pub fn synthesize<C: bellpepper_core::Circuit<Scalar>>(
         circuit: C,
     ) -> Result<ProvingAssignment, SynthesisError> {
-        let mut cs = ProvingAssignment::default();
-        cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-        circuit.synthesize(&mut cs)?;
-        for i in 0..cs.input_assignment.len() {
-            cs.enforce(
-                || "input",
-                |lc| lc + Variable::new_unchecked(Index::Input(i)),
-                |lc| lc,
-                |lc| lc,
-            );
-        }
-        Ok(cs)
+        synthesize_with_inputs(circuit, |cs: &ProvingAssignment| cs.input_assignment.len())
     }
 
     pub fn constraints(&self) -> usize {
@@ -212,19 +199,33 @@ pub struct Shape {
 
 impl Shape {
     pub fn of<C: bellpepper_core::Circuit<Scalar>>(circuit: C) -> Result<Shape, SynthesisError> {
-        let mut s = Shape::default();
-        s.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-        circuit.synthesize(&mut s)?;
-        for i in 0..s.inputs {
-            s.enforce(
-                || "input",
-                |lc| lc + Variable::new_unchecked(Index::Input(i)),
-                |lc| lc,
-                |lc| lc,
-            );
-        }
-        Ok(s)
+        synthesize_with_inputs(circuit, |s: &Shape| s.inputs)
     }
+}
+
+/// Bellperson's synthesis order, for the prover and for the setup alike: the constant ONE as
+/// input 0, the circuit, then one `input · 1 = 0`-shaped constraint per input (so inputs have
+/// full density in the A query, matching the parameters).
+fn synthesize_with_inputs<CS, C>(
+    circuit: C,
+    inputs: impl Fn(&CS) -> usize,
+) -> Result<CS, SynthesisError>
+where
+    CS: ConstraintSystem<Scalar> + Default,
+    C: bellpepper_core::Circuit<Scalar>,
+{
+    let mut cs = CS::default();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    for i in 0..inputs(&cs) {
+        cs.enforce(
+            || "input",
+            |lc| lc + Variable::new_unchecked(Index::Input(i)),
+            |lc| lc,
+            |lc| lc,
+        );
+    }
+    Ok(cs)
 }
 
 impl ConstraintSystem<Scalar> for Shape {

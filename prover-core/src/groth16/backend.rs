@@ -106,6 +106,13 @@ pub fn compute_h_cpu(domain: &Domain, abc: &mut Abc) -> Result<(), BackendError>
     Ok(())
 }
 
+/// The H MSM over the first n − 1 coefficients (H has degree n − 2), on the CPU.
+pub fn h_msm(domain: &Domain, h_bases: &[G1Affine], h: &[Scalar]) -> G1Projective {
+    let _s = span!("h_msm");
+    let m = (domain.n - 1).min(h_bases.len()).min(h.len());
+    msm::g1_msm(&h_bases[..m], &h[..m])
+}
+
 impl Backend for CpuBackend {
     fn name(&self) -> &'static str {
         "cpu"
@@ -120,9 +127,7 @@ impl Backend for CpuBackend {
         let mut out = Vec::with_capacity(abc.len());
         for v in abc.iter_mut() {
             compute_h_cpu(domain, v)?;
-            let _s = span!("h_msm");
-            let m = (domain.n - 1).min(h_bases.len());
-            out.push(msm::g1_msm(&h_bases[..m], &v.a[..m]));
+            out.push(h_msm(domain, h_bases, &v.a));
         }
         Ok(out)
     }

@@ -11,13 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
 
 pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
-    let Some(key) = state.shown(model) else {
-        Paragraph::new("no proof yet")
-            .style(dim())
-            .render(area, buf);
-        return;
-    };
-    let (Some(p), Some(s)) = (model.proof(key), model.session(key.session)) else {
+    let Some((s, p)) = super::proof_or_placeholder(model, state, area, buf) else {
         return;
     };
     let Some((a, b)) = p.range(s.now) else { return };

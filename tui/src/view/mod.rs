@@ -11,7 +11,7 @@ mod stats;
 mod timeline;
 
 use crate::analysis::GapRule;
-use crate::model::{Model, ProofKey};
+use crate::model::{Model, Proof, ProofKey, Session};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -93,6 +93,12 @@ impl ViewState {
             .or_else(|| model.latest_proof())
     }
 
+    /// The shown proof and its session.
+    pub fn shown_proof<'m>(&self, model: &'m Model) -> Option<(&'m Session, &'m Proof)> {
+        let k = self.shown(model)?;
+        Some((model.session(k.session)?, model.proof(k)?))
+    }
+
     /// The visible time window of a proof spanning [a, b].
     pub fn window(&self, a: u64, b: u64) -> (u64, u64) {
         let len = (b.saturating_sub(a)).max(1) as f64;
@@ -115,6 +121,24 @@ pub(crate) fn dim() -> Style {
 
 pub(crate) fn bold() -> Style {
     Style::default().add_modifier(Modifier::BOLD)
+}
+
+/// Draws the placeholder of a panel that needs a proof; `None` when there is none yet.
+pub(crate) fn proof_or_placeholder<'m>(
+    model: &'m Model,
+    state: &ViewState,
+    area: Rect,
+    buf: &mut Buffer,
+) -> Option<(&'m Session, &'m Proof)> {
+    let found = state.shown_proof(model);
+    if found.is_none() {
+        let msg = model
+            .current()
+            .and_then(|s| s.status.clone())
+            .unwrap_or_else(|| "waiting for the first proof…".into());
+        Paragraph::new(msg).style(dim()).render(area, buf);
+    }
+    found
 }
 
 pub(crate) fn warn() -> Style {

@@ -129,15 +129,7 @@ fn rows(s: &Session, p: &Proof, outer: &Span) -> Vec<Row> {
 }
 
 pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
-    let Some(key) = state.shown(model) else {
-        let msg = model
-            .current()
-            .and_then(|s| s.status.clone())
-            .unwrap_or_else(|| "waiting for the first proof…".into());
-        Paragraph::new(msg).style(dim()).render(area, buf);
-        return;
-    };
-    let (Some(p), Some(s)) = (model.proof(key), model.session(key.session)) else {
+    let Some((s, p)) = super::proof_or_placeholder(model, state, area, buf) else {
         return;
     };
     let Some(outer) = p.outer().copied() else {
