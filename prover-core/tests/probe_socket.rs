@@ -379,3 +379,61 @@ fn probe_off_records_nothing_and_spans_are_inert() {
     let s = span!("nothing");
     assert!(!s.is_active());
 }
+
+/// Another user who can reach the socket file is still refused: the server checks the peer's
+/// uid on accept and closes without a word. Needs root (to run the peer as uid 65534) and
+/// python3; skipped otherwise.
+#[test]
+fn a_peer_of_another_uid_is_refused() {
+    use std::os::unix::process::CommandExt;
+    let _g = serial();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: needs root to connect as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let sock = dir.path().join("p.sock");
+    let p = start(config(&sock));
+    // Open the socket file to everyone, so only the uid check stands in the way.
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let frame = encode_frame(
+        0,
+        &[Event::Subscribe(Subscribe {
+            history: true,
+            client: "intruder".into(),
+        })],
+    )
+    .unwrap();
+    let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
+    let script = format!(
+        "import socket\ns=socket.socket(socket.AF_UNIX)\ns.connect('{}')\ntry:\n  s.sendall(bytes.fromhex('{hex}'))\nexcept (BrokenPipeError, ConnectionResetError):\n  pass\ns.settimeout(5)\nd=b''\nwhile True:\n  try:\n    c=s.recv(65536)\n  except ConnectionResetError:\n    break\n  if not c: break\n  d+=c\nprint(len(d))",
+        sock.display()
+    );
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(&script)
+        .uid(65534)
+        .gid(65534)
+        .output();
+    let Ok(out) = out else {
+        eprintln!("SKIPPED: python3 not available");
+        p.shutdown("done");
+        return;
+    };
+    // A same-uid client on the same socket is served, as a control.
+    let mut me = Client::connect(&sock, false);
+    assert!(matches!(me.next_events().unwrap()[0], Event::Hello(_)));
+    p.shutdown("done");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "0",
+        "the other uid received bytes"
+    );
+}
