@@ -55,6 +55,8 @@ pub fn os_tid() -> u32 {
 
 struct Hot {
     generation: u64,
+    /// The session's state word when this thread joined (its TSC bit, for end edges).
+    state: u64,
     producer: Producer,
     next_span: u64,
     block_end: u64,
@@ -65,6 +67,7 @@ struct Hot {
 impl Hot {
     const EMPTY: Hot = Hot {
         generation: 0,
+        state: 0,
         producer: Producer::DETACHED,
         next_span: 0,
         block_end: 0,
@@ -166,6 +169,7 @@ fn join(generation: u64) -> bool {
         // SAFETY: as above; `ring` is kept alive by KEEP until that guard detaches us.
         let hot = unsafe { &mut *h.get() };
         hot.generation = generation;
+        hot.state = state();
         hot.producer = Producer::attach(&ring);
         hot.next_span = 0;
         hot.block_end = 0;
@@ -212,6 +216,23 @@ fn emit(mut ev: RawEvent, alloc_span: bool, generation: u64) -> u64 {
             span
         }
         _ => 0,
+    }
+}
+
+/// Pushes a span end into the ring the thread already has: no session check (an end only
+/// makes sense in the ring that holds its begin; a stale ring just swallows it).
+#[inline(always)]
+fn emit_end(span: u64) {
+    let r = HOT.try_with(|h| {
+        // SAFETY: only this thread touches its HOT; no other reference to it exists now.
+        let hot = unsafe { &mut *h.get() };
+        let ev = RawEvent::new(RawKind::SpanEnd, ticks_for(hot.state), span, 0, 0, 0);
+        // SAFETY: the producer is attached only while KEEP holds its ring, and this thread is
+        // the ring's only producer.
+        unsafe { hot.producer.push(ev) }
+    });
+    if let Ok(Pushed::HalfFull) = r {
+        wake_collector();
     }
 }
 
@@ -317,12 +338,7 @@ impl Drop for SpanGuard {
         if self.span == 0 {
             return;
         }
-        let st = state();
-        emit(
-            RawEvent::new(RawKind::SpanEnd, ticks_for(st), self.span, 0, 0, 0),
-            false,
-            generation_of(st),
-        );
+        emit_end(self.span);
         let prev = self.prev;
         let _ = CTX.try_with(|c| c.set(prev));
     }

@@ -172,6 +172,8 @@ impl Ring {
 #[derive(Debug, Clone, Copy)]
 pub struct Producer {
     ring: *const Ring,
+    /// The ring's `tail`, published after every push (kept here to skip a load of `ring`).
+    tail_at: *const AtomicUsize,
     /// The ring's slots and mask, cached so a push does not re-read them through `ring`.
     slots: *const UnsafeCell<MaybeUninit<RawEvent>>,
     mask: usize,
@@ -194,6 +196,7 @@ pub enum Pushed {
 impl Producer {
     pub const DETACHED: Producer = Producer {
         ring: std::ptr::null(),
+        tail_at: std::ptr::null(),
         slots: std::ptr::null(),
         mask: 0,
         tail: 0,
@@ -204,6 +207,7 @@ impl Producer {
     pub fn attach(ring: &std::sync::Arc<Ring>) -> Producer {
         Producer {
             ring: std::sync::Arc::as_ptr(ring),
+            tail_at: &ring.tail.0,
             slots: ring.slots.as_ptr(),
             mask: ring.mask,
             tail: ring.tail.0.load(Ordering::Relaxed),
@@ -228,10 +232,10 @@ impl Producer {
         if self.ring.is_null() {
             return Pushed::Detached;
         }
-        // SAFETY: the caller guarantees the ring outlives the attachment.
-        let ring = unsafe { &*self.ring };
         let cap = self.mask + 1;
         if self.tail.wrapping_sub(self.cached_head) >= cap {
+            // SAFETY: the caller guarantees the ring outlives the attachment.
+            let ring = unsafe { &*self.ring };
             self.cached_head = ring.head.0.load(Ordering::Acquire);
             if self.tail.wrapping_sub(self.cached_head) >= cap {
                 ring.dropped[ev.kind as usize].fetch_add(1, Ordering::Relaxed);
@@ -244,9 +248,12 @@ impl Producer {
         // publish `tail` below; we are the only producer (guaranteed by the caller).
         unsafe { (*(*self.slots.add(self.tail & self.mask)).get()).write(ev) };
         self.tail = self.tail.wrapping_add(1);
-        ring.tail.0.store(self.tail, Ordering::Release);
+        // SAFETY: `tail_at` points into the ring, alive as long as the attachment.
+        unsafe { (*self.tail_at).store(self.tail, Ordering::Release) };
         if self.tail.wrapping_sub(self.cached_head) == cap / 2 {
             // Refresh: only signal when the ring really is half full.
+            // SAFETY: as above.
+            let ring = unsafe { &*self.ring };
             self.cached_head = ring.head.0.load(Ordering::Acquire);
             if self.tail.wrapping_sub(self.cached_head) >= cap / 2 {
                 return Pushed::HalfFull;
