@@ -440,8 +440,9 @@ pub fn run_headless(app: &mut App, until: Until) {
             || app.model.current().is_some_and(|s| s.goodbye.is_some())
             || app.demo.as_mut().is_some_and(|d| d.status().is_some());
         if stop {
-            // Take what already arrived.
-            while app.wait(Duration::from_millis(20)) {}
+            // Take what had already arrived — not what keeps arriving: a live prover sends a
+            // frame every few milliseconds and never pauses long enough to wait for a lull.
+            app.pump(Duration::from_millis(200));
             break;
         }
     }

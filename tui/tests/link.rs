@@ -156,3 +156,56 @@ fn replay_jumps_between_proofs_and_back() {
     app.apply(Action::Speed);
     assert!(app.view.transport.as_deref().unwrap().contains("2×"));
 }
+
+/// A prover that never stops streaming must not keep a headless run past its stop condition.
+#[test]
+fn headless_stops_on_time_while_the_prover_keeps_streaming() {
+    use probe_protocol::{Event, Hello, encode_frame};
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("busy.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let server = std::thread::Builder::new()
+        .name("busy-prover".into())
+        .spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let hello = encode_frame(
+                0,
+                &[Event::Hello(Box::new(Hello {
+                    prover_name: "busy".into(),
+                    ..Hello::default()
+                }))],
+            )
+            .unwrap();
+            let _ = s.write_all(&hello);
+            let mut ts = 0u64;
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                ts += 1_000_000;
+                if s.write_all(&encode_frame(ts, &[Event::Heartbeat { ts }]).unwrap())
+                    .is_err()
+                {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+        .unwrap();
+    let mut app = App::live(sock, &common::opts()).unwrap();
+    let t0 = Instant::now();
+    proofscope::app::run_headless(
+        &mut app,
+        proofscope::app::Until {
+            proofs: None,
+            duration: Some(Duration::from_secs(1)),
+        },
+    );
+    let took = t0.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    server.join().unwrap();
+    assert!(
+        took < Duration::from_secs(5),
+        "headless ran {took:?} for a 1 s duration"
+    );
+    assert!(app.model.events > 100, "it did read the stream");
+}
