@@ -177,12 +177,10 @@ mod tests {
 
     fn session() -> Session {
         let mut s = Session {
-            names: vec![
-                "".into(),
-                "prove".into(),
-                "epilogue".into(),
-                "prep_msm".into(),
-            ],
+            names: [(1, "prove"), (2, "epilogue"), (3, "prep_msm")]
+                .into_iter()
+                .map(|(id, n)| (id, n.to_string()))
+                .collect(),
             ..Session::default()
         };
         s.threads.insert(1, ("main".into(), 10));

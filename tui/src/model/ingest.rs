@@ -122,11 +122,7 @@ impl Session {
         match ev {
             Event::Hello(_) | Event::Subscribe(_) | Event::Heartbeat { .. } => 0,
             Event::NameDef { id, name } => {
-                let i = id as usize;
-                if self.names.len() <= i {
-                    self.names.resize(i + 1, String::new());
-                }
-                self.names[i] = name;
+                self.names.insert(id, name);
                 0
             }
             Event::ThreadDef { id, name, os_tid } => {
@@ -264,5 +260,31 @@ impl Session {
                 0
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Retention;
+
+    /// Name ids come off the wire; a corrupt or hostile id must cost one map entry, not an
+    /// array sized by the id.
+    #[test]
+    fn a_huge_name_id_costs_one_entry() {
+        let mut m = Model::new(Retention::default());
+        m.ingest(Event::NameDef {
+            id: u32::MAX,
+            name: "far".into(),
+        });
+        m.ingest(Event::NameDef {
+            id: 2,
+            name: "near".into(),
+        });
+        let s = m.current().expect("a session was opened");
+        assert_eq!(s.names.len(), 2);
+        assert_eq!(s.name(u32::MAX), "far");
+        assert_eq!(s.name(2), "near");
+        assert!(m.approx_bytes() < 1 << 20);
     }
 }

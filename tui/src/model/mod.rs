@@ -125,7 +125,9 @@ pub enum LinkState {
 #[derive(Debug, Default)]
 pub struct Session {
     pub hello: Option<Hello>,
-    pub names: Vec<String>,
+    /// Interned names by id. A map, not a dense vector: ids come from the stream, and a corrupt
+    /// one must not make the viewer allocate gigabytes.
+    pub names: HashMap<u32, String>,
     pub threads: HashMap<u32, (String, u64)>,
     pub proofs: BTreeMap<u64, Proof>,
     /// Span id → proof id (0 = no proof).
@@ -156,10 +158,7 @@ pub struct Session {
 
 impl Session {
     pub fn name(&self, id: u32) -> &str {
-        self.names
-            .get(id as usize)
-            .map(String::as_str)
-            .unwrap_or("?")
+        self.names.get(&id).map(String::as_str).unwrap_or("?")
     }
 
     pub fn thread_name(&self, id: u32) -> &str {

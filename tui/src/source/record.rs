@@ -24,9 +24,11 @@ impl Recorder {
             if let Some(h) = &s.hello {
                 evs.push(Event::Hello(Box::new(h.clone())));
             }
-            for (id, name) in s.names.iter().enumerate().filter(|(_, n)| !n.is_empty()) {
+            let mut names: Vec<_> = s.names.iter().collect();
+            names.sort_by_key(|(id, _)| **id);
+            for (id, name) in names {
                 evs.push(Event::NameDef {
-                    id: id as u32,
+                    id: *id,
                     name: name.clone(),
                 });
             }
