@@ -3,9 +3,7 @@
 // Arithmetic on 8 × 32-bit limbs; every result is fully reduced (< r), so results compare
 // byte for byte with the CPU backend.
 #pragma once
-
-typedef unsigned int u32;
-typedef unsigned long long u64;
+#include "common.cuh"
 
 struct fr { u32 l[8]; };
 

@@ -1,28 +1,34 @@
 #!/usr/bin/env python3
 """Compiles the kernel sources with the local NVRTC (no GPU needed) the way the prover does at
-run time (fr.cuh inlined, --gpu-architecture=sm_90: ptxas runs too), to catch compile errors before spending device time.
+run time (the units with their headers inlined once, --gpu-architecture=sm_90: ptxas runs too), to catch compile errors before spending device time.
 Usage: tools/nvrtc-check.py [libnvrtc.so] ; prints the log and the PTX size per module."""
 import ctypes, pathlib, sys
 
 lib = ctypes.CDLL(sys.argv[1] if len(sys.argv) > 1 else "libnvrtc.so.11.2")
 cuda = pathlib.Path(__file__).resolve().parent.parent / "cuda"
 
-def source(name):
-    text = (cuda / name).read_text()
-    out = []
-    for line in text.splitlines():
-        if line.strip().startswith('#include "'):
-            inc = line.split('"')[1]
-            out.append(source(inc))
-        elif line.strip() == "#pragma once":
-            continue
-        else:
+UNITS = ["ntt.cu", "msm.cu"]  # as prover-core/src/gpu/kernels.rs builds the one module
+
+def expand(name, seen, out):
+    if name in seen:
+        return
+    seen.add(name)
+    for line in (cuda / name).read_text().splitlines():
+        t = line.strip()
+        if t.startswith('#include "'):
+            expand(t.split('"')[1], seen, out)
+        elif t != "#pragma once":
             out.append(line)
+
+def source():
+    out, seen = [], set()
+    for u in UNITS:
+        expand(u, seen, out)
     return "\n".join(out)
 
 ok = True
-for mod in sorted(p.name for p in cuda.glob("*.cu")):
-    src = source(mod).encode()
+for mod in ["proofscope.cu"]:
+    src = source().encode()
     prog = ctypes.c_void_p()
     assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, mod.encode(), 0, None, None) == 0
     opts = [b"--gpu-architecture=sm_90", b"--std=c++17", b"-default-device"]

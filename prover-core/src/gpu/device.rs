@@ -72,7 +72,7 @@ struct Pass {
     inverse: bool,
 }
 
-fn grid_for(n: u64) -> LaunchConfig {
+pub(crate) fn grid_for(n: u64) -> LaunchConfig {
     let blocks = n.div_ceil(THREADS as u64).clamp(1, 132 * 32) as u32;
     LaunchConfig {
         grid_dim: (blocks, 1, 1),

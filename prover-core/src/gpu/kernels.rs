@@ -12,24 +12,51 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-const FR_CUH: &str = include_str!("../../../cuda/fr.cuh");
-const NTT_CU: &str = include_str!("../../../cuda/ntt.cu");
+/// Every file of `cuda/` the module is built from, by the name `#include` uses.
+const FILES: &[(&str, &str)] = &[
+    ("common.cuh", include_str!("../../../cuda/common.cuh")),
+    ("fr.cuh", include_str!("../../../cuda/fr.cuh")),
+    ("fp.cuh", include_str!("../../../cuda/fp.cuh")),
+    ("g1.cuh", include_str!("../../../cuda/g1.cuh")),
+    ("msm.cuh", include_str!("../../../cuda/msm.cuh")),
+    ("ntt.cu", include_str!("../../../cuda/ntt.cu")),
+    ("msm.cu", include_str!("../../../cuda/msm.cu")),
+];
 
-/// The module's source with `#include "…"` of our headers inlined (NVRTC sees one file).
-pub fn source() -> String {
-    let mut out = String::new();
-    for line in NTT_CU.lines() {
-        if line.trim() == "#include \"fr.cuh\"" {
-            out.extend(
-                FR_CUH
-                    .lines()
-                    .filter(|l| l.trim() != "#pragma once")
-                    .map(|l| format!("{l}\n")),
-            );
-        } else {
+/// The translation units, in order, that make up the one module.
+const UNITS: &[&str] = &["ntt.cu", "msm.cu"];
+
+fn expand(name: &str, seen: &mut Vec<String>, out: &mut String) {
+    if seen.iter().any(|s| s == name) {
+        return;
+    }
+    seen.push(name.to_string());
+    let Some((_, text)) = FILES.iter().find(|(n, _)| *n == name) else {
+        // A missing header is a compile error NVRTC reports with the name.
+        out.push_str(&format!("#include \"{name}\"\n"));
+        return;
+    };
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(inc) = t
+            .strip_prefix("#include \"")
+            .and_then(|r| r.strip_suffix('"'))
+        {
+            expand(inc, seen, out);
+        } else if t != "#pragma once" {
             out.push_str(line);
             out.push('\n');
         }
+    }
+}
+
+/// The module's source: the units with every `#include "…"` of our headers inlined once
+/// (NVRTC sees one file).
+pub fn source() -> String {
+    let mut out = String::new();
+    let mut seen = Vec::new();
+    for u in UNITS {
+        expand(u, &mut seen, &mut out);
     }
     out
 }
@@ -42,6 +69,12 @@ pub struct Kernels {
     pub scale_powers: CudaFunction,
     pub mul_sub_scale: CudaFunction,
     pub bitrev_copy: CudaFunction,
+    pub msm_digits: CudaFunction,
+    pub msm_scan: CudaFunction,
+    pub msm_scatter: CudaFunction,
+    pub msm_accumulate_affine: CudaFunction,
+    pub msm_accumulate_xyzz: CudaFunction,
+    pub msm_window_reduce: CudaFunction,
     /// Whether this start compiled (false: loaded from the cache), and how long it took.
     pub compiled: bool,
     pub load_ms: f64,
@@ -59,7 +92,7 @@ fn nvrtc_version() -> String {
 fn compile(src: &str, opts: &[String]) -> Result<Vec<u8>, GpuError> {
     use cudarc::nvrtc::{result, sys};
     let c_src = CString::new(src).map_err(|e| GpuError::Compile(e.to_string()))?;
-    let name = CString::new("proofscope_ntt.cu").map_err(|e| GpuError::Compile(e.to_string()))?;
+    let name = CString::new("proofscope.cu").map_err(|e| GpuError::Compile(e.to_string()))?;
     let prog = result::create_program(&c_src, Some(&name))
         .map_err(|e| GpuError::Compile(e.to_string()))?;
     // SAFETY: `prog` is a live program; the options are valid strings; the program is
@@ -118,7 +151,7 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
         .map(|b| format!("{b:02x}"))
         .collect();
     let dir = cache_dir.join("kernels");
-    let path = dir.join(format!("ntt-{arch}-{key}.cubin"));
+    let path = dir.join(format!("kernels-{arch}-{key}.cubin"));
     let (cubin, compiled) = match std::fs::read(&path) {
         Ok(b) if !b.is_empty() => (b, false),
         _ => {
@@ -140,6 +173,12 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
         scale_powers: f("scale_powers")?,
         mul_sub_scale: f("mul_sub_scale")?,
         bitrev_copy: f("bitrev_copy")?,
+        msm_digits: f("msm_digits")?,
+        msm_scan: f("msm_scan")?,
+        msm_scatter: f("msm_scatter")?,
+        msm_accumulate_affine: f("msm_accumulate_affine")?,
+        msm_accumulate_xyzz: f("msm_accumulate_xyzz")?,
+        msm_window_reduce: f("msm_window_reduce")?,
         _module: module,
         compiled,
         load_ms: t0.elapsed().as_secs_f64() * 1e3,
@@ -153,8 +192,12 @@ mod tests {
     fn headers_are_inlined_once() {
         let s = super::source();
         assert!(s.contains("__global__ void ntt_pass"));
-        assert!(s.contains("fr_mul"));
-        assert!(!s.contains("#include \"fr.cuh\""));
+        assert!(s.contains("__global__ void msm_window_reduce"));
+        assert!(!s.contains("#include"));
         assert!(!s.contains("#pragma once"));
+        // Each header once, however many files include it.
+        assert_eq!(s.matches("struct fr {").count(), 1);
+        assert_eq!(s.matches("struct fp {").count(), 1);
+        assert_eq!(s.matches("typedef unsigned int u32;").count(), 1);
     }
 }

@@ -74,6 +74,14 @@ pub fn limbs_mut(v: &mut [Scalar]) -> &mut [u64] {
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u64>(), v.len() * 4) }
 }
 
+/// The words of affine G1 points as they lie in memory: 12 u64 (x then y, Montgomery limbs)
+/// each, all zero for the identity — what the MSM kernels read.
+pub fn g1_limbs(v: &[blstrs::G1Affine]) -> &[u64] {
+    // SAFETY: G1Affine is `#[repr(transparent)]` over blst_p1_affine, `#[repr(C)]` `{ x, y }`
+    // of blst_fp `{ l: [u64; 6] }`: n points are 12n u64s with the same alignment.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u64>(), v.len() * 12) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,197 @@
+//! The CUDA kernel headers (`cuda/fp.cuh`, `g1.cuh`, `msm.cuh`), compiled for the host and
+//! wrapped for tests against blst: the arithmetic the GPU runs is checked on every CI machine,
+//! none of which has a GPU. Points cross as the raw words both sides use: Montgomery-form
+//! field elements of 12 × u32, affine points as blst stores them, XYZZ accumulators, and
+//! Jacobian points laid out as blst's `blst_p1`.
+
+use blst::{blst_fp, blst_p1_affine};
+use blstrs::{G1Affine, G1Projective, Scalar};
+use ff::PrimeField;
+
+pub type Fp = [u32; 12];
+pub type Affine = [u32; 24];
+pub type Xyzz = [u32; 48];
+pub type Jac = [u32; 36];
+
+mod ffi {
+    unsafe extern "C" {
+        pub fn ps_fp_op(op: i32, a: *const u32, b: *const u32, out: *mut u32);
+        pub fn ps_g1_from_affine(a: *const u32, out: *mut u32);
+        pub fn ps_g1_add_affine(p: *const u32, q: *const u32, out: *mut u32);
+        pub fn ps_g1_add(p: *const u32, q: *const u32, out: *mut u32);
+        pub fn ps_g1_dbl(p: *const u32, out: *mut u32);
+        pub fn ps_g1_mul_small(p: *const u32, k: u32, bits: i32, out: *mut u32);
+        pub fn ps_g1_to_jac(p: *const u32, out: *mut u32);
+        pub fn ps_msm_digits(s: *const u32, c: u32, out: *mut u32);
+        pub fn ps_msm_reference(
+            bases: *const u32,
+            scalars: *const u32,
+            n: u64,
+            c: u32,
+            k: u32,
+            run: u32,
+            out: *mut u32,
+        );
+    }
+}
+
+/// Field operations of `fp.cuh`.
+#[derive(Debug, Clone, Copy)]
+pub enum FpOp {
+    Add = 0,
+    Sub = 1,
+    Mul = 2,
+    Neg = 3,
+    Sqr = 4,
+    One = 5,
+}
+
+pub fn fp_op(op: FpOp, a: &Fp, b: &Fp) -> Fp {
+    let mut out = [0u32; 12];
+    // SAFETY: the C side reads 12 words from each input and writes 12 to `out`.
+    unsafe { ffi::ps_fp_op(op as i32, a.as_ptr(), b.as_ptr(), out.as_mut_ptr()) };
+    out
+}
+
+pub fn from_affine(a: &Affine) -> Xyzz {
+    let mut out = [0u32; 48];
+    // SAFETY: reads 24 words, writes 48.
+    unsafe { ffi::ps_g1_from_affine(a.as_ptr(), out.as_mut_ptr()) };
+    out
+}
+
+pub fn add_affine(p: &Xyzz, q: &Affine) -> Xyzz {
+    let mut out = [0u32; 48];
+    // SAFETY: reads 48 and 24 words, writes 48.
+    unsafe { ffi::ps_g1_add_affine(p.as_ptr(), q.as_ptr(), out.as_mut_ptr()) };
+    out
+}
+
+pub fn add(p: &Xyzz, q: &Xyzz) -> Xyzz {
+    let mut out = [0u32; 48];
+    // SAFETY: reads 48 words from each input, writes 48.
+    unsafe { ffi::ps_g1_add(p.as_ptr(), q.as_ptr(), out.as_mut_ptr()) };
+    out
+}
+
+pub fn dbl(p: &Xyzz) -> Xyzz {
+    let mut out = [0u32; 48];
+    // SAFETY: reads 48 words, writes 48.
+    unsafe { ffi::ps_g1_dbl(p.as_ptr(), out.as_mut_ptr()) };
+    out
+}
+
+pub fn mul_small(p: &Xyzz, k: u32, bits: i32) -> Xyzz {
+    let mut out = [0u32; 48];
+    // SAFETY: reads 48 words, writes 48.
+    unsafe { ffi::ps_g1_mul_small(p.as_ptr(), k, bits, out.as_mut_ptr()) };
+    out
+}
+
+pub fn to_jac(p: &Xyzz) -> Jac {
+    let mut out = [0u32; 36];
+    // SAFETY: reads 48 words, writes 36.
+    unsafe { ffi::ps_g1_to_jac(p.as_ptr(), out.as_mut_ptr()) };
+    out
+}
+
+/// The signed window digits of a canonical scalar, as `msm_digits` computes them.
+pub fn digits(s: &[u32; 8], c: u32) -> Vec<u32> {
+    assert!((2..=31).contains(&c));
+    let mut out = vec![0u32; 256usize.div_ceil(c as usize)];
+    // SAFETY: reads 8 words; writes msm_windows(c) = ⌈256/c⌉ words, the length of `out`.
+    unsafe { ffi::ps_msm_digits(s.as_ptr(), c, out.as_mut_ptr()) };
+    out
+}
+
+/// Σ scalars[i]·bases[i] by the kernels' algorithm, run sequentially on the host; one
+/// Jacobian point per window (Σ magnitude·bucket), to be combined like the device's.
+pub fn msm_reference(bases: &[G1Affine], scalars: &[Scalar], c: u32, k: u32, run: u32) -> Vec<Jac> {
+    assert_eq!(bases.len(), scalars.len());
+    assert!((2..=20).contains(&c) && k >= 2 && run >= 1);
+    let b: Vec<u32> = bases.iter().flat_map(affine_words).collect();
+    let s: Vec<u32> = scalars.iter().flat_map(canonical_words).collect();
+    let windows = 256usize.div_ceil(c as usize);
+    let mut out = vec![0u32; 36 * windows];
+    // SAFETY: `b` holds 24 words per point and `s` 8 per scalar for n = bases.len(); `out`
+    // has 36 words per window.
+    unsafe {
+        ffi::ps_msm_reference(
+            b.as_ptr(),
+            s.as_ptr(),
+            bases.len() as u64,
+            c,
+            k,
+            run,
+            out.as_mut_ptr(),
+        )
+    };
+    out.chunks_exact(36)
+        .map(|w| w.try_into().expect("36 words"))
+        .collect()
+}
+
+fn words<const N: usize>(l: &[u64]) -> [u32; N] {
+    let mut out = [0u32; N];
+    for (i, x) in l.iter().enumerate() {
+        out[2 * i] = *x as u32;
+        out[2 * i + 1] = (*x >> 32) as u32;
+    }
+    out
+}
+
+fn limbs(w: &[u32]) -> [u64; 6] {
+    let mut l = [0u64; 6];
+    for (i, x) in l.iter_mut().enumerate() {
+        *x = w[2 * i] as u64 | (w[2 * i + 1] as u64) << 32;
+    }
+    l
+}
+
+/// The words of an affine point as blst holds it in memory.
+pub fn affine_words(p: &G1Affine) -> Affine {
+    // SAFETY: G1Affine is `#[repr(transparent)]` over blst_p1_affine.
+    let raw: blst_p1_affine = unsafe { std::mem::transmute::<G1Affine, blst_p1_affine>(*p) };
+    let mut out = [0u32; 24];
+    out[..12].copy_from_slice(&words::<12>(&raw.x.l));
+    out[12..].copy_from_slice(&words::<12>(&raw.y.l));
+    out
+}
+
+/// The canonical (not Montgomery) little-endian words of a scalar.
+pub fn canonical_words(s: &Scalar) -> [u32; 8] {
+    let r = s.to_repr();
+    let mut out = [0u32; 8];
+    for (i, w) in out.iter_mut().enumerate() {
+        *w = u32::from_le_bytes(r.as_ref()[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    }
+    out
+}
+
+/// The Jacobian words as a blstrs point, through the conversion the device's results take.
+pub fn jac_point(j: &Jac) -> G1Projective {
+    prover_core::gpu::jac_to_g1(&jac_limbs(j))
+}
+
+/// The Jacobian words as the u64 limbs the device hands the host.
+pub fn jac_limbs(j: &Jac) -> [u64; 18] {
+    let mut l = [0u64; 18];
+    for (i, x) in l.iter_mut().enumerate() {
+        *x = j[2 * i] as u64 | (j[2 * i + 1] as u64) << 32;
+    }
+    l
+}
+
+/// A field element's words (Montgomery form) as blst's limbs.
+pub fn fp_limbs(w: &Fp) -> blst_fp {
+    blst_fp { l: limbs(w) }
+}
+
+/// blst's limbs as words.
+pub fn fp_words(f: &blst_fp) -> Fp {
+    words::<12>(&f.l)
+}
+
+pub fn xyzz_point(p: &Xyzz) -> G1Projective {
+    jac_point(&to_jac(p))
+}

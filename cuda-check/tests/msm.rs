@@ -1,0 +1,156 @@
+//! The MSM algorithm of cuda/msm.cu (run sequentially through its own headers) against blst's
+//! multi-exponentiation, and the signed digits against the scalars they encode.
+
+use blstrs::{G1Affine, G1Projective, Scalar};
+use cuda_check::*;
+use ff::Field;
+use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
+use prover_core::groth16::msm::g1_msm;
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+fn value_of_digits(d: &[u32], c: u32) -> Scalar {
+    let base = Scalar::from(2u64).pow_vartime([c as u64]);
+    let mut acc = Scalar::ZERO;
+    for &code in d.iter().rev() {
+        let mag = Scalar::from((code & 0x7fff_ffff) as u64);
+        acc = acc * base + if code & 0x8000_0000 != 0 { -mag } else { mag };
+    }
+    acc
+}
+
+fn edge_scalars() -> Vec<Scalar> {
+    let mut v = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::from(2u64)];
+    for k in [15u64, 16, 31, 64, 128, 200, 254] {
+        let p = Scalar::from(2u64).pow_vartime([k]);
+        v.extend([p, p - Scalar::ONE, -p]);
+    }
+    v
+}
+
+#[test]
+fn signed_digits_encode_the_scalar() {
+    let mut rng = ChaCha20Rng::seed_from_u64(4);
+    let mut scalars = edge_scalars();
+    scalars.extend((0..200).map(|_| Scalar::random(&mut rng)));
+    for c in 2..=20u32 {
+        for s in &scalars {
+            let d = digits(&canonical_words(s), c);
+            assert!(d.len() as u32 * c >= 256);
+            for &code in &d {
+                assert!(
+                    code & 0x7fff_ffff <= 1 << (c - 1),
+                    "c = {c}: magnitude {code:#x}"
+                );
+            }
+            assert_eq!(value_of_digits(&d, c), *s, "c = {c}, s = {s:?}");
+        }
+    }
+}
+
+/// The host run of the kernels' algorithm, combined the way the device's results are.
+fn reference(bases: &[G1Affine], scalars: &[Scalar], c: u32, k: u32, run: u32) -> G1Projective {
+    let windows = msm_reference(bases, scalars, c, k, run);
+    let limbs: Vec<u64> = windows.iter().flat_map(jac_limbs).collect();
+    prover_core::gpu::combine_windows(&limbs, c, 1)
+}
+
+fn random_points(rng: &mut ChaCha20Rng, n: usize) -> Vec<G1Affine> {
+    // A few random points and their small multiples: cheap to make, all distinct.
+    let seeds: Vec<G1Projective> = (0..8).map(|_| G1Projective::random(&mut *rng)).collect();
+    let mut out = Vec::with_capacity(n);
+    let mut acc = seeds.clone();
+    for i in 0..n {
+        let j = i % seeds.len();
+        out.push(acc[j]);
+        acc[j] += seeds[(j + 1) % seeds.len()];
+    }
+    let mut affine = vec![G1Affine::identity(); n];
+    G1Projective::batch_normalize(&out, &mut affine);
+    affine
+}
+
+#[test]
+fn reference_msm_matches_blst_on_random_inputs() {
+    let mut rng = ChaCha20Rng::seed_from_u64(5);
+    for (n, c, k, run) in [
+        (1usize, 4u32, 64u32, 8u32),
+        (17, 4, 2, 1),
+        (300, 6, 4, 3),
+        (1000, 8, 64, 32),
+        (1 << 12, 10, 64, 32),
+        (1 << 12, 16, 64, 32),
+    ] {
+        let bases = random_points(&mut rng, n);
+        let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        assert_eq!(
+            reference(&bases, &scalars, c, k, run),
+            g1_msm(&bases, &scalars),
+            "n = {n}, c = {c}, k = {k}, run = {run}"
+        );
+    }
+}
+
+#[test]
+fn reference_msm_matches_blst_on_edge_cases() {
+    let mut rng = ChaCha20Rng::seed_from_u64(6);
+    let n = 400;
+    let bases = random_points(&mut rng, n);
+    let random: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    let edges = edge_scalars();
+    let cases: Vec<(&str, Vec<G1Affine>, Vec<Scalar>)> = vec![
+        ("all zero", bases.clone(), vec![Scalar::ZERO; n]),
+        (
+            "all one: one bucket, several passes",
+            bases.clone(),
+            vec![Scalar::ONE; n],
+        ),
+        ("all r − 1", bases.clone(), vec![-Scalar::ONE; n]),
+        (
+            "edge scalars",
+            bases.clone(),
+            (0..n).map(|i| edges[i % edges.len()]).collect(),
+        ),
+        (
+            "identity points",
+            (0..n)
+                .map(|i| {
+                    if i % 3 == 0 {
+                        G1Affine::identity()
+                    } else {
+                        bases[i]
+                    }
+                })
+                .collect(),
+            random.clone(),
+        ),
+        ("one repeated point", vec![bases[7]; n], random.clone()),
+        (
+            "a point and its negation, equal scalars",
+            (0..n)
+                .map(|i| if i % 2 == 0 { bases[1] } else { -bases[1] })
+                .collect(),
+            vec![Scalar::from(12345u64); n],
+        ),
+        (
+            "repeated point, repeated scalar (doublings in the bucket)",
+            vec![bases[2]; n],
+            vec![Scalar::from(3u64); n],
+        ),
+    ];
+    for (what, b, s) in cases {
+        let want = g1_msm(&b, &s);
+        for (c, k, run) in [(4u32, 2u32, 1u32), (8, 4, 16), (13, 64, 32)] {
+            assert_eq!(
+                reference(&b, &s, c, k, run),
+                want,
+                "{what}: c = {c}, k = {k}"
+            );
+        }
+    }
+    // The empty MSM.
+    assert_eq!(reference(&[], &[], 8, 64, 32), G1Projective::identity());
+    // The cases are not all trivial.
+    assert_ne!(g1_msm(&bases, &random), G1Projective::identity());
+}

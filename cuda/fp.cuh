@@ -1,0 +1,149 @@
+// BLS12-381 base field Fp, Montgomery form with R = 2^384: the same 48 bytes (6 × u64
+// little-endian limbs) blst's `blst_fp` holds, so SRS points go to the device as they lie in
+// memory. 12 × 32-bit limbs; every result is fully reduced (< p). Plain C++ (no PTX), so the
+// same code compiles for the host and is tested there against blst (crate `cuda-check`).
+#pragma once
+#include "common.cuh"
+
+#define FP_N 12
+
+struct fp { u32 l[FP_N]; };
+
+// p = 0x1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab
+PS_CONST u32 FP_P[FP_N] = {
+    0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u,
+    0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau};
+// R mod p: one in Montgomery form.
+PS_CONST u32 FP_ONE[FP_N] = {
+    0x0002fffdu, 0x76090000u, 0xc40c0002u, 0xebf4000bu, 0x53c758bau, 0x5f489857u,
+    0x70525745u, 0x77ce5853u, 0xa256ec6du, 0x5c071a97u, 0xfa80e493u, 0x15f65ec3u};
+// -p^-1 mod 2^32.
+#define FP_MINV 0xfffcfffdu
+
+PS_FN fp fp_zero() {
+    fp r;
+    PS_UNROLL
+    for (int i = 0; i < FP_N; i++) r.l[i] = 0;
+    return r;
+}
+
+PS_FN fp fp_one() {
+    fp r;
+    PS_UNROLL
+    for (int i = 0; i < FP_N; i++) r.l[i] = FP_ONE[i];
+    return r;
+}
+
+PS_FN bool fp_is_zero(const fp &a) {
+    u32 x = 0;
+    PS_UNROLL
+    for (int i = 0; i < FP_N; i++) x |= a.l[i];
+    return x == 0;
+}
+
+PS_FN bool fp_eq(const fp &a, const fp &b) {
+    u32 x = 0;
+    PS_UNROLL
+    for (int i = 0; i < FP_N; i++) x |= a.l[i] ^ b.l[i];
+    return x == 0;
+}
+
+// t − p when t ≥ p (t < 2p), as a select: no data-dependent branch inside a warp.
+PS_FN void fp_reduce_once(fp &t) {
+    fp d;
+    u64 borrow = 0;
+    PS_UNROLL
+    for (int i = 0; i < FP_N; i++) {
+        u64 x = (u64)t.l[i] - FP_P[i] - borrow;
+        d.l[i] = (u32)x;
+        borrow = (x >> 63) & 1;
+    }
+    PS_UNROLL
+    for (int i = 0; i < FP_N; i++) t.l[i] = borrow ? t.l[i] : d.l[i];
+}
+
+// a + b: p < 2^381, so the sum of two reduced values fits 12 limbs and one subtraction reduces it.
+PS_FN fp fp_add(const fp &a, const fp &b) {
+    fp s;
+    u64 c = 0;
+    PS_UNROLL
+    for (int i = 0; i < FP_N; i++) {
+        c = (u64)a.l[i] + b.l[i] + (c >> 32);
+        s.l[i] = (u32)c;
+    }
+    fp_reduce_once(s);
+    return s;
+}
+
+PS_FN fp fp_dbl(const fp &a) { return fp_add(a, a); }
+
+// a − b, adding p back on a borrow.
+PS_FN fp fp_sub(const fp &a, const fp &b) {
+    fp d;
+    u64 borrow = 0;
+    PS_UNROLL
+    for (int i = 0; i < FP_N; i++) {
+        u64 x = (u64)a.l[i] - b.l[i] - borrow;
+        d.l[i] = (u32)x;
+        borrow = (x >> 63) & 1;
+    }
+    const u32 mask = 0u - (u32)borrow;
+    u64 c = 0;
+    PS_UNROLL
+    for (int i = 0; i < FP_N; i++) {
+        c = (u64)d.l[i] + (FP_P[i] & mask) + (c >> 32);
+        d.l[i] = (u32)c;
+    }
+    return d;
+}
+
+PS_FN fp fp_neg(const fp &a) {
+    if (fp_is_zero(a)) return a;
+    fp d;
+    u64 borrow = 0;
+    PS_UNROLL
+    for (int i = 0; i < FP_N; i++) {
+        u64 x = (u64)FP_P[i] - a.l[i] - borrow;
+        d.l[i] = (u32)x;
+        borrow = (x >> 63) & 1;
+    }
+    return d;
+}
+
+// Montgomery product a·b·R^-1 mod p: CIOS with 64-bit accumulation, the shape fr_mul has (one
+// IMAD.WIDE per limb product on sm_90). Inputs < p give t < 2p before the final subtraction.
+PS_FN fp fp_mul(const fp &a, const fp &b) {
+    u32 t[FP_N + 2];
+    PS_UNROLL
+    for (int i = 0; i < FP_N + 2; i++) t[i] = 0;
+    PS_UNROLL
+    for (int i = 0; i < FP_N; i++) {
+        u64 c = 0;
+        PS_UNROLL
+        for (int j = 0; j < FP_N; j++) {
+            c = (u64)a.l[j] * b.l[i] + t[j] + (c >> 32);
+            t[j] = (u32)c;
+        }
+        u64 s = (u64)t[FP_N] + (c >> 32);
+        t[FP_N] = (u32)s;
+        t[FP_N + 1] = (u32)(s >> 32);
+        const u32 m = t[0] * FP_MINV;
+        c = (u64)m * FP_P[0] + t[0]; // low word is 0 by the choice of m
+        PS_UNROLL
+        for (int j = 1; j < FP_N; j++) {
+            c = (u64)m * FP_P[j] + t[j] + (c >> 32);
+            t[j - 1] = (u32)c;
+        }
+        s = (u64)t[FP_N] + (c >> 32);
+        t[FP_N - 1] = (u32)s;
+        t[FP_N] = t[FP_N + 1] + (u32)(s >> 32);
+    }
+    fp r;
+    PS_UNROLL
+    for (int i = 0; i < FP_N; i++) r.l[i] = t[i];
+    // p < R/4: t < 2p < 2^382, so t[FP_N] is 0 here and one conditional subtraction reduces.
+    fp_reduce_once(r);
+    return r;
+}
+
+PS_FN fp fp_sqr(const fp &a) { return fp_mul(a, a); }

@@ -1,0 +1,177 @@
+// Pippenger G1 MSM, Σ s_i·P_i, in passes that need no host round trip:
+//   msm_digits      scalars (Montgomery) → canonical → signed window digits; bucket counts
+//   msm_scan        counts → offsets (exclusive prefix sums; also ⌈count/K⌉ per bucket)
+//   msm_scatter     (point, sign) entries sorted by bucket (a counting sort)
+//   msm_accumulate_affine / msm_accumulate_xyzz
+//                   runs of at most K entries of one bucket summed per thread; repeated until
+//                   every bucket holds one sum, so a bucket that holds every point (all scalars
+//                   equal) costs log_K(n) passes, not one thread adding n points
+//   msm_window_reduce
+//                   per window, Σ magnitude·bucket by runs of buckets, then a block-wide tree;
+//                   one Jacobian point per block leaves for the host, which adds the blocks
+//                   and combines the windows (c doublings each) with blst.
+// Buckets of all windows live in one flat array: bucket (w, mag) is w·(B+1) + mag, B = 2^(c−1).
+#include "fr.cuh"
+#include "msm.cuh"
+
+extern "C" __global__ void msm_digits(const fr *scalars, u64 n, u32 c, u32 windows,
+                                      u32 *digits, u32 *counts) {
+    const u32 stride_b = (1u << (c - 1)) + 1;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;
+         i += (u64)gridDim.x * blockDim.x) {
+        fr one;
+        one.l[0] = 1;
+        for (int k = 1; k < 8; k++) one.l[k] = 0;
+        const fr s = fr_mul(fr_load(scalars, i), one); // ·R^-1: canonical
+        u32 carry = 0;
+        for (u32 w = 0; w < windows; w++) {
+            const u32 d = msm_digit(s.l, w, c, carry);
+            digits[w * n + i] = d;
+            const u32 mag = d & ~MSM_NEG;
+            if (mag) atomicAdd(&counts[w * stride_b + mag], 1u);
+        }
+    }
+}
+
+// One block of 1024 threads. out[0..m) = exclusive prefix sums of v(b), out[m] = Σ v,
+// out[m+1] = max v, where v(b) = ⌈x(b)/div⌉ and x(b) = in[b] or, with from_offsets,
+// in[b+1] − in[b] (the counts behind a previous scan's offsets).
+extern "C" __global__ void __launch_bounds__(1024) msm_scan(const u32 *in, u32 *out, u32 m,
+                                                           u32 div, u32 from_offsets) {
+    __shared__ u32 sums[1024];
+    __shared__ u32 maxs[1024];
+    const u32 t = threadIdx.x;
+    const u32 chunk = (m + 1023) / 1024;
+    const u32 lo = min(m, t * chunk), hi = min(m, lo + chunk);
+    u32 sum = 0, mx = 0;
+    for (u32 b = lo; b < hi; b++) {
+        const u32 x = from_offsets ? in[b + 1] - in[b] : in[b];
+        const u32 v = (x + div - 1) / div;
+        sum += v;
+        mx = max(mx, v);
+    }
+    sums[t] = sum;
+    maxs[t] = mx;
+    __syncthreads();
+    // Hillis–Steele inclusive scan of the per-thread sums; a tree for the maximum.
+    for (u32 d = 1; d < 1024; d <<= 1) {
+        const u32 add = t >= d ? sums[t - d] : 0;
+        __syncthreads();
+        sums[t] += add;
+        __syncthreads();
+    }
+    for (u32 d = 512; d > 0; d >>= 1) {
+        if (t < d) maxs[t] = max(maxs[t], maxs[t + d]);
+        __syncthreads();
+    }
+    u32 run = sums[t] - sum;
+    for (u32 b = lo; b < hi; b++) {
+        const u32 x = from_offsets ? in[b + 1] - in[b] : in[b];
+        out[b] = run;
+        run += (x + div - 1) / div;
+    }
+    if (t == 1023) out[m] = sums[1023];
+    if (t == 0) out[m + 1] = maxs[0];
+}
+
+extern "C" __global__ void msm_scatter(const u32 *digits, u64 n, u32 c, u32 windows,
+                                       u32 *cursor, u32 *sorted) {
+    const u32 stride_b = (1u << (c - 1)) + 1;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n;
+         i += (u64)gridDim.x * blockDim.x) {
+        for (u32 w = 0; w < windows; w++) {
+            const u32 d = digits[w * n + i];
+            const u32 mag = d & ~MSM_NEG;
+            if (mag) {
+                const u32 pos = atomicAdd(&cursor[w * stride_b + mag], 1u);
+                sorted[pos] = (u32)i | (d & MSM_NEG);
+            }
+        }
+    }
+}
+
+// The bucket b whose output range [off[b], off[b+1]) holds item t: the last b with off[b] ≤ t.
+__device__ __forceinline__ u32 msm_owner(const u32 *off, u32 m, u32 t) {
+    u32 lo = 0, hi = m; // invariant: off[lo] ≤ t < off[hi]
+    while (hi - lo > 1) {
+        const u32 mid = (lo + hi) >> 1;
+        if (off[mid] <= t) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+__device__ __forceinline__ g1_affine msm_load_affine(const g1_affine *bases, u32 i) {
+    const uint4 *q = reinterpret_cast<const uint4 *>(bases + i);
+    g1_affine a;
+    u32 *dst = a.x.l;
+#pragma unroll
+    for (int k = 0; k < 6; k++) {
+        const uint4 v = q[k];
+        dst[4 * k] = v.x;
+        dst[4 * k + 1] = v.y;
+        dst[4 * k + 2] = v.z;
+        dst[4 * k + 3] = v.w;
+    }
+    return a;
+}
+
+// Item t of the next level: the sum of entries [off_in[b] + k·K, …) of its bucket b, at most K.
+extern "C" __global__ void __launch_bounds__(256) msm_accumulate_affine(
+    const g1_affine *bases, const u32 *sorted, const u32 *off_in, const u32 *off_out, u32 m,
+    u32 K, g1_xyzz *out) {
+    const u32 total = off_out[m];
+    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+        const u32 b = msm_owner(off_out, m, t);
+        const u32 start = off_in[b] + (t - off_out[b]) * K;
+        const u32 end = min(start + K, off_in[b + 1]);
+        g1_xyzz acc = g1_xyzz_identity();
+        for (u32 e = start; e < end; e++) {
+            const u32 code = sorted[e];
+            g1_affine q = msm_load_affine(bases, code & ~MSM_NEG);
+            if (g1_affine_is_identity(q)) continue;
+            if (code & MSM_NEG) q.y = fp_neg(q.y);
+            g1_xyzz_add_affine(acc, q);
+        }
+        out[t] = acc;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256) msm_accumulate_xyzz(
+    const g1_xyzz *in, const u32 *off_in, const u32 *off_out, u32 m, u32 K, g1_xyzz *out) {
+    const u32 total = off_out[m];
+    for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
+        const u32 b = msm_owner(off_out, m, t);
+        const u32 start = off_in[b] + (t - off_out[b]) * K;
+        const u32 end = min(start + K, off_in[b + 1]);
+        g1_xyzz acc = g1_xyzz_identity();
+        for (u32 e = start; e < end; e++) g1_xyzz_add(acc, in[e]);
+        out[t] = acc;
+    }
+}
+
+#define MSM_REDUCE_THREADS 128
+
+// Grid (G, windows), 128 threads a block: thread k of the window's G·128 takes a run of
+// ⌈B/(G·128)⌉ magnitudes; the block's runs are added in a tree in shared memory.
+extern "C" __global__ void __launch_bounds__(MSM_REDUCE_THREADS) msm_window_reduce(
+    const g1_xyzz *items, const u32 *off, u32 c, g1_jac *out) {
+    __shared__ g1_xyzz part[MSM_REDUCE_THREADS];
+    const u32 B = 1u << (c - 1);
+    const u32 w = blockIdx.y;
+    const u32 per_window = gridDim.x * MSM_REDUCE_THREADS;
+    const u32 k = blockIdx.x * MSM_REDUCE_THREADS + threadIdx.x;
+    const u32 run = (B + per_window - 1) / per_window;
+    const u32 lo = 1 + k * run;
+    const u32 hi = min(B, lo + run - 1);
+    const u32 base = w * (B + 1);
+    part[threadIdx.x] = msm_bucket_run(lo, hi, (int)c, [&](u32 j) {
+        const u32 i = base + j;
+        return off[i + 1] > off[i] ? items[off[i]] : g1_xyzz_identity();
+    });
+    __syncthreads();
+    for (u32 d = MSM_REDUCE_THREADS / 2; d > 0; d >>= 1) {
+        if (threadIdx.x < d) g1_xyzz_add(part[threadIdx.x], part[threadIdx.x + d]);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) out[w * gridDim.x + blockIdx.x] = g1_xyzz_to_jac(part[0]);
+}

@@ -1,0 +1,375 @@
+//! G1 multi-scalar multiplication on the device: the Pippenger passes of `cuda/msm.cu` queued
+//! on one stream with no host round trip, then the few per-block window sums combined on the
+//! host with blst. Bases may be uploaded per call (overlapped with the scalar sort) or kept
+//! resident across calls, as a prover keeps its SRS; scalars may come from the host or already
+//! live on the device (the H MSM takes the NTT output in place).
+
+use super::GpuError;
+use super::device::{Device, DeviceFr, grid_for};
+use super::tables;
+use blst::{blst_fp, blst_p1};
+use blstrs::{G1Affine, G1Projective, Scalar};
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use group::Group;
+use std::sync::Arc;
+
+/// Words of one Jacobian point as the kernels write it (blst's `blst_p1`: x, y, z limbs).
+pub const JAC_LIMBS: usize = 18;
+/// u64 words of one XYZZ accumulator on the device.
+const XYZZ_LIMBS: usize = 24;
+/// Threads of a `msm_window_reduce` block (MSM_REDUCE_THREADS in msm.cu).
+const REDUCE_THREADS: u32 = 128;
+
+/// How one MSM is cut up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MsmPlan {
+    /// Window width in bits: 2^(c−1) buckets per window (signed digits).
+    pub c: u32,
+    /// Entries (then partial sums) one thread adds in an accumulation pass.
+    pub k: u32,
+    /// Blocks per window in the final reduction.
+    pub groups: u32,
+}
+
+impl MsmPlan {
+    /// The default for n points: windows of about log2(n) − 4 bits (the bucket reduction,
+    /// 2^c per window, stays small beside the n additions per window), at most 16.
+    pub fn for_len(n: usize) -> MsmPlan {
+        let log = usize::BITS - n.max(1).leading_zeros();
+        MsmPlan::with_c((log as i32 - 4).clamp(4, 16) as u32, 64)
+    }
+
+    pub fn with_c(c: u32, k: u32) -> MsmPlan {
+        let c = c.clamp(2, 20);
+        let buckets = 1u32 << (c - 1);
+        // Runs of about 32 buckets per reduction thread.
+        let groups = buckets.div_ceil(REDUCE_THREADS * 32).max(1);
+        MsmPlan {
+            c,
+            k: k.max(2),
+            groups,
+        }
+    }
+
+    pub fn windows(&self) -> u32 {
+        256u32.div_ceil(self.c)
+    }
+
+    pub fn buckets(&self) -> u32 {
+        1 << (self.c - 1)
+    }
+
+    /// Bucket slots of all windows (magnitude 0 included, never filled).
+    pub fn slots(&self) -> u32 {
+        self.windows() * (self.buckets() + 1)
+    }
+
+    /// Passes over partial sums after the first: a bucket holds at most n entries, and each
+    /// pass divides what a bucket holds by k.
+    pub fn levels(&self, n: usize) -> u32 {
+        let mut cap = n.div_ceil(self.k as usize);
+        let mut l = 0;
+        while cap > 1 {
+            cap = cap.div_ceil(self.k as usize);
+            l += 1;
+        }
+        l
+    }
+}
+
+/// A Jacobian point in the kernels' layout as a blstrs point.
+pub fn jac_to_g1(l: &[u64; JAC_LIMBS]) -> G1Projective {
+    let fp = |i: usize| blst_fp {
+        l: [l[i], l[i + 1], l[i + 2], l[i + 3], l[i + 4], l[i + 5]],
+    };
+    let raw = blst_p1 {
+        x: fp(0),
+        y: fp(6),
+        z: fp(12),
+    };
+    // SAFETY: G1Projective is `#[repr(transparent)]` over blst_p1; the kernels write points of
+    // the curve (or Z = 0, blst's identity) in Montgomery form, fully reduced.
+    unsafe { std::mem::transmute::<blst_p1, G1Projective>(raw) }
+}
+
+/// Σ over windows of 2^(c·w) · (Σ of the window's `groups` parts), Horner from the top window.
+/// `parts` holds windows × groups Jacobian points, window-major.
+pub fn combine_windows(parts: &[u64], c: u32, groups: u32) -> G1Projective {
+    let per_window = groups as usize * JAC_LIMBS;
+    let mut acc = G1Projective::identity();
+    for w in parts.chunks_exact(per_window).rev() {
+        for _ in 0..c {
+            acc = acc.double();
+        }
+        for p in w.chunks_exact(JAC_LIMBS) {
+            acc += jac_to_g1(p.try_into().expect("JAC_LIMBS words"));
+        }
+    }
+    acc
+}
+
+/// Bases uploaded once and kept on the device.
+#[derive(Debug)]
+pub struct DeviceBases {
+    pub len: usize,
+    /// 12 u64 per point, blst's affine layout.
+    pub words: CudaSlice<u64>,
+}
+
+/// The scalars' entries sorted by bucket, and the offsets of every bucket.
+struct Sorted {
+    sorted: CudaSlice<u32>,
+    /// Exclusive prefix sums of the bucket counts (slots + 2 words: total, largest).
+    off: CudaSlice<u32>,
+}
+
+fn cfg(blocks: u64, threads: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (blocks.clamp(1, 132 * 64) as u32, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+impl Device {
+    /// Uploads `bases` on the upload stream (they may be pageable: the copy is staged).
+    pub fn upload_bases(&self, bases: &[G1Affine]) -> Result<DeviceBases, GpuError> {
+        let words = self
+            .upload
+            .clone_htod(tables::g1_limbs(bases))
+            .map_err(GpuError::driver)?;
+        Ok(DeviceBases {
+            len: bases.len(),
+            words,
+        })
+    }
+
+    /// Σ scalars[i]·bases[i] from host memory, transfers included: the scalars go first and
+    /// their sort runs while the bases upload.
+    pub fn g1_msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, GpuError> {
+        let n = bases.len().min(scalars.len());
+        if n == 0 {
+            return Ok(G1Projective::identity());
+        }
+        let plan = MsmPlan::for_len(n);
+        let s = &self.compute;
+        let d_scalars = s
+            .clone_htod(tables::limbs(&scalars[..n]))
+            .map_err(GpuError::driver)?;
+        let sorted = self.msm_sort(s, &d_scalars, n, &plan)?;
+        let d_bases = self.upload_bases(&bases[..n])?;
+        let ev = self.upload.record_event(None).map_err(GpuError::driver)?;
+        s.wait(&ev).map_err(GpuError::driver)?;
+        self.msm_reduce(s, &d_bases.words, &sorted, n, &plan)
+    }
+
+    /// Σ scalars[i]·bases[i] with the bases already on the device.
+    pub fn g1_msm_resident(
+        &self,
+        bases: &DeviceBases,
+        scalars: &[Scalar],
+    ) -> Result<G1Projective, GpuError> {
+        let n = bases.len.min(scalars.len());
+        if n == 0 {
+            return Ok(G1Projective::identity());
+        }
+        let d_scalars = self
+            .compute
+            .clone_htod(tables::limbs(&scalars[..n]))
+            .map_err(GpuError::driver)?;
+        self.g1_msm_device(bases, &d_scalars, n, MsmPlan::for_len(n))
+    }
+
+    /// Σ scalars[i]·bases[i] for i < n, both on the device (scalars in Montgomery form, as the
+    /// NTT leaves them).
+    pub fn g1_msm_device(
+        &self,
+        bases: &DeviceBases,
+        scalars: &DeviceFr,
+        n: usize,
+        plan: MsmPlan,
+    ) -> Result<G1Projective, GpuError> {
+        let n = n.min(bases.len).min(scalars.len() / 4);
+        if n == 0 {
+            return Ok(G1Projective::identity());
+        }
+        let s = &self.compute;
+        let sorted = self.msm_sort(s, scalars, n, &plan)?;
+        self.msm_reduce(s, &bases.words, &sorted, n, &plan)
+    }
+
+    fn scan(
+        &self,
+        s: &Arc<CudaStream>,
+        input: &CudaSlice<u32>,
+        out: &mut CudaSlice<u32>,
+        m: u32,
+        div: u32,
+        from_offsets: bool,
+    ) -> Result<(), GpuError> {
+        let from = from_offsets as u32;
+        // SAFETY: `input` holds m (counts) or m + 1 (offsets) words, `out` m + 2; one block
+        // of 1024 threads as the kernel requires.
+        unsafe {
+            s.launch_builder(&self.kernels.msm_scan)
+                .arg(input)
+                .arg(out)
+                .arg(&m)
+                .arg(&div)
+                .arg(&from)
+                .launch(cfg(1, 1024))
+        }
+        .map_err(GpuError::driver)?;
+        Ok(())
+    }
+
+    /// Digits, bucket counts, offsets and the counting sort of the entries.
+    fn msm_sort(
+        &self,
+        s: &Arc<CudaStream>,
+        scalars: &DeviceFr,
+        n: usize,
+        plan: &MsmPlan,
+    ) -> Result<Sorted, GpuError> {
+        let (c, windows, m) = (plan.c, plan.windows(), plan.slots());
+        let entries = windows as usize * n;
+        let n64 = n as u64;
+        // SAFETY: every word is written by msm_digits before msm_scatter reads it.
+        let mut digits = unsafe { s.alloc::<u32>(entries) }.map_err(GpuError::driver)?;
+        let mut counts = s.alloc_zeros::<u32>(m as usize).map_err(GpuError::driver)?;
+        // SAFETY: reads n scalars; writes windows × n digits and counts within m slots.
+        unsafe {
+            s.launch_builder(&self.kernels.msm_digits)
+                .arg(scalars)
+                .arg(&n64)
+                .arg(&c)
+                .arg(&windows)
+                .arg(&mut digits)
+                .arg(&mut counts)
+                .launch(grid_for(n64))
+        }
+        .map_err(GpuError::driver)?;
+        let mut off = s
+            .alloc_zeros::<u32>(m as usize + 2)
+            .map_err(GpuError::driver)?;
+        self.scan(s, &counts, &mut off, m, 1, false)?;
+        let mut cursor = counts; // reused: the scatter's running positions start at the offsets
+        s.memcpy_dtod(&off.slice(..m as usize), &mut cursor)
+            .map_err(GpuError::driver)?;
+        // SAFETY: the scatter writes each of the entries (at most windows × n) once.
+        let mut sorted = unsafe { s.alloc::<u32>(entries) }.map_err(GpuError::driver)?;
+        // SAFETY: reads windows × n digits; positions come from `cursor`, within the offsets.
+        unsafe {
+            s.launch_builder(&self.kernels.msm_scatter)
+                .arg(&digits)
+                .arg(&n64)
+                .arg(&c)
+                .arg(&windows)
+                .arg(&mut cursor)
+                .arg(&mut sorted)
+                .launch(grid_for(n64))
+        }
+        .map_err(GpuError::driver)?;
+        Ok(Sorted { sorted, off })
+    }
+
+    /// Bucket sums by passes of k, the window reduction, and the host's combination.
+    fn msm_reduce(
+        &self,
+        s: &Arc<CudaStream>,
+        bases: &CudaSlice<u64>,
+        sorted: &Sorted,
+        n: usize,
+        plan: &MsmPlan,
+    ) -> Result<G1Projective, GpuError> {
+        let (k, m) = (plan.k, plan.slots());
+        let mu = m as usize;
+        // Upper bounds of what each pass produces: ⌈count/k⌉ summed ≤ total/k + slots.
+        let mut bound = (plan.windows() as usize * n).div_ceil(k as usize) + mu;
+        let mut off_cur = s.alloc_zeros::<u32>(mu + 2).map_err(GpuError::driver)?;
+        self.scan(s, &sorted.off, &mut off_cur, m, k, true)?;
+        // SAFETY: the pass writes items [0, off_cur[m]) before anything reads them.
+        let mut items = unsafe { s.alloc::<u64>(bound * XYZZ_LIMBS) }.map_err(GpuError::driver)?;
+        // SAFETY: reads entries within sorted.off's ranges, bases by index < n; writes items
+        // below off_cur[m] ≤ bound.
+        unsafe {
+            s.launch_builder(&self.kernels.msm_accumulate_affine)
+                .arg(bases)
+                .arg(&sorted.sorted)
+                .arg(&sorted.off)
+                .arg(&off_cur)
+                .arg(&m)
+                .arg(&k)
+                .arg(&mut items)
+                .launch(cfg(bound.div_ceil(256) as u64, 256))
+        }
+        .map_err(GpuError::driver)?;
+        for _ in 0..plan.levels(n) {
+            bound = bound.div_ceil(k as usize) + mu;
+            let mut off_next = s.alloc_zeros::<u32>(mu + 2).map_err(GpuError::driver)?;
+            self.scan(s, &off_cur, &mut off_next, m, k, true)?;
+            // SAFETY: written below off_next[m] ≤ bound before being read.
+            let mut next =
+                unsafe { s.alloc::<u64>(bound * XYZZ_LIMBS) }.map_err(GpuError::driver)?;
+            // SAFETY: reads items within off_cur's ranges; writes below off_next[m].
+            unsafe {
+                s.launch_builder(&self.kernels.msm_accumulate_xyzz)
+                    .arg(&items)
+                    .arg(&off_cur)
+                    .arg(&off_next)
+                    .arg(&m)
+                    .arg(&k)
+                    .arg(&mut next)
+                    .launch(cfg(bound.div_ceil(256) as u64, 256))
+            }
+            .map_err(GpuError::driver)?;
+            items = next;
+            off_cur = off_next;
+        }
+        let parts_len = (plan.windows() * plan.groups) as usize * JAC_LIMBS;
+        // SAFETY: every block writes its one point.
+        let mut parts = unsafe { s.alloc::<u64>(parts_len) }.map_err(GpuError::driver)?;
+        let c = plan.c;
+        // SAFETY: reads one item per non-empty bucket through off_cur (each bucket now holds
+        // at most one); writes windows × groups points.
+        unsafe {
+            s.launch_builder(&self.kernels.msm_window_reduce)
+                .arg(&items)
+                .arg(&off_cur)
+                .arg(&c)
+                .arg(&mut parts)
+                .launch(LaunchConfig {
+                    grid_dim: (plan.groups, plan.windows(), 1),
+                    block_dim: (REDUCE_THREADS, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+        }
+        .map_err(GpuError::driver)?;
+        let host = s.clone_dtoh(&parts).map_err(GpuError::driver)?;
+        s.synchronize().map_err(GpuError::driver)?;
+        Ok(combine_windows(&host, plan.c, plan.groups))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_cover_the_scalar_and_shrink_buckets_to_one() {
+        for n in [1usize, 2, 1000, 1 << 16, 1 << 20, 1 << 24, 1 << 26] {
+            let p = MsmPlan::for_len(n);
+            assert!(p.windows() * p.c >= 256, "{p:?}");
+            assert!(p.groups * REDUCE_THREADS * 32 >= p.buckets(), "{p:?}");
+            // After the first pass a bucket holds ⌈n/k⌉ sums at most; `levels` more passes
+            // must bring that to one.
+            let mut cap = n.div_ceil(p.k as usize);
+            for _ in 0..p.levels(n) {
+                cap = cap.div_ceil(p.k as usize);
+            }
+            assert!(cap <= 1, "n = {n}: {p:?}");
+        }
+        assert_eq!(MsmPlan::for_len(1 << 24).c, 16);
+        assert_eq!(MsmPlan::for_len(1 << 24).levels(1 << 24), 3);
+    }
+}
