@@ -18,6 +18,18 @@ pub struct GpuBenchArgs {
     pub h_log: u32,
     #[arg(long, value_name = "DIR")]
     pub cache: Option<std::path::PathBuf>,
+    /// log2 sizes of the G1 MSMs to time against blst on the CPU (empty: none).
+    #[arg(long, value_delimiter = ',', default_values_t = vec![20u32, 22, 24])]
+    pub msm: Vec<u32>,
+    /// CPU runs per MSM size (the best is reported).
+    #[arg(long, default_value_t = 2)]
+    pub cpu_reps: usize,
+    /// Also time window widths and pass sizes at the largest MSM size.
+    #[arg(long)]
+    pub msm_tune: bool,
+    /// Only the MSM figures (skip the NTT, transfer and H sections).
+    #[arg(long)]
+    pub msm_only: bool,
 }
 
 pub fn run(args: GpuBenchArgs) -> Result<()> {
@@ -30,6 +42,80 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
         .unwrap_or_else(crate::groth16::params::default_cache_dir);
     let gpu = GpuBackend::new(0, &cache)?;
     println!("{}", gpu.describe());
+    if !args.msm_only {
+        ntt_sections(&gpu, &args)?;
+    }
+    msm_section(&gpu, &args)
+}
+
+fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
+    use crate::gpu::{MsmPlan, msm_bench};
+    if args.msm.is_empty() {
+        return Ok(());
+    }
+    let threads = rayon::current_num_threads();
+    println!(
+        "\nG1 MSM, wall ms: GPU with inputs in pageable host memory (transfers included, median of {} after a warm-up), GPU with the bases resident, blst on {threads} CPU threads (best of {}):",
+        args.reps.min(5),
+        args.cpu_reps
+    );
+    println!(
+        "{:>6} {:>14} {:>14} {:>14} {:>9}  plan",
+        "size", "gpu (host)", "gpu (resident)", "cpu (blst)", "gpu=cpu"
+    );
+    let mut last = None;
+    for &log in &args.msm {
+        let f = msm_bench::msm(&gpu.device, log, args.reps.min(5), args.cpu_reps, None)
+            .with_context(|| format!("MSM of 2^{log} points"))?;
+        println!(
+            "{:>6} {:>11.1} ms {:>11.1} ms {:>11.1} ms {:>9}  c = {}, k = {}, {} windows",
+            format!("2^{log}"),
+            f.gpu_host_ms,
+            f.gpu_resident_ms,
+            f.cpu_ms,
+            if f.equal { "yes" } else { "NO" },
+            f.plan.c,
+            f.plan.k,
+            f.plan.windows()
+        );
+        last = Some(f);
+    }
+    if let Some(f) = last {
+        println!(
+            "device operations of the last host-input run at 2^{}:",
+            f.log
+        );
+        print_ops(&f.ops);
+    }
+    if let (true, Some(&log)) = (args.msm_tune, args.msm.iter().max()) {
+        let mut plans = Vec::new();
+        for c in 12..=17 {
+            for k in [32, 64, 128] {
+                plans.push(MsmPlan::with_c(c, k));
+            }
+        }
+        println!("\nMSM plans at 2^{log}, resident inputs, device ms (best of 3):");
+        for (p, ms) in msm_bench::tune(&gpu.device, log, &plans)? {
+            println!("  c = {:>2}, k = {:>3}: {ms:>8.2} ms", p.c, p.k);
+        }
+    }
+    Ok(())
+}
+
+fn print_ops(ops: &[crate::gpu::TimedOp]) {
+    let t0 = ops.iter().map(|o| o.start_ns).min().unwrap_or(0);
+    for o in ops {
+        println!(
+            "  {:<20} stream {}  +{:>8.3} ms  {:>8.3} ms",
+            o.name,
+            o.stream,
+            (o.start_ns - t0) as f64 / 1e6,
+            o.ms()
+        );
+    }
+}
+
+fn ntt_sections(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
     println!(
         "\nNTT device time (CUDA events, median of {} after 2 warm-ups), data on the device:",
         args.reps
@@ -64,16 +150,7 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
         "\nwhole H computation, one circuit of 2^{} (a, b, c up, H down, page-locking included): {wall:.1} ms wall (median of 3)",
         args.h_log
     );
-    let t0 = ops.iter().map(|o| o.start_ns).min().unwrap_or(0);
-    for o in &ops {
-        println!(
-            "  {:<20} stream {}  +{:>8.3} ms  {:>8.3} ms",
-            o.name,
-            o.stream,
-            (o.start_ns - t0) as f64 / 1e6,
-            o.ms()
-        );
-    }
+    print_ops(&ops);
     let up_ms: f64 = ops
         .iter()
         .filter(|o| o.name.starts_with("upload"))

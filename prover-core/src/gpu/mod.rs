@@ -7,6 +7,7 @@ mod backend;
 mod device;
 mod kernels;
 mod msm;
+pub mod msm_bench;
 mod tables;
 mod timing;
 
@@ -14,7 +15,7 @@ pub use backend::GpuBackend;
 pub use backend::bench as backend_bench;
 pub use device::{Device, DeviceFr, NttOp};
 pub use kernels::source as kernel_source;
-pub use msm::{DeviceBases, JAC_LIMBS, MsmPlan, combine_windows, jac_to_g1};
+pub use msm::{DeviceBases, JAC_LIMBS, MsmBases, MsmPlan, MsmScalars, combine_windows, jac_to_g1};
 pub use timing::{GpuTimeline, TimedOp};
 
 use crate::groth16::backend::Backend;

@@ -7,6 +7,7 @@
 use super::GpuError;
 use super::device::{Device, DeviceFr, grid_for};
 use super::tables;
+use super::timing::{GpuTimeline, TimedOp};
 use blst::{blst_fp, blst_p1};
 use blstrs::{G1Affine, G1Projective, Scalar};
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -131,6 +132,37 @@ fn cfg(blocks: u64, threads: u32) -> LaunchConfig {
     }
 }
 
+/// Where the bases of an MSM are.
+#[derive(Debug, Clone, Copy)]
+pub enum MsmBases<'a> {
+    /// Host memory, pageable or not: uploaded on the upload stream during the scalar sort.
+    Host(&'a [G1Affine]),
+    Device(&'a DeviceBases),
+}
+
+/// Where the scalars of an MSM are (Montgomery form, blstrs' layout).
+#[derive(Debug, Clone, Copy)]
+pub enum MsmScalars<'a> {
+    Host(&'a [Scalar]),
+    Device(&'a DeviceFr),
+}
+
+/// Brackets one device operation with events when a timeline is kept.
+fn timed<T>(
+    tl: &mut Option<GpuTimeline>,
+    name: &'static str,
+    stream_id: u32,
+    s: &CudaStream,
+    f: impl FnOnce() -> Result<T, GpuError>,
+) -> Result<T, GpuError> {
+    let m = tl.as_ref().map(|x| x.mark(s)).transpose()?;
+    let r = f()?;
+    if let (Some(x), Some(m)) = (tl.as_mut(), m) {
+        x.done(name, stream_id, s, m)?;
+    }
+    Ok(r)
+}
+
 impl Device {
     /// Uploads `bases` on the upload stream (they may be pageable: the copy is staged).
     pub fn upload_bases(&self, bases: &[G1Affine]) -> Result<DeviceBases, GpuError> {
@@ -144,23 +176,18 @@ impl Device {
         })
     }
 
-    /// Σ scalars[i]·bases[i] from host memory, transfers included: the scalars go first and
-    /// their sort runs while the bases upload.
+    /// Σ scalars[i]·bases[i] from host memory, transfers included.
     pub fn g1_msm(&self, bases: &[G1Affine], scalars: &[Scalar]) -> Result<G1Projective, GpuError> {
         let n = bases.len().min(scalars.len());
-        if n == 0 {
-            return Ok(G1Projective::identity());
-        }
         let plan = MsmPlan::for_len(n);
-        let s = &self.compute;
-        let d_scalars = s
-            .clone_htod(tables::limbs(&scalars[..n]))
-            .map_err(GpuError::driver)?;
-        let sorted = self.msm_sort(s, &d_scalars, n, &plan)?;
-        let d_bases = self.upload_bases(&bases[..n])?;
-        let ev = self.upload.record_event(None).map_err(GpuError::driver)?;
-        s.wait(&ev).map_err(GpuError::driver)?;
-        self.msm_reduce(s, &d_bases.words, &sorted, n, &plan)
+        let r = self.g1_msm_with(
+            MsmBases::Host(bases),
+            MsmScalars::Host(scalars),
+            n,
+            plan,
+            false,
+        );
+        Ok(r?.0)
     }
 
     /// Σ scalars[i]·bases[i] with the bases already on the device.
@@ -170,32 +197,79 @@ impl Device {
         scalars: &[Scalar],
     ) -> Result<G1Projective, GpuError> {
         let n = bases.len.min(scalars.len());
-        if n == 0 {
-            return Ok(G1Projective::identity());
-        }
-        let d_scalars = self
-            .compute
-            .clone_htod(tables::limbs(&scalars[..n]))
-            .map_err(GpuError::driver)?;
-        self.g1_msm_device(bases, &d_scalars, n, MsmPlan::for_len(n))
+        let plan = MsmPlan::for_len(n);
+        let r = self.g1_msm_with(
+            MsmBases::Device(bases),
+            MsmScalars::Host(scalars),
+            n,
+            plan,
+            false,
+        );
+        Ok(r?.0)
     }
 
-    /// Σ scalars[i]·bases[i] for i < n, both on the device (scalars in Montgomery form, as the
-    /// NTT leaves them).
-    pub fn g1_msm_device(
+    /// Σ scalars[i]·bases[i] for i < n, in any combination of host and device inputs; with
+    /// `timed`, the device operations come back on the session clock. Host scalars go up
+    /// first and their sort is queued before host bases upload, so the sort runs under the
+    /// bases' copy.
+    pub fn g1_msm_with(
         &self,
-        bases: &DeviceBases,
-        scalars: &DeviceFr,
+        bases: MsmBases<'_>,
+        scalars: MsmScalars<'_>,
         n: usize,
         plan: MsmPlan,
-    ) -> Result<G1Projective, GpuError> {
-        let n = n.min(bases.len).min(scalars.len() / 4);
+        timed_ops: bool,
+    ) -> Result<(G1Projective, Vec<TimedOp>), GpuError> {
+        let n = n
+            .min(match bases {
+                MsmBases::Host(b) => b.len(),
+                MsmBases::Device(b) => b.len,
+            })
+            .min(match scalars {
+                MsmScalars::Host(v) => v.len(),
+                MsmScalars::Device(d) => d.len() / 4,
+            });
         if n == 0 {
-            return Ok(G1Projective::identity());
+            return Ok((G1Projective::identity(), Vec::new()));
         }
         let s = &self.compute;
-        let sorted = self.msm_sort(s, scalars, n, &plan)?;
-        self.msm_reduce(s, &bases.words, &sorted, n, &plan)
+        let mut tl = if timed_ops {
+            Some(GpuTimeline::start(&self.ctx, s)?)
+        } else {
+            None
+        };
+        let uploaded;
+        let d_scalars = match scalars {
+            MsmScalars::Device(d) => d,
+            MsmScalars::Host(v) => {
+                uploaded = timed(&mut tl, "upload_scalars", 0, s, || {
+                    s.clone_htod(tables::limbs(&v[..n]))
+                        .map_err(GpuError::driver)
+                })?;
+                &uploaded
+            }
+        };
+        let sorted = self.msm_sort(s, d_scalars, n, &plan, &mut tl)?;
+        let staged;
+        let d_bases = match bases {
+            MsmBases::Device(b) => &b.words,
+            MsmBases::Host(b) => {
+                let up = &self.upload;
+                staged = timed(&mut tl, "upload_bases", 1, up, || {
+                    self.upload_bases(&b[..n])
+                })?;
+                let ev = up.record_event(None).map_err(GpuError::driver)?;
+                s.wait(&ev).map_err(GpuError::driver)?;
+                &staged.words
+            }
+        };
+        let parts = self.msm_reduce(s, d_bases, &sorted, n, &plan, &mut tl)?;
+        let point = combine_windows(&parts, plan.c, plan.groups);
+        let ops = match tl {
+            Some(x) => x.resolve()?,
+            None => Vec::new(),
+        };
+        Ok((point, ops))
     }
 
     fn scan(
@@ -230,6 +304,7 @@ impl Device {
         scalars: &DeviceFr,
         n: usize,
         plan: &MsmPlan,
+        tl: &mut Option<GpuTimeline>,
     ) -> Result<Sorted, GpuError> {
         let (c, windows, m) = (plan.c, plan.windows(), plan.slots());
         let entries = windows as usize * n;
@@ -237,43 +312,50 @@ impl Device {
         // SAFETY: every word is written by msm_digits before msm_scatter reads it.
         let mut digits = unsafe { s.alloc::<u32>(entries) }.map_err(GpuError::driver)?;
         let mut counts = s.alloc_zeros::<u32>(m as usize).map_err(GpuError::driver)?;
-        // SAFETY: reads n scalars; writes windows × n digits and counts within m slots.
-        unsafe {
-            s.launch_builder(&self.kernels.msm_digits)
-                .arg(scalars)
-                .arg(&n64)
-                .arg(&c)
-                .arg(&windows)
-                .arg(&mut digits)
-                .arg(&mut counts)
-                .launch(grid_for(n64))
-        }
-        .map_err(GpuError::driver)?;
+        timed(tl, "msm_digits", 0, s, || {
+            // SAFETY: reads n scalars; writes windows × n digits and counts within m slots.
+            unsafe {
+                s.launch_builder(&self.kernels.msm_digits)
+                    .arg(scalars)
+                    .arg(&n64)
+                    .arg(&c)
+                    .arg(&windows)
+                    .arg(&mut digits)
+                    .arg(&mut counts)
+                    .launch(grid_for(n64))
+            }
+            .map_err(GpuError::driver)
+        })?;
         let mut off = s
             .alloc_zeros::<u32>(m as usize + 2)
             .map_err(GpuError::driver)?;
-        self.scan(s, &counts, &mut off, m, 1, false)?;
-        let mut cursor = counts; // reused: the scatter's running positions start at the offsets
-        s.memcpy_dtod(&off.slice(..m as usize), &mut cursor)
-            .map_err(GpuError::driver)?;
         // SAFETY: the scatter writes each of the entries (at most windows × n) once.
         let mut sorted = unsafe { s.alloc::<u32>(entries) }.map_err(GpuError::driver)?;
-        // SAFETY: reads windows × n digits; positions come from `cursor`, within the offsets.
-        unsafe {
-            s.launch_builder(&self.kernels.msm_scatter)
-                .arg(&digits)
-                .arg(&n64)
-                .arg(&c)
-                .arg(&windows)
-                .arg(&mut cursor)
-                .arg(&mut sorted)
-                .launch(grid_for(n64))
-        }
-        .map_err(GpuError::driver)?;
+        timed(tl, "msm_sort", 0, s, || {
+            self.scan(s, &counts, &mut off, m, 1, false)?;
+            // The scatter's running positions start at the offsets (counts' buffer reused).
+            let mut cursor = counts;
+            s.memcpy_dtod(&off.slice(..m as usize), &mut cursor)
+                .map_err(GpuError::driver)?;
+            // SAFETY: reads windows × n digits; positions come from `cursor`, within the
+            // offsets, so every write lands below the total.
+            unsafe {
+                s.launch_builder(&self.kernels.msm_scatter)
+                    .arg(&digits)
+                    .arg(&n64)
+                    .arg(&c)
+                    .arg(&windows)
+                    .arg(&mut cursor)
+                    .arg(&mut sorted)
+                    .launch(grid_for(n64))
+            }
+            .map_err(GpuError::driver)
+        })?;
         Ok(Sorted { sorted, off })
     }
 
-    /// Bucket sums by passes of k, the window reduction, and the host's combination.
+    /// Bucket sums by passes of k and the window reduction; returns the windows × groups
+    /// Jacobian points for `combine_windows`.
     fn msm_reduce(
         &self,
         s: &Arc<CudaStream>,
@@ -281,48 +363,53 @@ impl Device {
         sorted: &Sorted,
         n: usize,
         plan: &MsmPlan,
-    ) -> Result<G1Projective, GpuError> {
+        tl: &mut Option<GpuTimeline>,
+    ) -> Result<Vec<u64>, GpuError> {
         let (k, m) = (plan.k, plan.slots());
         let mu = m as usize;
         // Upper bounds of what each pass produces: ⌈count/k⌉ summed ≤ total/k + slots.
         let mut bound = (plan.windows() as usize * n).div_ceil(k as usize) + mu;
         let mut off_cur = s.alloc_zeros::<u32>(mu + 2).map_err(GpuError::driver)?;
-        self.scan(s, &sorted.off, &mut off_cur, m, k, true)?;
         // SAFETY: the pass writes items [0, off_cur[m]) before anything reads them.
         let mut items = unsafe { s.alloc::<u64>(bound * XYZZ_LIMBS) }.map_err(GpuError::driver)?;
-        // SAFETY: reads entries within sorted.off's ranges, bases by index < n; writes items
-        // below off_cur[m] ≤ bound.
-        unsafe {
-            s.launch_builder(&self.kernels.msm_accumulate_affine)
-                .arg(bases)
-                .arg(&sorted.sorted)
-                .arg(&sorted.off)
-                .arg(&off_cur)
-                .arg(&m)
-                .arg(&k)
-                .arg(&mut items)
-                .launch(cfg(bound.div_ceil(256) as u64, 256))
-        }
-        .map_err(GpuError::driver)?;
+        timed(tl, "msm_buckets_affine", 0, s, || {
+            self.scan(s, &sorted.off, &mut off_cur, m, k, true)?;
+            // SAFETY: reads entries within sorted.off's ranges, bases by index < n; writes
+            // items below off_cur[m] ≤ bound.
+            unsafe {
+                s.launch_builder(&self.kernels.msm_accumulate_affine)
+                    .arg(bases)
+                    .arg(&sorted.sorted)
+                    .arg(&sorted.off)
+                    .arg(&off_cur)
+                    .arg(&m)
+                    .arg(&k)
+                    .arg(&mut items)
+                    .launch(cfg(bound.div_ceil(256) as u64, 256))
+            }
+            .map_err(GpuError::driver)
+        })?;
         for _ in 0..plan.levels(n) {
             bound = bound.div_ceil(k as usize) + mu;
             let mut off_next = s.alloc_zeros::<u32>(mu + 2).map_err(GpuError::driver)?;
-            self.scan(s, &off_cur, &mut off_next, m, k, true)?;
             // SAFETY: written below off_next[m] ≤ bound before being read.
             let mut next =
                 unsafe { s.alloc::<u64>(bound * XYZZ_LIMBS) }.map_err(GpuError::driver)?;
-            // SAFETY: reads items within off_cur's ranges; writes below off_next[m].
-            unsafe {
-                s.launch_builder(&self.kernels.msm_accumulate_xyzz)
-                    .arg(&items)
-                    .arg(&off_cur)
-                    .arg(&off_next)
-                    .arg(&m)
-                    .arg(&k)
-                    .arg(&mut next)
-                    .launch(cfg(bound.div_ceil(256) as u64, 256))
-            }
-            .map_err(GpuError::driver)?;
+            timed(tl, "msm_buckets_xyzz", 0, s, || {
+                self.scan(s, &off_cur, &mut off_next, m, k, true)?;
+                // SAFETY: reads items within off_cur's ranges; writes below off_next[m].
+                unsafe {
+                    s.launch_builder(&self.kernels.msm_accumulate_xyzz)
+                        .arg(&items)
+                        .arg(&off_cur)
+                        .arg(&off_next)
+                        .arg(&m)
+                        .arg(&k)
+                        .arg(&mut next)
+                        .launch(cfg(bound.div_ceil(256) as u64, 256))
+                }
+                .map_err(GpuError::driver)
+            })?;
             items = next;
             off_cur = off_next;
         }
@@ -330,24 +417,26 @@ impl Device {
         // SAFETY: every block writes its one point.
         let mut parts = unsafe { s.alloc::<u64>(parts_len) }.map_err(GpuError::driver)?;
         let c = plan.c;
-        // SAFETY: reads one item per non-empty bucket through off_cur (each bucket now holds
-        // at most one); writes windows × groups points.
-        unsafe {
-            s.launch_builder(&self.kernels.msm_window_reduce)
-                .arg(&items)
-                .arg(&off_cur)
-                .arg(&c)
-                .arg(&mut parts)
-                .launch(LaunchConfig {
-                    grid_dim: (plan.groups, plan.windows(), 1),
-                    block_dim: (REDUCE_THREADS, 1, 1),
-                    shared_mem_bytes: 0,
-                })
-        }
-        .map_err(GpuError::driver)?;
+        timed(tl, "msm_windows", 0, s, || {
+            // SAFETY: reads one item per non-empty bucket through off_cur (each bucket now
+            // holds at most one); writes windows × groups points.
+            unsafe {
+                s.launch_builder(&self.kernels.msm_window_reduce)
+                    .arg(&items)
+                    .arg(&off_cur)
+                    .arg(&c)
+                    .arg(&mut parts)
+                    .launch(LaunchConfig {
+                        grid_dim: (plan.groups, plan.windows(), 1),
+                        block_dim: (REDUCE_THREADS, 1, 1),
+                        shared_mem_bytes: 0,
+                    })
+            }
+            .map_err(GpuError::driver)
+        })?;
         let host = s.clone_dtoh(&parts).map_err(GpuError::driver)?;
         s.synchronize().map_err(GpuError::driver)?;
-        Ok(combine_windows(&host, plan.c, plan.groups))
+        Ok(host)
     }
 }
 

@@ -1,0 +1,170 @@
+//! Measurements of the device MSM for `prover gpu-bench --msm`: inputs as a user hands them
+//! (pageable host memory, transfers included), with bases resident, and blst on the CPU side
+//! by side, each GPU result checked against the CPU's.
+
+use super::msm::{MsmBases, MsmPlan, MsmScalars};
+use super::timing::TimedOp;
+use super::{Device, GpuError};
+use blstrs::{G1Affine, G1Projective, Scalar};
+use ff::Field;
+use group::{Curve, Group};
+use rand::SeedableRng;
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// n distinct points, cheaply: per chunk a random start stepped by a random point, then one
+/// batch normalisation per chunk (random points one by one would take minutes at 2^24).
+pub fn distinct_points(n: usize, seed: u64) -> Vec<G1Affine> {
+    let chunk = 1 << 14;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let step = G1Projective::random(&mut rng);
+    let starts: Vec<G1Projective> = (0..n.div_ceil(chunk))
+        .map(|_| G1Projective::random(&mut rng))
+        .collect();
+    let mut out = vec![G1Affine::default(); n];
+    out.par_chunks_mut(chunk)
+        .zip(starts.par_iter())
+        .for_each(|(dst, start)| {
+            let mut p = *start;
+            let proj: Vec<G1Projective> = (0..dst.len())
+                .map(|_| {
+                    let q = p;
+                    p += step;
+                    q
+                })
+                .collect();
+            G1Projective::batch_normalize(&proj, dst);
+        });
+    out
+}
+
+/// n random scalars, in parallel from one seed.
+pub fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
+    let chunk = 1 << 14;
+    let mut out = vec![Scalar::ZERO; n];
+    out.par_chunks_mut(chunk).enumerate().for_each(|(i, dst)| {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed ^ (i as u64) << 20);
+        for v in dst {
+            *v = Scalar::random(&mut rng);
+        }
+    });
+    out
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// One size, side by side.
+#[derive(Debug, Clone)]
+pub struct MsmFigures {
+    pub log: u32,
+    pub plan: MsmPlan,
+    /// Wall ms, host inputs (pageable), transfers included: median of `reps`.
+    pub gpu_host_ms: f64,
+    /// Wall ms, bases resident on the device, scalars from the host.
+    pub gpu_resident_ms: f64,
+    /// Wall ms of blst's multi-threaded Pippenger (best of the CPU runs).
+    pub cpu_ms: f64,
+    pub equal: bool,
+    /// Device operations of the last host-input run.
+    pub ops: Vec<TimedOp>,
+}
+
+pub fn msm(
+    d: &Device,
+    log: u32,
+    reps: usize,
+    cpu_reps: usize,
+    plan: Option<MsmPlan>,
+) -> Result<MsmFigures, GpuError> {
+    let n = 1usize << log;
+    let bases = distinct_points(n, log as u64);
+    let scalars = random_scalars(n, 1000 + log as u64);
+    let plan = plan.unwrap_or_else(|| MsmPlan::for_len(n));
+    let host = |timed| {
+        d.g1_msm_with(
+            MsmBases::Host(&bases),
+            MsmScalars::Host(&scalars),
+            n,
+            plan,
+            timed,
+        )
+    };
+    let (first, _) = host(false)?; // warm-up (and the allocator's pool)
+    let mut walls = Vec::new();
+    let mut ops = Vec::new();
+    for rep in 0..reps {
+        let t0 = Instant::now();
+        let (_, o) = host(rep + 1 == reps)?;
+        walls.push(t0.elapsed().as_secs_f64() * 1e3);
+        ops = o;
+    }
+    let resident = d.upload_bases(&bases)?;
+    d.upload.synchronize().map_err(GpuError::driver)?;
+    let mut res_walls = Vec::new();
+    let mut res_point = G1Projective::identity();
+    for _ in 0..reps + 1 {
+        let t0 = Instant::now();
+        let (p, _) = d.g1_msm_with(
+            MsmBases::Device(&resident),
+            MsmScalars::Host(&scalars),
+            n,
+            plan,
+            false,
+        )?;
+        res_walls.push(t0.elapsed().as_secs_f64() * 1e3);
+        res_point = p;
+    }
+    res_walls.remove(0);
+    let mut cpu_ms = f64::INFINITY;
+    let mut cpu = G1Projective::identity();
+    for _ in 0..cpu_reps.max(1) {
+        let t0 = Instant::now();
+        cpu = crate::groth16::msm::g1_msm(&bases, &scalars);
+        cpu_ms = cpu_ms.min(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(MsmFigures {
+        log,
+        plan,
+        gpu_host_ms: median(walls),
+        gpu_resident_ms: median(res_walls),
+        cpu_ms,
+        equal: first == cpu && res_point == cpu && cpu != G1Projective::identity(),
+        ops,
+    })
+}
+
+/// Device time (ms) of one resident-bases MSM at 2^log per plan, for choosing the defaults.
+pub fn tune(d: &Device, log: u32, plans: &[MsmPlan]) -> Result<Vec<(MsmPlan, f64)>, GpuError> {
+    let n = 1usize << log;
+    let bases = distinct_points(n, 7);
+    let scalars = random_scalars(n, 8);
+    let resident = d.upload_bases(&bases)?;
+    let d_scalars = d.upload_scalars(&scalars)?;
+    let mut out = Vec::new();
+    let mut want = None;
+    for &plan in plans {
+        let mut best = f64::INFINITY;
+        for _ in 0..3 {
+            let (p, ops) = d.g1_msm_with(
+                MsmBases::Device(&resident),
+                MsmScalars::Device(&d_scalars),
+                n,
+                plan,
+                true,
+            )?;
+            if *want.get_or_insert(p) != p {
+                return Err(GpuError::Driver(format!(
+                    "plan {plan:?} gave a different sum"
+                )));
+            }
+            let start = ops.iter().map(|o| o.start_ns).min().unwrap_or(0);
+            let end = ops.iter().map(|o| o.end_ns).max().unwrap_or(0);
+            best = best.min((end - start) as f64 / 1e6);
+        }
+        out.push((plan, best));
+    }
+    Ok(out)
+}

@@ -1,0 +1,137 @@
+//! The device MSM against blst's multi-exponentiation. Runs only where PROOFSCOPE_GPU_TESTS=1
+//! (an NVIDIA GPU with driver and NVRTC); the same algorithm runs everywhere through the
+//! host build of the kernel headers (crate `cuda-check`).
+use blstrs::{G1Affine, G1Projective, Scalar};
+use ff::Field;
+use group::Group;
+use prover_core::gpu::msm_bench::{distinct_points, random_scalars};
+use prover_core::gpu::{GpuBackend, MsmBases, MsmPlan, MsmScalars};
+use prover_core::groth16::msm::g1_msm;
+
+fn gpu_tests() -> bool {
+    std::env::var("PROOFSCOPE_GPU_TESTS").is_ok_and(|v| v == "1")
+}
+
+fn cache() -> std::path::PathBuf {
+    std::env::var_os("PROOFSCOPE_CACHE")
+        .map(Into::into)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache")
+        })
+}
+
+fn max_log() -> u32 {
+    std::env::var("PROOFSCOPE_GPU_MAX_LOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20)
+}
+
+#[test]
+fn gpu_msm_equals_blst_at_every_size() {
+    if !gpu_tests() {
+        eprintln!("SKIPPED: set PROOFSCOPE_GPU_TESTS=1 on a GPU host");
+        return;
+    }
+    let gpu = GpuBackend::new(0, &cache()).unwrap();
+    let d = &gpu.device;
+    for log in (10..=max_log()).step_by(2) {
+        let n = 1usize << log;
+        let bases = distinct_points(n, log as u64);
+        let scalars = random_scalars(n, 77 + log as u64);
+        let want = g1_msm(&bases, &scalars);
+        let got = d.g1_msm(&bases, &scalars).unwrap();
+        eprintln!("2^{log}: equal {}", got == want);
+        assert_eq!(got, want, "2^{log}, host inputs");
+        if log <= 16 {
+            // A length that is not a power of two, and the other input placements.
+            let m = n - 3;
+            assert_eq!(
+                d.g1_msm(&bases[..m], &scalars[..m]).unwrap(),
+                g1_msm(&bases[..m], &scalars[..m]),
+                "2^{log} − 3"
+            );
+            let resident = d.upload_bases(&bases).unwrap();
+            assert_eq!(d.g1_msm_resident(&resident, &scalars).unwrap(), want);
+            let ds = d.upload_scalars(&scalars).unwrap();
+            for plan in [MsmPlan::with_c(log.min(16), 4), MsmPlan::with_c(7, 128)] {
+                let (p, _) = d
+                    .g1_msm_with(
+                        MsmBases::Device(&resident),
+                        MsmScalars::Device(&ds),
+                        n,
+                        plan,
+                        true,
+                    )
+                    .unwrap();
+                assert_eq!(p, want, "2^{log}, {plan:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_msm_handles_the_edge_cases() {
+    if !gpu_tests() {
+        eprintln!("SKIPPED: set PROOFSCOPE_GPU_TESTS=1 on a GPU host");
+        return;
+    }
+    let gpu = GpuBackend::new(0, &cache()).unwrap();
+    let d = &gpu.device;
+    let n = 1 << 12;
+    let bases = distinct_points(n, 3);
+    let random = random_scalars(n, 4);
+    let two_pow = |k: u64| Scalar::from(2u64).pow_vartime([k]);
+    let edges: Vec<Scalar> = [0u64, 15, 16, 31, 64, 128, 200, 254]
+        .iter()
+        .flat_map(|&k| [two_pow(k), two_pow(k) - Scalar::ONE, -two_pow(k)])
+        .chain([Scalar::ZERO, -Scalar::ONE])
+        .collect();
+    let cases: Vec<(&str, Vec<G1Affine>, Vec<Scalar>)> = vec![
+        ("all zero", bases.clone(), vec![Scalar::ZERO; n]),
+        ("all one", bases.clone(), vec![Scalar::ONE; n]),
+        ("all r − 1", bases.clone(), vec![-Scalar::ONE; n]),
+        (
+            "edge scalars",
+            bases.clone(),
+            (0..n).map(|i| edges[i % edges.len()]).collect(),
+        ),
+        (
+            "identity points",
+            (0..n)
+                .map(|i| {
+                    if i % 3 == 0 {
+                        G1Affine::default()
+                    } else {
+                        bases[i]
+                    }
+                })
+                .collect(),
+            random.clone(),
+        ),
+        ("one repeated point", vec![bases[7]; n], random.clone()),
+        (
+            "repeated point and scalar",
+            vec![bases[2]; n],
+            vec![Scalar::from(3u64); n],
+        ),
+        (
+            "a point and its negation",
+            (0..n)
+                .map(|i| if i % 2 == 0 { bases[1] } else { -bases[1] })
+                .collect(),
+            vec![Scalar::from(12345u64); n],
+        ),
+    ];
+    for (what, b, s) in cases {
+        let want = g1_msm(&b, &s);
+        for plan in [MsmPlan::for_len(n), MsmPlan::with_c(4, 2)] {
+            let (got, _) = d
+                .g1_msm_with(MsmBases::Host(&b), MsmScalars::Host(&s), n, plan, false)
+                .unwrap();
+            assert_eq!(got, want, "{what}, {plan:?}");
+        }
+        eprintln!("{what}: equal");
+    }
+    assert_eq!(d.g1_msm(&[], &[]).unwrap(), G1Projective::identity());
+}
