@@ -66,8 +66,10 @@ PS_BIG void g1_xyzz_dbl(g1_xyzz &p) {
 }
 
 // p ← p + q for an affine q that is not the identity ("madd-2008-s"), with the cases the
-// formula excludes: p the identity, q = p (a doubling), q = −p (the identity).
-PS_BIG void g1_xyzz_add_affine(g1_xyzz &p, const g1_affine &q) {
+// formula excludes: p the identity, q = p (a doubling), q = −p (the identity). Inlined: it is
+// the bucket accumulation's inner loop (measured on the H200 at 2^24: 368 ms called, 254 ms
+// inlined within 128 registers, 385 ms inlined with 170).
+PS_FN void g1_xyzz_add_affine(g1_xyzz &p, const g1_affine &q) {
     if (g1_xyzz_is_identity(p)) {
         p = g1_xyzz_from_affine(q);
         return;

@@ -116,7 +116,9 @@ __device__ __forceinline__ g1_affine msm_load_affine(const g1_affine *bases, u32
 }
 
 // Item t of the next level: the sum of entries [off_in[b] + k·K, …) of its bucket b, at most K.
-extern "C" __global__ void __launch_bounds__(256) msm_accumulate_affine(
+// Two blocks of 256 per SM (128 registers) with the addition inlined: 254 ms at 2^24 on the
+// H200, against 368 ms for a called addition and 385 ms for 170 registers, one block per SM.
+extern "C" __global__ void __launch_bounds__(256, 2) msm_accumulate_affine(
     const g1_affine *bases, const u32 *sorted, const u32 *off_in, const u32 *off_out, u32 m,
     u32 K, g1_xyzz *out) {
     const u32 total = off_out[m];

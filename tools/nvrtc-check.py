@@ -31,7 +31,7 @@ for mod in ["proofscope.cu"]:
     src = source().encode()
     prog = ctypes.c_void_p()
     assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, mod.encode(), 0, None, None) == 0
-    opts = [b"--gpu-architecture=sm_90", b"--std=c++17", b"-default-device"]
+    opts = [b"--gpu-architecture=sm_90", b"--std=c++17", b"-default-device"] + [o.encode() for o in sys.argv[2:]]
     arr = (ctypes.c_char_p * len(opts))(*opts)
     rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
     size = ctypes.c_size_t()

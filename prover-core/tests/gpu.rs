@@ -125,7 +125,7 @@ fn gpu_h_computation_equals_the_cpu() {
         let mut cpu = mk(100 + log as u64);
         let mut dev = mk(100 + log as u64);
         compute_h_cpu(&d, &mut cpu).unwrap();
-        let ops = gpu.h_one(&d, &mut dev, true).unwrap();
+        let (_, ops) = gpu.h_one(&d, &mut dev, true, None).unwrap();
         assert!(cpu.a == dev.a, "H differs at 2^{log}");
         assert!(
             ops.iter().any(|o| o.name == "upload_a") && ops.iter().any(|o| o.name == "download_h")

@@ -24,3 +24,18 @@ fn prover_help_is_in_the_docs() {
         "docs/CLI.md is out of date; `prover --help` says:\n{help}"
     );
 }
+
+#[test]
+fn gpu_bench_help_is_in_the_docs() {
+    let mut cmd = prover_core::cli::Cli::command();
+    let sub = cmd
+        .find_subcommand_mut("gpu-bench")
+        .expect("prover has a gpu-bench subcommand");
+    let help = sub.render_help().to_string();
+    // The subcommand renders its own usage line; clap names it after the parent when built.
+    let help = help.trim_end().replace("Usage: gpu-bench", "Usage: prover gpu-bench");
+    assert!(
+        docs().contains(&help),
+        "docs/CLI.md is out of date; `prover gpu-bench --help` says:\n{help}"
+    );
+}

@@ -16,6 +16,7 @@ pub struct GpuBenchArgs {
     /// Size of the transfer and whole-H measurements.
     #[arg(long, default_value_t = 24)]
     pub h_log: u32,
+    /// Where the compiled kernels are cached [default: the parameter cache].
     #[arg(long, value_name = "DIR")]
     pub cache: Option<std::path::PathBuf>,
     /// log2 sizes of the G1 MSMs to time against blst on the CPU (empty: none).
@@ -89,7 +90,7 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
     }
     if let (true, Some(&log)) = (args.msm_tune, args.msm.iter().max()) {
         let mut plans = Vec::new();
-        for c in 12..=17 {
+        for c in 13..=18 {
             for k in [32, 64, 128] {
                 plans.push(MsmPlan::with_c(c, k));
             }
@@ -125,17 +126,17 @@ fn ntt_sections(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
         "size", "forward", "inverse", "coset", "inv. coset", "fwd+bitrev"
     );
     for &log in &args.sizes {
-        let f = bench::ntt(&gpu, log, NttOp::Forward, false, args.reps)?;
-        let i = bench::ntt(&gpu, log, NttOp::Inverse, false, args.reps)?;
-        let c = bench::ntt(&gpu, log, NttOp::Coset, false, args.reps)?;
-        let ic = bench::ntt(&gpu, log, NttOp::InverseCoset, false, args.reps)?;
-        let fb = bench::ntt(&gpu, log, NttOp::Forward, true, args.reps)?;
+        let f = bench::ntt(gpu, log, NttOp::Forward, false, args.reps)?;
+        let i = bench::ntt(gpu, log, NttOp::Inverse, false, args.reps)?;
+        let c = bench::ntt(gpu, log, NttOp::Coset, false, args.reps)?;
+        let ic = bench::ntt(gpu, log, NttOp::InverseCoset, false, args.reps)?;
+        let fb = bench::ntt(gpu, log, NttOp::Forward, true, args.reps)?;
         println!(
             "{:>6} {f:>9.3} ms {i:>9.3} ms {c:>9.3} ms {ic:>9.3} ms {fb:>11.3} ms",
             format!("2^{log}")
         );
     }
-    let [pu, pd, gu, gd, reg] = bench::transfers(&gpu, args.h_log, args.reps.min(6))?;
+    let [pu, pd, gu, gd, reg] = bench::transfers(gpu, args.h_log, args.reps.min(6))?;
     let mb = (32u64 << args.h_log) as f64 / 1e6;
     println!(
         "\ntransfers of 2^{} elements ({mb:.0} MB), CUDA events:",
@@ -145,7 +146,7 @@ fn ntt_sections(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
         "  page-locked in place (cuMemHostRegister, {reg:.1} ms): up {pu:.1} GB/s, down {pd:.1} GB/s"
     );
     println!("  pageable:                                   up {gu:.1} GB/s, down {gd:.1} GB/s");
-    let (wall, ops) = bench::h(&gpu, args.h_log, 3)?;
+    let (wall, ops) = bench::h(gpu, args.h_log, 3)?;
     println!(
         "\nwhole H computation, one circuit of 2^{} (a, b, c up, H down, page-locking included): {wall:.1} ms wall (median of 3)",
         args.h_log

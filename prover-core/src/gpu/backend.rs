@@ -1,18 +1,24 @@
-//! The GPU backend, part 1: `ntt_msm_h` computes the H polynomial on the device (uploads of
-//! a, b, c overlapped with the transforms, host vectors page-locked in place so copies run at
-//! pinned speed); the H MSM and the G1 phases stay on the CPU until part 2.
+//! The GPU backend: `ntt_msm_h` computes the H polynomial on the device (uploads of a, b, c
+//! overlapped with the transforms, host vectors page-locked in place so copies run at pinned
+//! speed) and its MSM over the H coefficients where the NTT left them; `batch_add` and
+//! `tail_msm` run the G1 MSMs of L, A and B on the device. The SRS queries stay resident on
+//! the device across proofs, as a prover keeps its parameters; `b_g2_msm` stays on the CPU
+//! (the prep thread), overlapping these phases.
 
 use super::GpuError;
 use super::device::{Device, DeviceFr, NttOp};
+use super::msm::{DeviceBases, MsmBases, MsmPlan, MsmScalars};
 use super::tables;
 use super::timing::{GpuTimeline, TimedOp};
-use crate::groth16::backend::{Abc, Backend, BackendError, CpuBackend, h_msm};
+use crate::groth16::backend::{Abc, Backend, BackendError};
 use crate::groth16::ntt::Domain;
 use crate::probe::SpanHandle;
 use crate::span;
 use blstrs::{G1Affine, G1Projective, Scalar};
+use group::Group;
+use std::hash::{Hash, Hasher};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Host memory page-locked in place for the duration of a copy.
 struct Pinned {
@@ -51,10 +57,40 @@ struct Buffers {
     scratch: DeviceFr,
 }
 
+/// Identifies a base list the host keeps alive (the SRS queries): where it lies, how long it
+/// is, and a fingerprint of 64 of its points, so memory freed and reused for other points
+/// cannot be mistaken for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct BasesKey {
+    ptr: usize,
+    len: usize,
+    sample: u64,
+}
+
+impl BasesKey {
+    fn of(bases: &[G1Affine]) -> BasesKey {
+        let words = tables::g1_limbs(bases);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let n = bases.len();
+        for j in 0..64usize.min(n) {
+            let i = if n <= 64 { j } else { j * (n - 1) / 63 };
+            words[12 * i..12 * i + 12].hash(&mut h);
+        }
+        BasesKey {
+            ptr: bases.as_ptr() as usize,
+            len: n,
+            sample: h.finish(),
+        }
+    }
+}
+
+/// Base lists kept on the device, most recently used last.
+const RESIDENT_MAX: usize = 6;
+
 pub struct GpuBackend {
     pub device: Device,
     buffers: Mutex<Option<Buffers>>,
-    cpu: CpuBackend,
+    resident: Mutex<Vec<(BasesKey, Arc<DeviceBases>)>>,
 }
 
 impl std::fmt::Debug for GpuBackend {
@@ -70,7 +106,7 @@ impl GpuBackend {
         Ok(GpuBackend {
             device: Device::open(index, cache_dir)?,
             buffers: Mutex::new(None),
-            cpu: CpuBackend,
+            resident: Mutex::new(Vec::new()),
         })
     }
 
@@ -87,6 +123,31 @@ impl GpuBackend {
             },
             k.load_ms
         )
+    }
+
+    /// The device copy of a base list the host keeps (uploaded on first use).
+    pub fn resident(&self, bases: &[G1Affine]) -> Result<Arc<DeviceBases>, GpuError> {
+        let key = BasesKey::of(bases);
+        let mut r = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = r.iter().position(|(k, _)| *k == key) {
+            let hit = r.remove(i);
+            let d = hit.1.clone();
+            r.push(hit);
+            return Ok(d);
+        }
+        if r.len() >= RESIDENT_MAX {
+            r.remove(0);
+        }
+        let d = Arc::new(self.device.upload_bases(bases)?);
+        r.push((key, d.clone()));
+        Ok(d)
+    }
+
+    /// The device copy if the list is resident already.
+    fn resident_if_known(&self, bases: &[G1Affine]) -> Option<Arc<DeviceBases>> {
+        let key = BasesKey::of(bases);
+        let r = self.resident.lock().unwrap_or_else(|p| p.into_inner());
+        r.iter().find(|(k, _)| *k == key).map(|(_, d)| d.clone())
     }
 
     fn buffers(&self, log: u32) -> Result<std::sync::MutexGuard<'_, Option<Buffers>>, GpuError> {
@@ -117,14 +178,17 @@ impl GpuBackend {
         d.download_scalars(&out, data)
     }
 
-    /// The H computation of one circuit on the device, in place: `abc.a` ends up holding the
-    /// H coefficients, exactly what `compute_h_cpu` produces. Returns the timed operations.
+    /// The H computation of one circuit on the device. Without `msm`, `abc.a` ends up holding
+    /// the H coefficients, exactly what `compute_h_cpu` produces; with it, the coefficients
+    /// stay on the device and the result is their MSM over those bases (the first n − 1).
+    /// Returns the timed operations too.
     pub fn h_one(
         &self,
         domain: &Domain,
         abc: &mut Abc,
         timed: bool,
-    ) -> Result<Vec<TimedOp>, GpuError> {
+        msm: Option<&DeviceBases>,
+    ) -> Result<(Option<G1Projective>, Vec<TimedOp>), GpuError> {
         let n = domain.n;
         let log = domain.log;
         for v in [&mut abc.a, &mut abc.b, &mut abc.c] {
@@ -189,6 +253,25 @@ impl GpuBackend {
         if let (Some(x), Some(m)) = (tl.as_mut(), m) {
             x.done("icoset_ntt", 0, comp, m)?;
         }
+        if let Some(bases) = msm {
+            // The copies out of a, b, c must finish before the pins go.
+            up.synchronize().map_err(GpuError::driver)?;
+            drop(pins);
+            let mut ops = match tl {
+                Some(x) => x.resolve()?,
+                None => Vec::new(),
+            };
+            let m = (n - 1).min(bases.len);
+            let (p, msm_ops) = d.g1_msm_with(
+                MsmBases::Device(bases),
+                MsmScalars::Device(&bufs.scratch),
+                m,
+                MsmPlan::for_len(m),
+                timed,
+            )?;
+            ops.extend(msm_ops);
+            return Ok((Some(p), ops));
+        }
         let m = tl.as_ref().map(|x| x.mark(comp)).transpose()?;
         comp.memcpy_dtoh(&bufs.scratch, tables::limbs_mut(&mut abc.a))
             .map_err(GpuError::driver)?;
@@ -197,10 +280,18 @@ impl GpuBackend {
         }
         comp.synchronize().map_err(GpuError::driver)?;
         drop(pins);
-        match tl {
-            Some(x) => x.resolve(),
-            None => Ok(Vec::new()),
-        }
+        let ops = match tl {
+            Some(x) => x.resolve()?,
+            None => Vec::new(),
+        };
+        Ok((None, ops))
+    }
+}
+
+/// Reports device operations as GPU spans under `parent`.
+fn report(device: u32, ops: &[TimedOp], parent: SpanHandle) {
+    for op in ops {
+        crate::probe::gpu_span(device, op.stream, op.name, op.start_ns, op.end_ns, parent);
     }
 }
 
@@ -216,23 +307,15 @@ impl Backend for GpuBackend {
         h_bases: &[G1Affine],
     ) -> Result<Vec<G1Projective>, BackendError> {
         let parent = SpanHandle::current();
+        let bases = self.resident(h_bases)?;
         let mut out = Vec::with_capacity(abc.len());
         for v in abc.iter_mut() {
-            let ops = {
+            let (p, ops) = {
                 let _s = span!("h_gpu");
-                self.h_one(domain, v, crate::probe::enabled())?
+                self.h_one(domain, v, crate::probe::enabled(), Some(&bases))?
             };
-            for op in &ops {
-                crate::probe::gpu_span(
-                    self.device.index as u32,
-                    op.stream,
-                    op.name,
-                    op.start_ns,
-                    op.end_ns,
-                    parent,
-                );
-            }
-            out.push(h_msm(domain, h_bases, &v.a));
+            report(self.device.index as u32, &ops, parent);
+            out.push(p.unwrap_or_else(G1Projective::identity));
         }
         Ok(out)
     }
@@ -242,7 +325,18 @@ impl Backend for GpuBackend {
         bases: &[G1Affine],
         ones: &[Vec<u32>],
     ) -> Result<Vec<G1Projective>, BackendError> {
-        self.cpu.batch_add(bases, ones)
+        if ones.iter().all(Vec::is_empty) {
+            return Ok(vec![G1Projective::identity(); ones.len()]);
+        }
+        let parent = SpanHandle::current();
+        let d = self.resident(bases)?;
+        let mut out = Vec::with_capacity(ones.len());
+        for idx in ones {
+            let (p, ops) = self.device.g1_sum_indices(&d, idx)?;
+            report(self.device.index as u32, &ops, parent);
+            out.push(p);
+        }
+        Ok(out)
     }
 
     fn tail_msm(
@@ -250,7 +344,30 @@ impl Backend for GpuBackend {
         bases: &[G1Affine],
         scalars: &[Vec<Scalar>],
     ) -> Result<Vec<G1Projective>, BackendError> {
-        self.cpu.tail_msm(bases, scalars)
+        if bases.is_empty() || scalars.is_empty() {
+            return Ok(vec![G1Projective::identity(); scalars.len()]);
+        }
+        let parent = SpanHandle::current();
+        // A full query is resident already (batch_add made it so); a split's tail is a copy
+        // made for this batch: uploaded once and shared by the batch's circuits.
+        let d = match self.resident_if_known(bases) {
+            Some(d) => d,
+            None => Arc::new(self.device.upload_bases(bases)?),
+        };
+        let mut out = Vec::with_capacity(scalars.len());
+        for s in scalars {
+            let n = s.len().min(d.len);
+            let (p, ops) = self.device.g1_msm_with(
+                MsmBases::Device(&d),
+                MsmScalars::Host(s),
+                n,
+                MsmPlan::for_len(n),
+                crate::probe::enabled(),
+            )?;
+            report(self.device.index as u32, &ops, parent);
+            out.push(p);
+        }
+        Ok(out)
     }
 }
 
@@ -358,7 +475,7 @@ pub mod bench {
         for rep in 0..reps + 1 {
             let mut abc = mk();
             let t0 = Instant::now();
-            let ops = gpu.h_one(&d, &mut abc, true)?;
+            let (_, ops) = gpu.h_one(&d, &mut abc, true, None)?;
             if rep > 0 {
                 walls.push(t0.elapsed().as_secs_f64() * 1e3);
                 last = ops;

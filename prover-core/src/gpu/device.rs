@@ -3,6 +3,7 @@
 
 use super::GpuError;
 use super::kernels::{self, Kernels};
+use super::staging::Stager;
 use super::tables::{self, K_MAX};
 use blstrs::Scalar;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -59,6 +60,8 @@ pub struct Device {
     local_fwd: DeviceFr,
     local_inv: DeviceFr,
     sizes: Mutex<HashMap<u32, Arc<SizeTables>>>,
+    /// Page-locked buffers for uploads from pageable memory.
+    pub stager: Stager,
 }
 
 const THREADS: u32 = 256;
@@ -104,6 +107,7 @@ impl Device {
             local_fwd,
             local_inv,
             sizes: Mutex::new(HashMap::new()),
+            stager: Stager::default(),
         })
     }
 

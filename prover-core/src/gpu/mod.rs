@@ -8,6 +8,7 @@ mod device;
 mod kernels;
 mod msm;
 pub mod msm_bench;
+mod staging;
 mod tables;
 mod timing;
 

@@ -65,10 +65,10 @@ impl MsmPlan {
         self.windows() * (self.buckets() + 1)
     }
 
-    /// Passes over partial sums after the first: a bucket holds at most n entries, and each
-    /// pass divides what a bucket holds by k.
-    pub fn levels(&self, n: usize) -> u32 {
-        let mut cap = n.div_ceil(self.k as usize);
+    /// Passes over partial sums after the first, for buckets of at most `most` entries (n
+    /// for an MSM of n points): each pass divides what a bucket holds by k.
+    pub fn levels(&self, most: usize) -> u32 {
+        let mut cap = most.div_ceil(self.k as usize);
         let mut l = 0;
         while cap > 1 {
             cap = cap.div_ceil(self.k as usize);
@@ -164,12 +164,21 @@ fn timed<T>(
 }
 
 impl Device {
-    /// Uploads `bases` on the upload stream (they may be pageable: the copy is staged).
+    /// Copies host words to a new device buffer on `stream` through the staging buffers.
+    fn upload_staged(
+        &self,
+        s: &Arc<CudaStream>,
+        words: &[u64],
+    ) -> Result<CudaSlice<u64>, GpuError> {
+        // SAFETY: the staged copy writes every word before any kernel reads the buffer.
+        let mut dst = unsafe { s.alloc::<u64>(words.len()) }.map_err(GpuError::driver)?;
+        self.stager.upload(&self.ctx, s, words, &mut dst)?;
+        Ok(dst)
+    }
+
+    /// Uploads `bases` (pageable or not) on the upload stream, to keep on the device.
     pub fn upload_bases(&self, bases: &[G1Affine]) -> Result<DeviceBases, GpuError> {
-        let words = self
-            .upload
-            .clone_htod(tables::g1_limbs(bases))
-            .map_err(GpuError::driver)?;
+        let words = self.upload_staged(&self.upload, tables::g1_limbs(bases))?;
         Ok(DeviceBases {
             len: bases.len(),
             words,
@@ -243,8 +252,7 @@ impl Device {
             MsmScalars::Device(d) => d,
             MsmScalars::Host(v) => {
                 uploaded = timed(&mut tl, "upload_scalars", 0, s, || {
-                    s.clone_htod(tables::limbs(&v[..n]))
-                        .map_err(GpuError::driver)
+                    self.upload_staged(s, tables::limbs(&v[..n]))
                 })?;
                 &uploaded
             }
@@ -263,13 +271,67 @@ impl Device {
                 &staged.words
             }
         };
-        let parts = self.msm_reduce(s, d_bases, &sorted, n, &plan, &mut tl)?;
+        let entries = plan.windows() as usize * n;
+        let parts = self.msm_reduce(s, d_bases, &sorted, entries, n, &plan, &mut tl)?;
         let point = combine_windows(&parts, plan.c, plan.groups);
         let ops = match tl {
             Some(x) => x.resolve()?,
             None => Vec::new(),
         };
         Ok((point, ops))
+    }
+
+    /// Σ bases[i] over `idx` (the C2 batch addition of the points whose scalar is 1), with
+    /// the bases on the device: the indices are the sorted list of one bucket, summed by the
+    /// MSM's passes. Indices past the bases are an error, not a read out of bounds.
+    pub fn g1_sum_indices(
+        &self,
+        bases: &DeviceBases,
+        idx: &[u32],
+    ) -> Result<(G1Projective, Vec<TimedOp>), GpuError> {
+        if let Some(&bad) = idx.iter().find(|&&i| i as usize >= bases.len) {
+            return Err(GpuError::Driver(format!(
+                "batch addition index {bad} past {} bases",
+                bases.len
+            )));
+        }
+        if idx.is_empty() {
+            return Ok((G1Projective::identity(), Vec::new()));
+        }
+        // Two-bit windows: slot 1 (window 0, magnitude 1) holds every entry, so the result
+        // is that bucket's sum; the other windows are empty.
+        let plan = MsmPlan::with_c(2, 64);
+        let m = plan.slots() as usize;
+        let len = idx.len() as u32;
+        let mut off = vec![len; m + 2];
+        off[0] = 0;
+        off[1] = 0;
+        let s = &self.compute;
+        let mut tl = if crate::probe::enabled() {
+            Some(GpuTimeline::start(&self.ctx, s)?)
+        } else {
+            None
+        };
+        let sorted = timed(&mut tl, "upload_ones", 0, s, || {
+            Ok(Sorted {
+                sorted: s.clone_htod(idx).map_err(GpuError::driver)?,
+                off: s.clone_htod(&off).map_err(GpuError::driver)?,
+            })
+        })?;
+        let parts = self.msm_reduce(
+            s,
+            &bases.words,
+            &sorted,
+            idx.len(),
+            idx.len(),
+            &plan,
+            &mut tl,
+        )?;
+        let ops = match tl {
+            Some(x) => x.resolve()?,
+            None => Vec::new(),
+        };
+        Ok((combine_windows(&parts, plan.c, plan.groups), ops))
     }
 
     fn scan(
@@ -354,21 +416,24 @@ impl Device {
         Ok(Sorted { sorted, off })
     }
 
-    /// Bucket sums by passes of k and the window reduction; returns the windows × groups
-    /// Jacobian points for `combine_windows`.
+    /// Bucket sums by passes of k and the window reduction, for at most `entries` sorted
+    /// entries and at most `most` in one bucket; returns the windows × groups Jacobian points
+    /// for `combine_windows`.
+    #[allow(clippy::too_many_arguments)]
     fn msm_reduce(
         &self,
         s: &Arc<CudaStream>,
         bases: &CudaSlice<u64>,
         sorted: &Sorted,
-        n: usize,
+        entries: usize,
+        most: usize,
         plan: &MsmPlan,
         tl: &mut Option<GpuTimeline>,
     ) -> Result<Vec<u64>, GpuError> {
         let (k, m) = (plan.k, plan.slots());
         let mu = m as usize;
         // Upper bounds of what each pass produces: ⌈count/k⌉ summed ≤ total/k + slots.
-        let mut bound = (plan.windows() as usize * n).div_ceil(k as usize) + mu;
+        let mut bound = entries.div_ceil(k as usize) + mu;
         let mut off_cur = s.alloc_zeros::<u32>(mu + 2).map_err(GpuError::driver)?;
         // SAFETY: the pass writes items [0, off_cur[m]) before anything reads them.
         let mut items = unsafe { s.alloc::<u64>(bound * XYZZ_LIMBS) }.map_err(GpuError::driver)?;
@@ -389,7 +454,7 @@ impl Device {
             }
             .map_err(GpuError::driver)
         })?;
-        for _ in 0..plan.levels(n) {
+        for _ in 0..plan.levels(most) {
             bound = bound.div_ceil(k as usize) + mu;
             let mut off_next = s.alloc_zeros::<u32>(mu + 2).map_err(GpuError::driver)?;
             // SAFETY: written below off_next[m] ≤ bound before being read.
