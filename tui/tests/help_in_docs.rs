@@ -33,7 +33,9 @@ fn gpu_bench_help_is_in_the_docs() {
         .expect("prover has a gpu-bench subcommand");
     let help = sub.render_help().to_string();
     // The subcommand renders its own usage line; clap names it after the parent when built.
-    let help = help.trim_end().replace("Usage: gpu-bench", "Usage: prover gpu-bench");
+    let help = help
+        .trim_end()
+        .replace("Usage: gpu-bench", "Usage: prover gpu-bench");
     assert!(
         docs().contains(&help),
         "docs/CLI.md is out of date; `prover gpu-bench --help` says:\n{help}"
