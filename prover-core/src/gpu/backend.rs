@@ -300,6 +300,10 @@ impl Backend for GpuBackend {
         "gpu"
     }
 
+    fn thread_name(&self) -> String {
+        format!("gpu-{}", self.device.index)
+    }
+
     fn ntt_msm_h(
         &self,
         domain: &Domain,

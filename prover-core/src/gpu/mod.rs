@@ -8,6 +8,7 @@ mod device;
 mod kernels;
 mod msm;
 pub mod msm_bench;
+mod set;
 mod staging;
 mod tables;
 mod timing;
@@ -17,6 +18,7 @@ pub use backend::bench as backend_bench;
 pub use device::{Device, DeviceFr, NttOp};
 pub use kernels::source as kernel_source;
 pub use msm::{DeviceBases, JAC_LIMBS, MsmBases, MsmPlan, MsmScalars, combine_windows, jac_to_g1};
+pub use set::GpuSet;
 pub use timing::{GpuTimeline, TimedOp};
 
 use crate::groth16::backend::Backend;
@@ -80,11 +82,22 @@ pub fn preflight() -> Result<(), String> {
     Ok(())
 }
 
-/// A usable GPU backend and a description of the device, or why there is none.
+/// A usable GPU backend over every visible GPU (`CUDA_VISIBLE_DEVICES` chooses) and a
+/// description of the devices, or why there is none.
 pub fn detect() -> Result<(Box<dyn Backend>, String), String> {
     preflight()?;
-    let b = GpuBackend::new(0, &crate::groth16::params::default_cache_dir())
-        .map_err(|e| e.to_string())?;
-    let what = b.describe();
-    Ok((Box::new(b), what))
+    let n = cudarc::driver::CudaContext::device_count().map_err(|e| format!("CUDA driver: {e}"))?;
+    let cache = crate::groth16::params::default_cache_dir();
+    let mut gpus = Vec::new();
+    for i in 0..n.max(0) as usize {
+        gpus.push(GpuBackend::new(i, &cache).map_err(|e| format!("GPU {i}: {e}"))?);
+    }
+    if gpus.len() == 1 {
+        let b = gpus.remove(0);
+        let what = b.describe();
+        return Ok((Box::new(b), what));
+    }
+    let set = GpuSet::new(gpus).ok_or("the CUDA driver reports no GPU")?;
+    let what = set.describe();
+    Ok((Box::new(set), what))
 }

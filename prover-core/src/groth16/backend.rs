@@ -42,6 +42,17 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         )
     }
 
+    /// How many devices this backend drives. The pipeline splits a batch's circuits across
+    /// them, one thread per device, as C2 does across GPUs.
+    fn unit_count(&self) -> usize {
+        1
+    }
+
+    /// Device `i` as a backend of its own (`None`: this backend is its only unit).
+    fn unit(&self, _i: usize) -> Option<&dyn Backend> {
+        None
+    }
+
     /// For each circuit: iNTT of a, b, c; coset NTT; a·b − c; divide by Z; inverse coset NTT
     /// (H coefficients into `a`); then the H MSM over the first n − 1 coefficients.
     fn ntt_msm_h(

@@ -3,8 +3,10 @@
 //! ```text
 //! caller ── synthesis (rayon, one task per circuit) ────────────── epilogue ─ release
 //! prep_msm thread ──────────── prep_msm ─▶ b_g2_msm
-//! compute/gpu thread ───────── ntt_msm_h ─ barrier_wait ─ batch_add ─ tail_msm
+//! compute/gpu-i thread(s) ──── ntt_msm_h ─ barrier_wait ─ batch_add ─ tail_msm
 //! ```
+//! With several devices (GPUs), the batch's circuits are split into contiguous runs, one
+//! device thread each; all wait on the same prep result.
 //! Every phase is a probe span under the proof's outer span `prove` (the wrapper timer).
 
 use super::assignment::ProvingAssignment;
@@ -18,7 +20,7 @@ use super::prep::{self, Densities, Prepared};
 use crate::probe::{ProofInfo, ProofScope, SpanHandle, Verification};
 use crate::span;
 use bellperson::groth16::{Proof, verify_proofs_batch};
-use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
+use blstrs::{Bls12, G1Affine, G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::Curve;
 use group::prime::PrimeCurveAffine;
@@ -151,7 +153,8 @@ fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>, what: &str) -> Result<T, Pro
         .map_err(|_| ProveError::Thread(format!("the {what} thread panicked")))
 }
 
-/// Results of the compute (GPU-like) thread.
+/// Results of the device threads, per circuit in batch order.
+#[derive(Default)]
 struct DevicePart {
     h: Vec<G1Projective>,
     /// Per circuit: batch-add and tail sums for L, A, B_G1.
@@ -160,6 +163,108 @@ struct DevicePart {
     b: Vec<G1Projective>,
     abc: Vec<Abc>,
     times: Vec<(&'static str, Duration)>,
+}
+
+impl DevicePart {
+    /// Appends the next device's circuits; a phase's time is the slowest device's.
+    fn append(&mut self, o: DevicePart) {
+        self.h.extend(o.h);
+        self.l.extend(o.l);
+        self.a.extend(o.a);
+        self.b.extend(o.b);
+        self.abc.extend(o.abc);
+        for (name, d) in o.times {
+            match self.times.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, t)) => *t = (*t).max(d),
+                None => self.times.push((name, d)),
+            }
+        }
+    }
+}
+
+/// Circuits `0..k` in at most `units` contiguous runs, as even as possible (C2's split of a
+/// batch across GPUs); no run is empty.
+pub fn split_ranges(k: usize, units: usize) -> Vec<std::ops::Range<usize>> {
+    let units = units.clamp(1, k.max(1));
+    let (per, extra) = (k / units, k % units);
+    let mut start = 0;
+    (0..units)
+        .map(|u| {
+            let len = per + usize::from(u < extra);
+            let r = start..start + len;
+            start += len;
+            r
+        })
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+/// The G1 queries a device thread needs.
+struct DeviceBases<'p> {
+    h: &'p [G1Affine],
+    l: &'p [G1Affine],
+    a: &'p [G1Affine],
+    b: &'p [G1Affine],
+}
+
+/// One device's share of the batch (circuits `range`): ntt_msm_h, the barrier, batch_add and
+/// tail_msm, as C2's per-GPU thread.
+fn device_part(
+    backend: &dyn Backend,
+    domain: &Domain,
+    mut abc: Vec<Abc>,
+    range: std::ops::Range<usize>,
+    bases: &DeviceBases<'_>,
+    rx: std::sync::mpsc::Receiver<Arc<Prepared>>,
+) -> Result<DevicePart, ProveError> {
+    let mut t = Timer::default();
+    let h = t.time("ntt_msm_h", || {
+        let _s = span!("ntt_msm_h");
+        backend.ntt_msm_h(domain, &mut abc, bases.h)
+    })?;
+    let prepared = {
+        let _s = span!("barrier_wait");
+        rx.recv()
+            .map_err(|_| ProveError::Thread("prep_msm ended without a result".into()))?
+    };
+    // Per-circuit lists are empty when a query is not split (no ones, tail = whole query).
+    fn part<'v, T>(v: &'v [Vec<T>], r: &std::ops::Range<usize>) -> &'v [Vec<T>] {
+        v.get(r.clone()).unwrap_or(&[])
+    }
+    let mine = |v| part(v, &range);
+    let mine_s = |v| part(v, &range);
+    let (p, full) = (&prepared, bases);
+    let (l1, a1, b1) = t.time("batch_add", || -> Result<_, BackendError> {
+        let _s = span!("batch_add");
+        Ok((
+            backend.batch_add(full.l, mine(&p.l.ones))?,
+            backend.batch_add(full.a, mine(&p.a.ones))?,
+            backend.batch_add(full.b, mine(&p.b.ones))?,
+        ))
+    })?;
+    let (l2, a2, b2) = t.time("tail_msm", || -> Result<_, BackendError> {
+        let _s = span!("tail_msm");
+        Ok((
+            backend.tail_msm(p.l.bases(full.l), mine_s(&p.l.tail_scalars))?,
+            backend.tail_msm(p.a.bases(full.a), mine_s(&p.a.tail_scalars))?,
+            backend.tail_msm(p.b.bases(full.b), mine_s(&p.b.tail_scalars))?,
+        ))
+    })?;
+    let sum = |x: Vec<G1Projective>, y: Vec<G1Projective>| -> Vec<G1Projective> {
+        if x.is_empty() {
+            y
+        } else {
+            x.into_iter().zip(y).map(|(p, q)| p + q).collect()
+        }
+    };
+    Ok(DevicePart {
+        h,
+        l: sum(l1, l2),
+        a: sum(a1, a2),
+        b: sum(b1, b2),
+        abc,
+        times: t.phases,
+    })
 }
 
 /// Proves one batch.
@@ -228,11 +333,20 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
     let (a_in_bases, a_aux_bases) = params.a.split_at(n_inputs.min(params.a.len()));
     let (b_in_bases, b_aux_bases) = params.b_g1.split_at(nb_inputs.min(params.b_g1.len()));
     let (b2_in_bases, b2_aux_bases) = params.b_g2.split_at(nb_inputs.min(params.b_g2.len()));
-    let backend = req.backend;
 
-    // prep thread ∥ compute thread, joined by a barrier as in C2.
+    // prep thread ∥ one thread per device, joined by a barrier as in C2.
+    let units: Vec<&dyn Backend> = (0..req.backend.unit_count().max(1))
+        .map(|i| req.backend.unit(i).unwrap_or(req.backend))
+        .collect();
+    let ranges = split_ranges(k, units.len());
     let (prepared, g2, dev, prep_times) = std::thread::scope(|s| -> Result<_, ProveError> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<Prepared>>(1);
+        let mut senders = Vec::with_capacity(ranges.len());
+        let mut receivers = Vec::with_capacity(ranges.len());
+        for _ in &ranges {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<Prepared>>(1);
+            senders.push(tx);
+            receivers.push(rx);
+        }
         let (inputs, aux, dens) = (&inputs, &aux, &dens);
         let prep_thread = spawn(s, "prep_msm".into(), move || {
             let _a = root.adopt();
@@ -251,67 +365,43 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
                     &auxs,
                 )
             }));
-            let _ = tx.send(prepared.clone());
+            for tx in senders {
+                let _ = tx.send(prepared.clone());
+            }
             let g2 = t.time("b_g2_msm", || {
                 let _s = span!("b_g2_msm");
                 b_g2(&prepared, b2_aux_bases)
             });
             (prepared, g2, t.phases)
         })?;
-        let dev_thread = spawn(
-            s,
-            backend.thread_name(),
-            move || -> Result<DevicePart, ProveError> {
+        // Each device takes a contiguous run of the circuits with its own a, b, c.
+        let mut rest = abc;
+        let domain = &domain;
+        let mut threads = Vec::with_capacity(ranges.len());
+        for ((range, rx), unit) in ranges.iter().cloned().zip(receivers).zip(&units) {
+            let tail = rest.split_off(range.len());
+            let mine = std::mem::replace(&mut rest, tail);
+            let bases = DeviceBases {
+                h: &params.h,
+                l: &params.l,
+                a: a_aux_bases,
+                b: b_aux_bases,
+            };
+            threads.push(spawn(s, unit.thread_name(), move || {
                 let _a = root.adopt();
-                let mut t = Timer::default();
-                let mut abc = abc;
-                let h = t.time("ntt_msm_h", || {
-                    let _s = span!("ntt_msm_h");
-                    backend.ntt_msm_h(&domain, &mut abc, &params.h)
-                })?;
-                let prepared = {
-                    let _s = span!("barrier_wait");
-                    rx.recv()
-                        .map_err(|_| ProveError::Thread("prep_msm ended without a result".into()))?
-                };
-                let (l1, a1, b1) = t.time("batch_add", || -> Result<_, BackendError> {
-                    let _s = span!("batch_add");
-                    Ok((
-                        backend.batch_add(&params.l, &prepared.l.ones)?,
-                        backend.batch_add(a_aux_bases, &prepared.a.ones)?,
-                        backend.batch_add(b_aux_bases, &prepared.b.ones)?,
-                    ))
-                })?;
-                let (l2, a2, b2) = t.time("tail_msm", || -> Result<_, BackendError> {
-                    let _s = span!("tail_msm");
-                    Ok((
-                        backend.tail_msm(prepared.l.bases(&params.l), &prepared.l.tail_scalars)?,
-                        backend
-                            .tail_msm(prepared.a.bases(a_aux_bases), &prepared.a.tail_scalars)?,
-                        backend
-                            .tail_msm(prepared.b.bases(b_aux_bases), &prepared.b.tail_scalars)?,
-                    ))
-                })?;
-                let sum = |x: Vec<G1Projective>, y: Vec<G1Projective>| -> Vec<G1Projective> {
-                    if x.is_empty() {
-                        y
-                    } else {
-                        x.into_iter().zip(y).map(|(p, q)| p + q).collect()
-                    }
-                };
-                Ok(DevicePart {
-                    h,
-                    l: sum(l1, l2),
-                    a: sum(a1, a2),
-                    b: sum(b1, b2),
-                    abc,
-                    times: t.phases,
-                })
-            },
-        )?;
-        let dev = join(dev_thread, "device")?;
+                device_part(*unit, domain, mine, range, &bases, rx)
+            })?);
+        }
+        let mut parts = Vec::with_capacity(threads.len());
+        for t in threads {
+            parts.push(join(t, "device"));
+        }
         let (prepared, g2, prep_times) = join(prep_thread, "prep_msm")?;
-        Ok((prepared, g2, dev?, prep_times))
+        let mut dev = DevicePart::default();
+        for p in parts {
+            dev.append(p??);
+        }
+        Ok((prepared, g2, dev, prep_times))
     })?;
     timer.phases.extend(prep_times);
     timer.phases.extend(dev.times.iter().copied());
