@@ -60,17 +60,78 @@ fn significant(s: &Scalar) -> bool {
     !(bool::from(s.is_zero()) || *s == Scalar::ONE)
 }
 
+/// One query's scalars for every circuit of the batch, read where they lie: element j of
+/// circuit c is `circuits[c][pos[j]]` (or `circuits[c][j]` without `pos`). Nothing is copied
+/// until the split knows what it needs: copying 48 circuits' assignments into fresh vectors
+/// (page faults on every page, then a free) cost most of `prep_msm` at 2^22.
+#[derive(Debug, Clone, Copy)]
+pub struct QueryView<'a> {
+    pub circuits: &'a [&'a [Scalar]],
+    /// Positions of the query's variables in each circuit's assignment (a density's set bits).
+    pub pos: Option<&'a [u32]>,
+}
+
+impl QueryView<'_> {
+    fn len(&self) -> usize {
+        match self.pos {
+            Some(p) => p.len(),
+            None => self.circuits.first().map_or(0, |c| c.len()),
+        }
+    }
+
+    fn get(&self, c: usize, j: usize) -> &Scalar {
+        match self.pos {
+            Some(p) => &self.circuits[c][p[j] as usize],
+            None => &self.circuits[c][j],
+        }
+    }
+
+    /// Circuit c's scalars for the query, as one vector.
+    fn gather(&self, c: usize, idx: impl Iterator<Item = usize>) -> Vec<Scalar> {
+        idx.map(|j| *self.get(c, j)).collect()
+    }
+}
+
+/// Indices of a density's set bits, shared by every circuit of the batch.
+pub fn positions(d: &Density) -> Vec<u32> {
+    (0..d.len() as u32).filter(|&i| d.get(i as usize)).collect()
+}
+
 /// Splits one query given every circuit's scalars for it.
 pub fn split_query(full_bases: &[G1Affine], scalars: Vec<Vec<Scalar>>) -> QuerySplit {
-    let len = scalars.first().map_or(0, Vec::len);
-    let sig: Vec<bool> = (0..len)
-        .into_par_iter()
-        .map(|i| scalars.iter().any(|s| significant(&s[i])))
-        .collect();
+    let refs: Vec<&[Scalar]> = scalars.iter().map(Vec::as_slice).collect();
+    split_view(
+        full_bases,
+        QueryView {
+            circuits: &refs,
+            pos: None,
+        },
+    )
+}
+
+/// Splits one query read in place (see [`QueryView`]).
+pub fn split_view(full_bases: &[G1Affine], view: QueryView<'_>) -> QuerySplit {
+    let len = view.len();
+    let k = view.circuits.len();
+    // By blocks of variables, each circuit's run read in order (48 interleaved streams, one
+    // per circuit, would defeat the prefetchers).
+    const BLOCK: usize = 4096;
+    let mut sig = vec![false; len];
+    sig.par_chunks_mut(BLOCK).enumerate().for_each(|(b, out)| {
+        let base = b * BLOCK;
+        for c in 0..k {
+            for (j, o) in out.iter_mut().enumerate() {
+                *o = *o || significant(view.get(c, base + j));
+            }
+        }
+    });
     let count = sig.iter().filter(|&&x| x).count();
     if count * 2 > len {
         return QuerySplit {
-            tail_scalars: scalars,
+            tail_scalars: (0..k)
+                .into_par_iter()
+                .map(|c| view.gather(c, 0..len))
+                .collect(),
             len,
             ..QuerySplit::default()
         };
@@ -80,15 +141,15 @@ pub fn split_query(full_bases: &[G1Affine], scalars: Vec<Vec<Scalar>>) -> QueryS
         .par_iter()
         .map(|&i| full_bases[i as usize])
         .collect();
-    let tail_scalars = scalars
-        .par_iter()
-        .map(|s| tail_index.iter().map(|&i| s[i as usize]).collect())
+    let tail_scalars = (0..k)
+        .into_par_iter()
+        .map(|c| view.gather(c, tail_index.iter().map(|&i| i as usize)))
         .collect();
-    let ones = scalars
-        .par_iter()
-        .map(|s| {
+    let ones = (0..k)
+        .into_par_iter()
+        .map(|c| {
             (0..len as u32)
-                .filter(|&i| !sig[i as usize] && s[i as usize] == Scalar::ONE)
+                .filter(|&i| !sig[i as usize] && *view.get(c, i as usize) == Scalar::ONE)
                 .collect()
         })
         .collect();
@@ -119,15 +180,13 @@ pub fn prepare(
     inputs: &[&[Scalar]],
     aux: &[&[Scalar]],
 ) -> Prepared {
-    let l = split_query(l_bases, aux.iter().map(|s| s.to_vec()).collect());
-    let a = split_query(
-        a_aux_bases,
-        aux.iter().map(|s| dens.a_aux.select(s)).collect(),
-    );
-    let b = split_query(
-        b_aux_bases,
-        aux.iter().map(|s| dens.b_aux.select(s)).collect(),
-    );
+    let (a_pos, b_pos) = (positions(&dens.a_aux), positions(&dens.b_aux));
+    let (circuits, pos) = (aux, None);
+    let l = split_view(l_bases, QueryView { circuits, pos });
+    let pos = Some(&a_pos[..]);
+    let a = split_view(a_aux_bases, QueryView { circuits, pos });
+    let pos = Some(&b_pos[..]);
+    let b = split_view(b_aux_bases, QueryView { circuits, pos });
     let b_g2_tail_bases = match &b.tail_index {
         Some(idx) => idx
             .par_iter()
