@@ -124,3 +124,54 @@ fn fail_on_gap_measures_the_worst_gap() {
     let w = r.worst_gap_pct();
     assert!(w > 0.0 && w < 1.0, "{w}");
 }
+
+/// The ghost at scale, recorded on the H200: 48 SHA-256 circuits of 2^22 constraints, 26.8 GB
+/// of proving vectors. Sync: after the last phase, 1.6 s on `main` inside free, the whole
+/// tail of the outer span; async: the same bytes on `dealloc`, after the proof, and no tail.
+#[test]
+fn h200_ghost_recordings_tell_the_story_at_scale() {
+    const GB: u64 = 1_000_000_000;
+    for (name, sync) in [
+        ("h200-ghost-sync.psrec", true),
+        ("h200-ghost-async.psrec", false),
+    ] {
+        let app = common::replayed(name);
+        let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+        let s = &r.sessions[0];
+        assert_eq!(s.proofs.len(), 1, "{name}");
+        let p = &s.proofs[0];
+        assert_eq!((p.circuits, p.backend.as_str()), (48, "gpu"), "{name}");
+        let tail = p
+            .gaps
+            .iter()
+            .find(|g| g.span == "prove" && g.place == Place::AfterLast)
+            .expect("the tail is listed");
+        let rel = &p.releases;
+        if sync {
+            assert!(rel.in_outer_outside_phases.bytes > 25 * GB, "{rel:?}");
+            assert_eq!(
+                rel.in_outer_outside_phases.threads,
+                vec![("main".to_string(), rel.in_outer_outside_phases.count)]
+            );
+            assert!(tail.duration_ns > 1_000_000_000, "{tail:?}");
+            // The frees explain the tail: time inside free ≥ 95 % of the gap.
+            let inside = tail.diagnosis.releases.inside_ns;
+            assert!(inside * 100 >= tail.duration_ns * 95, "{tail:?}");
+            assert!(
+                tail.diagnosis
+                    .sentence
+                    .contains("synchronous release of large buffers"),
+                "{}",
+                tail.diagnosis.sentence
+            );
+            // The largest gap of the proof by far.
+            assert!(p.gaps.iter().all(|g| g.duration_ns <= tail.duration_ns));
+        } else {
+            assert_eq!(rel.in_outer_outside_phases.count, 0, "{rel:?}");
+            assert!(rel.after_outer.bytes > 25 * GB, "{rel:?}");
+            assert!(rel.after_outer.threads.iter().all(|(t, _)| t == "dealloc"));
+            assert!(tail.duration_ns < 1_000_000, "{tail:?}");
+            assert!(!p.gaps.iter().any(|g| g.flagged), "{:?}", p.gaps);
+        }
+    }
+}
