@@ -11,7 +11,10 @@ use rand::SeedableRng;
 use rayon::prelude::*;
 
 fn env(name: &str, default: u32) -> u32 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn bench(c: &mut Criterion) {
