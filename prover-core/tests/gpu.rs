@@ -1,24 +1,14 @@
 //! The GPU backend. The fallback test runs everywhere; the device tests run only where
 //! `PROOFSCOPE_GPU_TESTS=1` (they need an NVIDIA GPU, driver and NVRTC).
+mod gpu_env;
 use blstrs::Scalar;
 use ff::Field;
+use gpu_env::{cache, gpu_tests, max_log};
 use prover_core::cli::BackendChoice;
 use prover_core::gpu::{GpuBackend, NttOp};
 use prover_core::groth16::backend::{Abc, compute_h_cpu};
 use prover_core::groth16::ntt::Domain;
 use rand::SeedableRng;
-
-fn gpu_tests() -> bool {
-    std::env::var("PROOFSCOPE_GPU_TESTS").is_ok_and(|v| v == "1")
-}
-
-fn cache() -> std::path::PathBuf {
-    std::env::var_os("PROOFSCOPE_CACHE")
-        .map(Into::into)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache")
-        })
-}
 
 /// Without a GPU, `auto` proves on the CPU and says why, in the log line and in `Hello`.
 #[test]
@@ -67,13 +57,6 @@ fn random(n: usize, seed: u64) -> Vec<Scalar> {
     (0..n).map(|_| Scalar::random(&mut rng)).collect()
 }
 
-fn max_log() -> u32 {
-    std::env::var("PROOFSCOPE_GPU_MAX_LOG")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(24)
-}
-
 #[test]
 fn gpu_transforms_equal_the_cpu_at_every_size() {
     if !gpu_tests() {
@@ -81,7 +64,7 @@ fn gpu_transforms_equal_the_cpu_at_every_size() {
         return;
     }
     let gpu = GpuBackend::new(0, &cache()).unwrap();
-    for log in 1..=max_log() {
+    for log in 1..=max_log(24) {
         let d = Domain::new(log).unwrap();
         let input = random(d.n, log as u64);
         for op in [
@@ -113,7 +96,7 @@ fn gpu_h_computation_equals_the_cpu() {
         return;
     }
     let gpu = GpuBackend::new(0, &cache()).unwrap();
-    for log in [10u32, 12, 16, 20, max_log()] {
+    for log in [10u32, 12, 16, 20, max_log(24)] {
         let d = Domain::new(log).unwrap();
         // A shorter input than the domain, as from synthesis.
         let len = d.n - 3;

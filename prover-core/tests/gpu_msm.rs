@@ -1,31 +1,14 @@
 //! The device MSM against blst's multi-exponentiation. Runs only where PROOFSCOPE_GPU_TESTS=1
 //! (an NVIDIA GPU with driver and NVRTC); the same algorithm runs everywhere through the
 //! host build of the kernel headers (crate `cuda-check`).
+mod gpu_env;
 use blstrs::{G1Affine, G1Projective, Scalar};
 use ff::Field;
+use gpu_env::{cache, gpu_tests, max_log};
 use group::Group;
 use prover_core::gpu::msm_bench::{distinct_points, random_scalars};
 use prover_core::gpu::{GpuBackend, MsmBases, MsmPlan, MsmScalars};
 use prover_core::groth16::msm::g1_msm;
-
-fn gpu_tests() -> bool {
-    std::env::var("PROOFSCOPE_GPU_TESTS").is_ok_and(|v| v == "1")
-}
-
-fn cache() -> std::path::PathBuf {
-    std::env::var_os("PROOFSCOPE_CACHE")
-        .map(Into::into)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache")
-        })
-}
-
-fn max_log() -> u32 {
-    std::env::var("PROOFSCOPE_GPU_MAX_LOG")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20)
-}
 
 #[test]
 fn gpu_msm_equals_blst_at_every_size() {
@@ -35,7 +18,7 @@ fn gpu_msm_equals_blst_at_every_size() {
     }
     let gpu = GpuBackend::new(0, &cache()).unwrap();
     let d = &gpu.device;
-    for log in (10..=max_log()).step_by(2) {
+    for log in (10..=max_log(20)).step_by(2) {
         let n = 1usize << log;
         let bases = distinct_points(n, log as u64);
         let scalars = random_scalars(n, 77 + log as u64);
