@@ -495,8 +495,9 @@ fn b_g2(prepared: &Prepared, aux_bases: &[blstrs::G2Affine]) -> Vec<G2Projective
             };
             let mut acc = msm::g2_msm(bases, tail);
             if let Some(ones) = split.ones.get(c) {
+                // Millions of scattered 192-byte reads per circuit: gathered in parallel.
                 let picked: Vec<blstrs::G2Affine> =
-                    ones.iter().map(|&i| aux_bases[i as usize]).collect();
+                    ones.par_iter().map(|&i| aux_bases[i as usize]).collect();
                 acc += msm::g2_sum(&picked);
             }
             acc
