@@ -86,6 +86,45 @@ pub struct PhaseReport {
     pub thread: String,
     pub start_offset_ns: u64,
     pub duration_ns: u64,
+    /// `None` when no memory sample fell inside the phase.
+    pub memory: Option<PhaseMemory>,
+}
+
+/// Memory over one phase, from the allocator and NVML samples taken during it (every 10 ms
+/// and 100 ms by default, so a phase shorter than that may have none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PhaseMemory {
+    /// Heap bytes live (counting allocator) at the last sample before the phase began.
+    pub live_before: Option<u64>,
+    /// The most heap bytes live at any sample during the phase or the one just before it.
+    pub live_max: u64,
+    /// Heap bytes live at the last sample during the phase.
+    pub live_end: u64,
+    /// The largest resident set seen during the phase (0: unknown).
+    pub rss_max: u64,
+    /// The most device memory used on any GPU during the phase.
+    pub gpu_used_max: Option<u64>,
+}
+
+/// What the samples say about memory in [start, end).
+pub fn phase_memory(s: &Session, start: u64, end: u64) -> Option<PhaseMemory> {
+    let during = s.alloc.range(start, end.max(start + 1));
+    let last = during.last()?;
+    let gpu_used_max = s
+        .gpu
+        .values()
+        .flat_map(|g| g.range(start, end.max(start + 1)))
+        .filter_map(|g| g.mem_used_bytes)
+        .max();
+    let live_before = s.alloc.at(start.saturating_sub(1)).map(|a| a.live_bytes);
+    let live_max = during.iter().map(|a| a.live_bytes).max().unwrap_or(0);
+    Some(PhaseMemory {
+        live_before,
+        live_max: live_max.max(live_before.unwrap_or(0)),
+        live_end: last.live_bytes,
+        rss_max: during.iter().map(|a| a.rss_bytes).max().unwrap_or(0),
+        gpu_used_max,
+    })
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -185,6 +224,7 @@ fn proof_report(
             thread: s.thread_name(c.thread).to_owned(),
             start_offset_ns: c.start.saturating_sub(a),
             duration_ns: c.end_or(s.now) - c.start,
+            memory: phase_memory(s, c.start, c.end_or(s.now)),
         })
         .collect();
     phases.sort_by_key(|x| (x.start_offset_ns, x.name.clone()));

@@ -111,14 +111,15 @@ pub fn text(r: &Report) -> String {
                 p.unaccounted_ns as f64 / p.duration_ns.max(1) as f64 * 100.0
             );
             for ph in &p.phases {
-                let _ = writeln!(
-                    o,
-                    "    {:<14} +{:<10} {:>10}  {}",
+                let line = format!(
+                    "    {:<14} +{:<10} {:>10}  {:<12}{}",
                     ph.name,
                     dur(ph.start_offset_ns),
                     dur(ph.duration_ns),
-                    ph.thread
+                    ph.thread,
+                    ph.memory.map(phase_memory).unwrap_or_default()
                 );
+                let _ = writeln!(o, "{}", line.trim_end());
             }
             for g in &p.gaps {
                 let _ = writeln!(
@@ -239,4 +240,17 @@ pub fn text(r: &Report) -> String {
         probe_protocol::RECORDING_VERSION
     );
     o
+}
+
+/// "heap 1.2 GB → peak 3.4 GB → 2.1 GB, GPU 2.4 GB": live before, the phase's peak, at its end.
+fn phase_memory(m: crate::report::PhaseMemory) -> String {
+    let mut out = String::from("  heap ");
+    if let Some(b) = m.live_before {
+        out += &format!("{} → ", bytes(b));
+    }
+    out += &format!("peak {} → {}", bytes(m.live_max), bytes(m.live_end));
+    if let Some(g) = m.gpu_used_max {
+        out += &format!(", GPU {}", bytes(g));
+    }
+    out
 }
