@@ -146,6 +146,15 @@ fn h200_ghost_recordings_tell_the_story_at_scale() {
             .iter()
             .find(|g| g.span == "prove" && g.place == Place::AfterLast)
             .expect("the tail is listed");
+        // Memory per phase: synthesis builds the 26.8 GB of vectors; the GPU holds the SRS.
+        let synth = p.phases.iter().find(|ph| ph.name == "synthesis").unwrap();
+        let m = synth.memory.expect("samples during synthesis");
+        assert!(
+            m.live_max > 25 * GB && m.live_before.unwrap() < 2 * GB,
+            "{m:?}"
+        );
+        let h = p.phases.iter().find(|ph| ph.name == "ntt_msm_h").unwrap();
+        assert!(h.memory.unwrap().gpu_used_max.unwrap() > GB, "{h:?}");
         let rel = &p.releases;
         if sync {
             assert!(rel.in_outer_outside_phases.bytes > 25 * GB, "{rel:?}");
