@@ -4,7 +4,9 @@
 # against the CPU and blst), the ghost at scale (a large SHA-256 batch recorded with
 # --dealloc sync and async, and their reports), the MSM benchmark beside blst, and a batch of
 # 2^22-constraint SHA-256 circuits on the GPU and on the CPU backend. Each step has its own
-# time limit so a slow one cannot starve the rest. Results under $OUT.
+# time limit so a slow one cannot starve the rest. Results under $OUT, in 5 files (the device
+# tool brings back at most 8): run.txt (everything printed), the two recordings and their
+# reports.
 set -uo pipefail
 B=.gpu
 OUT=${OUT:-/tmp/out}
@@ -17,31 +19,32 @@ GHOST_LOG=${GHOST_LOG:-22}
 GHOST_K=${GHOST_K:-48}
 BATCH_LOG=${BATCH_LOG:-22}
 BATCH_K=${BATCH_K:-4}
-{ nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; free -g; } 2>&1 | tee "$OUT/host.txt"
+LOG="$OUT/run.txt"
+exec > >(tee -a "$LOG") 2>&1
+{ nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; free -g; } 2>&1
 TIME=""; [ -x /usr/bin/time ] && TIME="/usr/bin/time -v"
 stamp() { echo "== $* ($(date +%T))"; }
 
 stamp "gpu tests"
-PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 120 $B/gpu-tests --test-threads 1 --nocapture 2>&1 | tee "$OUT/gpu-tests.txt" | grep -E "^test |panicked|result"
-PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 60 $B/gpu-msm-tests --test-threads 1 --nocapture 2>&1 | tee "$OUT/gpu-msm-tests.txt" | grep -E "^test |panicked|result"
+PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 120 $B/gpu-tests --test-threads 1 --nocapture 2>&1
+PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 60 $B/gpu-msm-tests --test-threads 1 --nocapture 2>&1
 
 for mode in sync async; do
     stamp "ghost at scale: $GHOST_K x sha256 2^$GHOST_LOG, --dealloc $mode"
     rec="$OUT/h200-ghost-$mode.psrec"
     PROOFSCOPE_SOCKET=none $TIME timeout 90 $B/prover serve --backend gpu --circuit sha256 \
         --log-size "$GHOST_LOG" --circuits "$GHOST_K" --proofs 1 --srs synthetic --verify off \
-        --dealloc "$mode" --record "$rec" > "$OUT/ghost-$mode.log" 2>&1
-    grep -E "proof 1|stopping|Maximum resident|Elapsed" "$OUT/ghost-$mode.log"
+        --dealloc "$mode" --record "$rec" 2>&1 | grep -E "proof 1|stopping|error|Maximum resident|Elapsed"
     timeout 60 $B/proofscope replay "$rec" --headless > "$OUT/h200-ghost-$mode-report.txt" 2>&1
     sed -n '/-- proofs --/,/-- memory releases --/p' "$OUT/h200-ghost-$mode-report.txt"
 done
 
 stamp "msm bench"
-timeout 120 $B/prover gpu-bench --msm-only ${MSM_BENCH_ARGS:---msm 20,22,24 --cpu-reps 1} 2>&1 | tee "$OUT/gpu-msm-bench.txt"
+timeout 120 $B/prover gpu-bench --msm-only ${MSM_BENCH_ARGS:---msm 20,22,24 --cpu-reps 1} 2>&1
 
 for be in gpu cpu; do
     stamp "batch: $BATCH_K x sha256 2^$BATCH_LOG, --backend $be"
     PROOFSCOPE_SOCKET=none timeout 80 $B/prover prove --backend "$be" --circuit sha256 \
-        --log-size "$BATCH_LOG" --circuits "$BATCH_K" --srs synthetic --verify off 2>&1 | tee "$OUT/batch-$be.txt"
+        --log-size "$BATCH_LOG" --circuits "$BATCH_K" --srs synthetic --verify off 2>&1
 done
 stamp done
