@@ -6,7 +6,8 @@
 # 2^22-constraint SHA-256 circuits on the GPU and on the CPU backend. Each step has its own
 # time limit so a slow one cannot starve the rest. Results under $OUT, in 5 files (the device
 # tool brings back at most 8): run.txt (everything printed), the two recordings and their
-# reports.
+# reports; on a host with two or more GPUs also a recording of a batch split across them and
+# its report (7 files).
 set -uo pipefail
 B=.gpu
 OUT=${OUT:-/tmp/out}
@@ -38,6 +39,16 @@ for mode in sync async; do
     timeout 60 $B/proofscope replay "$rec" --headless > "$OUT/h200-ghost-$mode-report.txt" 2>&1
     sed -n '/-- proofs --/,/-- memory releases --/p' "$OUT/h200-ghost-$mode-report.txt"
 done
+
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "$NGPU" -ge 2 ]; then
+    stamp "multi-GPU: 4 x sha256 2^20 split across $NGPU GPUs"
+    rec="$OUT/h200-multi-gpu.psrec"
+    PROOFSCOPE_SOCKET=none timeout 90 $B/prover serve --backend gpu --circuit sha256 --log-size 20 \
+        --circuits 4 --proofs 2 --srs synthetic --verify off --record "$rec" 2>&1 | tail -4
+    timeout 60 $B/proofscope replay "$rec" --headless > "$OUT/h200-multi-gpu-report.txt" 2>&1
+    sed -n '/-- proofs --/,/-- memory releases --/p;/-- GPU --/,/-- dropped/p' "$OUT/h200-multi-gpu-report.txt"
+fi
 
 stamp "msm bench"
 timeout 120 $B/prover gpu-bench --msm-only ${MSM_BENCH_ARGS:---msm 20,22,24 --cpu-reps 1} 2>&1

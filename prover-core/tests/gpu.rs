@@ -6,7 +6,7 @@ use ff::Field;
 use gpu_env::{cache, gpu_tests, max_log};
 use prover_core::cli::BackendChoice;
 use prover_core::gpu::{GpuBackend, NttOp};
-use prover_core::groth16::backend::{Abc, compute_h_cpu};
+use prover_core::groth16::backend::{Abc, Backend, compute_h_cpu};
 use prover_core::groth16::ntt::Domain;
 use rand::SeedableRng;
 
@@ -133,23 +133,33 @@ fn gpu_proofs_verify() {
     use prover_core::groth16::params::{self, SrsMode};
     use prover_core::groth16::pipeline::{BatchRequest, VerifyMode, prove_batch};
     let gpu = GpuBackend::new(0, &cache()).unwrap();
+    // Every visible GPU, as `--backend gpu` opens them: with two or more, the batch is split.
+    let (all, what) = prover_core::gpu::detect().unwrap();
+    eprintln!("{what}: {} device(s)", all.unit_count());
+    let mut backends: Vec<&dyn Backend> = vec![&gpu];
+    if all.unit_count() > 1 {
+        backends.push(all.as_ref());
+    }
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
-    for (kind, log) in [(CircuitKind::Squaring, 12), (CircuitKind::Sha256, 15)] {
-        let size = kind.size_for(log).unwrap();
-        let ps = params::obtain(size, SrsMode::Real, &cache()).unwrap();
-        let circuits = (0..2).map(|_| size.random(&mut rng)).collect();
-        let out = prove_batch(BatchRequest {
-            params: &ps,
-            backend: &gpu,
-            circuits,
-            dealloc: DeallocMode::Async,
-            verify: VerifyMode::Every,
-        })
-        .unwrap();
-        assert_eq!(
-            out.verification,
-            prover_core::probe::Verification::Valid,
-            "{kind:?}"
-        );
+    for backend in backends {
+        for (kind, log) in [(CircuitKind::Squaring, 12), (CircuitKind::Sha256, 15)] {
+            let size = kind.size_for(log).unwrap();
+            let ps = params::obtain(size, SrsMode::Real, &cache()).unwrap();
+            let circuits = (0..3).map(|_| size.random(&mut rng)).collect();
+            let out = prove_batch(BatchRequest {
+                params: &ps,
+                backend,
+                circuits,
+                dealloc: DeallocMode::Async,
+                verify: VerifyMode::Every,
+            })
+            .unwrap();
+            assert_eq!(
+                out.verification,
+                prover_core::probe::Verification::Valid,
+                "{kind:?} on {} device(s)",
+                backend.unit_count()
+            );
+        }
     }
 }
