@@ -301,7 +301,7 @@ impl Backend for GpuBackend {
     }
 
     fn thread_name(&self) -> String {
-        format!("gpu-{}", self.device.index)
+        format!("gpu-{}", self.device.nvml_index)
     }
 
     fn ntt_msm_h(
@@ -318,7 +318,7 @@ impl Backend for GpuBackend {
                 let _s = span!("h_gpu");
                 self.h_one(domain, v, crate::probe::enabled(), Some(&bases))?
             };
-            report(self.device.index as u32, &ops, parent);
+            report(self.device.nvml_index, &ops, parent);
             out.push(p.unwrap_or_else(G1Projective::identity));
         }
         Ok(out)
@@ -337,7 +337,7 @@ impl Backend for GpuBackend {
         let mut out = Vec::with_capacity(ones.len());
         for idx in ones {
             let (p, ops) = self.device.g1_sum_indices(&d, idx)?;
-            report(self.device.index as u32, &ops, parent);
+            report(self.device.nvml_index, &ops, parent);
             out.push(p);
         }
         Ok(out)
@@ -368,7 +368,7 @@ impl Backend for GpuBackend {
                 MsmPlan::for_len(n),
                 crate::probe::enabled(),
             )?;
-            report(self.device.index as u32, &ops, parent);
+            report(self.device.nvml_index, &ops, parent);
             out.push(p);
         }
         Ok(out)

@@ -51,7 +51,11 @@ pub struct SizeTables {
 
 #[derive(Debug)]
 pub struct Device {
+    /// CUDA ordinal (after `CUDA_VISIBLE_DEVICES`).
     pub index: usize,
+    /// The same GPU's NVML index, which GPU spans carry so that they and the NVML samples name
+    /// one device (see `nvml_index`).
+    pub nvml_index: u32,
     pub name: String,
     pub ctx: Arc<CudaContext>,
     pub compute: Arc<CudaStream>,
@@ -99,6 +103,7 @@ impl Device {
             .map_err(GpuError::driver)?;
         Ok(Device {
             index,
+            nvml_index: nvml_index(&ctx, index),
             name,
             ctx,
             compute,
@@ -381,6 +386,27 @@ impl Device {
         .map_err(GpuError::driver)?;
         Ok(())
     }
+}
+
+/// NVML numbers GPUs in PCI order and ignores `CUDA_VISIBLE_DEVICES`; CUDA numbers the visible
+/// ones, fastest first unless `CUDA_DEVICE_ORDER=PCI_BUS_ID`. On a multi-GPU host the two can
+/// differ, so the device is matched by its PCI address. Falls back to the CUDA ordinal when
+/// the driver or NVML cannot say (then they agree on every single-GPU host).
+fn nvml_index(ctx: &CudaContext, ordinal: usize) -> u32 {
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let attr = |a| ctx.attribute(a).ok();
+    let (Some(domain), Some(bus), Some(dev)) = (
+        attr(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+        attr(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+        attr(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID),
+    ) else {
+        return ordinal as u32;
+    };
+    let bus_id = format!("{domain:08X}:{bus:02X}:{dev:02X}.0");
+    nvml_wrapper::Nvml::init()
+        .ok()
+        .and_then(|n| n.device_by_pci_bus_id(bus_id.as_str()).ok()?.index().ok())
+        .unwrap_or(ordinal as u32)
 }
 
 #[cfg(test)]
