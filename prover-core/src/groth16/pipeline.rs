@@ -288,6 +288,7 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
 
     // synthesis: one rayon task per circuit.
     let public_inputs: Vec<Vec<Scalar>> = req.circuits.iter().map(|(_, i)| i.clone()).collect();
+    let domain_len = ps.shape.constraints.next_power_of_two();
     let assignments = timer.time("synthesis", || {
         let _s = span!("synthesis");
         let parent = SpanHandle::current();
@@ -296,7 +297,7 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
             .map(|(c, _)| {
                 let _a = parent.adopt();
                 let _s = span!("synthesize_circuit");
-                ProvingAssignment::synthesize(c)
+                ProvingAssignment::synthesize_sized(c, &ps.shape, domain_len)
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| ProveError::Synthesis(e.to_string()))

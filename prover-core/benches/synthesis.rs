@@ -1,0 +1,33 @@
+//! Synthesis of one SHA-256 circuit into a `ProvingAssignment`, with vectors grown as the
+//! circuit asks and with capacities taken from the circuit's shape. `SYNTH_LOG` sets the size
+//! (default 2^18).
+use criterion::{Criterion, criterion_group, criterion_main};
+use prover_core::groth16::assignment::{ProvingAssignment, Shape};
+use prover_core::groth16::circuits::CircuitKind;
+use rand::SeedableRng;
+
+fn bench(c: &mut Criterion) {
+    let log = std::env::var("SYNTH_LOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(18);
+    let size = CircuitKind::Sha256.size_for(log).expect("a SHA-256 size");
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+    let circuit = size.random(&mut rng).0;
+    let shape = Shape::of(size.blank()).expect("shape");
+    let mut g = c.benchmark_group(format!("synthesis sha256 2^{log}"));
+    g.sample_size(10);
+    g.bench_function("grown", |b| {
+        b.iter(|| ProvingAssignment::synthesize(circuit.clone()).expect("synthesis"))
+    });
+    g.bench_function("sized from the shape", |b| {
+        b.iter(|| {
+            ProvingAssignment::synthesize_sized(circuit.clone(), &shape, 1 << log)
+                .expect("synthesis")
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
