@@ -63,6 +63,18 @@ fn label(buf: &mut Buffer, area: Rect, y: u16, text: &str, style: Style) {
     buf.set_string(area.x, y, t, style);
 }
 
+/// "ntt_msm_h:1" for `ntt_msm_h` on thread `gpu-1` (the thread's number, else its name),
+/// the phase name shortened so the suffix fits the label column.
+fn phase_on_thread(name: &str, thread: &str) -> String {
+    let suffix = match thread.rsplit_once('-') {
+        Some((_, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => n,
+        _ => thread,
+    };
+    let room = (LABEL as usize - 1).saturating_sub(suffix.chars().count() + 1);
+    let short: String = name.chars().take(room).collect();
+    format!("{short}:{suffix}")
+}
+
 /// A row to draw: its label, the intervals on it, its style, whether it is a sub-row.
 struct Row {
     label: String,
@@ -73,13 +85,21 @@ struct Row {
 
 fn rows(s: &Session, p: &Proof, outer: &Span) -> Vec<Row> {
     let mut phases: Vec<&Span> = p.children(outer.id).collect();
-    phases.sort_by_key(|sp| (phase_order(s.name(sp.name)), sp.start));
+    phases.sort_by_key(|sp| (phase_order(s.name(sp.name)), sp.start, sp.thread));
     let mut out = Vec::new();
     for (i, ph) in phases.iter().enumerate() {
         let name = s.name(ph.name);
         let color = PHASE_COLORS[i % PHASE_COLORS.len()];
+        // A phase that several threads run (one per GPU) is told apart by its thread.
+        let shared = phases
+            .iter()
+            .any(|o| o.name == ph.name && o.thread != ph.thread);
         out.push(Row {
-            label: name.to_owned(),
+            label: if shared {
+                phase_on_thread(name, s.thread_name(ph.thread))
+            } else {
+                name.to_owned()
+            },
             spans: vec![(ph.start, ph.end_or(s.now))],
             style: Style::default().fg(color),
             sub: false,

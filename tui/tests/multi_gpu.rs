@@ -1,0 +1,170 @@
+//! A batch split across two GPUs, as the prover streams it (one `gpu-i` thread per device,
+//! GPU spans tagged with the device, NVML samples of both): the timeline tells the two
+//! devices' phases apart and draws each device's streams under its own phase, the GPU panel
+//! shows both devices, the report lists both threads' phases. Built from synthetic events:
+//! no two-GPU host was available to record one.
+mod common;
+
+use probe_protocol::*;
+use proofscope::app::App;
+use proofscope::view::{Screen, Tab};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+const MS: u64 = 1_000_000;
+
+fn events() -> Vec<Event> {
+    let mut ev = vec![Event::Hello(Box::new(Hello {
+        protocol_major: 1,
+        backend: "gpu".into(),
+        gpus: (0..2)
+            .map(|i| GpuInfo {
+                index: i,
+                name: "NVIDIA H200".into(),
+                memory_total_bytes: 150 << 30,
+                ..GpuInfo::default()
+            })
+            .collect(),
+        cpu_count: 32,
+        ..Hello::default()
+    }))];
+    for (id, name) in [(1, "prove"), (2, "ntt_msm_h"), (3, "msm_buckets_affine")] {
+        ev.push(Event::NameDef {
+            id,
+            name: name.into(),
+        });
+    }
+    for (id, name) in [(1, "main"), (2, "gpu-0"), (3, "gpu-1")] {
+        ev.push(Event::ThreadDef {
+            id,
+            name: name.into(),
+            os_tid: 100 + id as u64,
+        });
+    }
+    ev.push(Event::ProofBegin(Box::new(ProofBegin {
+        ts: 0,
+        proof: 1,
+        span: 10,
+        circuit: "sha256".into(),
+        constraints: 1 << 22,
+        circuits: 4,
+        backend: "gpu".into(),
+        synthetic_srs: true,
+    })));
+    let begin = |ts, span, parent, thread| {
+        Event::SpanBegin(SpanBegin {
+            ts,
+            span,
+            parent,
+            proof: Some(1),
+            name: if span == 10 { 1 } else { 2 },
+            thread,
+        })
+    };
+    ev.push(begin(0, 10, None, 1));
+    // gpu-0 takes circuits 0..2, gpu-1 circuits 2..4; each device's MSM under its own phase.
+    ev.push(begin(5 * MS, 11, Some(10), 2));
+    ev.push(begin(6 * MS, 12, Some(10), 3));
+    for (device, span, start) in [(0, 11, 10 * MS), (1, 12, 12 * MS)] {
+        ev.push(Event::GpuSpan(GpuSpan {
+            start,
+            end: start + 60 * MS,
+            device,
+            stream: 0,
+            name: 3,
+            span: Some(span),
+        }));
+    }
+    for i in 0..10u64 {
+        for device in 0..2 {
+            ev.push(Event::GpuSample(Box::new(GpuSample {
+                ts: i * 10 * MS,
+                device,
+                util_pct: Some(80 + device as u8),
+                mem_used_bytes: Some((2 + device as u64) << 30),
+                mem_total_bytes: Some(150 << 30),
+                ..GpuSample::default()
+            })));
+        }
+    }
+    ev.push(Event::SpanEnd(SpanEnd {
+        ts: 80 * MS,
+        span: 11,
+    }));
+    ev.push(Event::SpanEnd(SpanEnd {
+        ts: 85 * MS,
+        span: 12,
+    }));
+    ev.push(Event::SpanEnd(SpanEnd {
+        ts: 90 * MS,
+        span: 10,
+    }));
+    ev.push(Event::ProofEnd(Box::new(ProofEnd {
+        ts: 90 * MS,
+        proof: 1,
+        ok: true,
+        verification: Verification::Unverifiable,
+        error: None,
+    })));
+    ev
+}
+
+fn app() -> App {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two-gpus.psrec");
+    let mut w = RecordingWriter::new(std::fs::File::create(&path).unwrap()).unwrap();
+    w.write_frame(&encode_frame(0, &events()).unwrap()).unwrap();
+    w.flush().unwrap();
+    drop(w);
+    let mut app = App::replay(path, &common::opts()).unwrap();
+    if let Some(r) = app.replay.as_mut() {
+        r.set_speed(proofscope::source::replay::Speed::Max);
+    }
+    app.pump(std::time::Duration::ZERO);
+    app
+}
+
+fn render(app: &App, tab: Tab) -> String {
+    let mut app_view = app.view.clone();
+    app_view.tab = tab;
+    let mut t = Terminal::new(TestBackend::new(120, 30)).unwrap();
+    t.draw(|f| {
+        let s = Screen {
+            model: &app.model,
+            state: &app_view,
+        };
+        f.render_widget(&s, f.area());
+    })
+    .unwrap();
+    format!("{}", t.backend())
+}
+
+#[test]
+fn two_gpus_appear_in_the_timeline_the_gpu_panel_and_the_report() {
+    let app = app();
+    let timeline = render(&app, Tab::Timeline);
+    let lines: Vec<&str> = timeline.lines().collect();
+    let row = |label: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(label))
+            .unwrap_or_else(|| panic!("no row {label:?} in\n{timeline}"))
+    };
+    // Each device's phase, and its GPU stream right under it.
+    assert_eq!(row("└gpu0.s0"), row("ntt_msm_h:0") + 1, "{timeline}");
+    assert_eq!(row("└gpu1.s0"), row("ntt_msm_h:1") + 1, "{timeline}");
+
+    let gpu = render(&app, Tab::Gpu);
+    assert!(gpu.contains("gpu0: util 80%"), "{gpu}");
+    assert!(gpu.contains("gpu1: util 81%"), "{gpu}");
+
+    let r = proofscope::report::build(&app.model, &app.view.rule, &app.source, vec![]);
+    let threads: Vec<&str> = r.sessions[0].proofs[0]
+        .phases
+        .iter()
+        .filter(|p| p.name == "ntt_msm_h")
+        .map(|p| p.thread.as_str())
+        .collect();
+    assert_eq!(threads, ["gpu-0", "gpu-1"]);
+    assert_eq!(r.sessions[0].gpus.len(), 2);
+}
