@@ -33,10 +33,14 @@ pub fn phase_table(out: &BatchOutput) -> String {
         "{:<14} {:>10} {:>8}\n",
         "phase", "seconds", "of prove"
     ));
+    let devices = match out.device_threads.as_slice() {
+        [one] => format!("  ({one} thread)"),
+        many => format!("  (threads {}: the slowest)", many.join(", ")),
+    };
     for (name, d) in &out.phases {
         let note = match *name {
             "prep_msm" | "b_g2_msm" => "  (prep thread, beside ntt_msm_h)",
-            "ntt_msm_h" | "batch_add" | "tail_msm" => "  (compute thread)",
+            "ntt_msm_h" | "batch_add" | "tail_msm" => devices.as_str(),
             _ => "",
         };
         s.push_str(&format!(

@@ -89,6 +89,8 @@ pub struct BatchOutput {
     pub proof_id: u64,
     /// Bytes of proving vectors released at the end of the proof.
     pub released_bytes: u64,
+    /// The threads that ran the device phases, one per device used (`compute-0`, `gpu-0`, …).
+    pub device_threads: Vec<String>,
 }
 
 /// Everything a proof allocates that lives until the end of the call (C2 frees the same set
@@ -340,6 +342,11 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
         .map(|i| req.backend.unit(i).unwrap_or(req.backend))
         .collect();
     let ranges = split_ranges(k, units.len());
+    let device_threads: Vec<String> = units
+        .iter()
+        .take(ranges.len())
+        .map(|u| u.thread_name())
+        .collect();
     let (prepared, g2, dev, prep_times) = std::thread::scope(|s| -> Result<_, ProveError> {
         let mut senders = Vec::with_capacity(ranges.len());
         let mut receivers = Vec::with_capacity(ranges.len());
@@ -478,6 +485,7 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
         verify_time,
         proof_id,
         released_bytes,
+        device_threads,
     })
 }
 
