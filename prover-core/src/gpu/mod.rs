@@ -88,16 +88,33 @@ pub fn detect() -> Result<(Box<dyn Backend>, String), String> {
     preflight()?;
     let n = cudarc::driver::CudaContext::device_count().map_err(|e| format!("CUDA driver: {e}"))?;
     let cache = crate::groth16::params::default_cache_dir();
+    // A GPU that cannot start (out of memory, another process's exclusive mode) is left
+    // out and named; the others still prove.
     let mut gpus = Vec::new();
+    let mut skipped = Vec::new();
     for i in 0..n.max(0) as usize {
-        gpus.push(GpuBackend::new(i, &cache).map_err(|e| format!("GPU {i}: {e}"))?);
+        match GpuBackend::new(i, &cache) {
+            Ok(g) => gpus.push(g),
+            Err(e) => skipped.push(format!("GPU {i}: {e}")),
+        }
     }
+    let unusable = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!(" (left out: {})", skipped.join("; "))
+    };
     if gpus.len() == 1 {
         let b = gpus.remove(0);
-        let what = b.describe();
+        let what = b.describe() + &unusable;
         return Ok((Box::new(b), what));
     }
-    let set = GpuSet::new(gpus).ok_or("the CUDA driver reports no GPU")?;
-    let what = set.describe();
+    let Some(set) = GpuSet::new(gpus) else {
+        return Err(if skipped.is_empty() {
+            "the CUDA driver reports no GPU".into()
+        } else {
+            skipped.join("; ")
+        });
+    };
+    let what = set.describe() + &unusable;
     Ok((Box::new(set), what))
 }
