@@ -9,7 +9,7 @@ use super::GpuError;
 use super::device::{Device, DeviceFr, NttOp};
 use super::msm::{DeviceBases, MsmBases, MsmPlan, MsmScalars};
 use super::tables;
-use super::timing::{GpuTimeline, TimedOp};
+use super::timing::{GpuTimeline, TimedOp, finish, start_if, timed as timed_op};
 use crate::groth16::backend::{Abc, Backend, BackendError};
 use crate::groth16::ntt::Domain;
 use crate::probe::SpanHandle;
@@ -202,11 +202,7 @@ impl GpuBackend {
         let mut guard = self.buffers(log)?;
         let bufs = guard.as_mut().ok_or(GpuError::Size(log))?;
         let (comp, up) = (&d.compute, &d.upload);
-        let mut tl = if timed {
-            Some(GpuTimeline::start(&d.ctx, comp)?)
-        } else {
-            None
-        };
+        let mut tl = start_if(timed, &d.ctx, comp)?;
         // Page-lock a, b, c in place: copies then run at pinned speed with no staging copy.
         // (cuMemHostRegister needs the context current on this thread.)
         d.ctx.bind_to_thread().map_err(GpuError::driver)?;
@@ -219,48 +215,33 @@ impl GpuBackend {
         let [ba, bb, bc] = &mut bufs.abc;
         let host = [&abc.a, &abc.b, &abc.c];
         for (i, dst) in [&mut *ba, &mut *bb, &mut *bc].into_iter().enumerate() {
-            let m = tl.as_ref().map(|x| x.mark(up)).transpose()?;
-            up.memcpy_htod(tables::limbs(host[i]), dst)
-                .map_err(GpuError::driver)?;
-            if let (Some(x), Some(m)) = (tl.as_mut(), m) {
-                x.done(names[i], 1, up, m)?;
-            }
+            timed_op(&mut tl, names[i], 1, up, || {
+                up.memcpy_htod(tables::limbs(host[i]), &mut *dst)
+                    .map_err(GpuError::driver)
+            })?;
             // The compute stream waits for this upload only; the next upload overlaps.
             let ev = up.record_event(None).map_err(GpuError::driver)?;
             comp.wait(&ev).map_err(GpuError::driver)?;
-            let m = tl.as_ref().map(|x| x.mark(comp)).transpose()?;
-            d.dif(comp, dst, &t, true)?;
-            d.scale(comp, dst, log, &t.coset_over_n, true)?;
-            d.dit(comp, dst, &t, false)?;
-            if let (Some(x), Some(m)) = (tl.as_mut(), m) {
-                x.done(
-                    ["intt_coset_ntt_a", "intt_coset_ntt_b", "intt_coset_ntt_c"][i],
-                    0,
-                    comp,
-                    m,
-                )?;
-            }
+            let name = ["intt_coset_ntt_a", "intt_coset_ntt_b", "intt_coset_ntt_c"][i];
+            timed_op(&mut tl, name, 0, comp, || {
+                d.dif(comp, dst, &t, true)?;
+                d.scale(comp, dst, log, &t.coset_over_n, true)?;
+                d.dit(comp, dst, &t, false)
+            })?;
         }
-        let m = tl.as_ref().map(|x| x.mark(comp)).transpose()?;
-        d.mul_sub_scale(comp, ba, bb, bc, &t)?;
-        if let (Some(x), Some(m)) = (tl.as_mut(), m) {
-            x.done("mul_sub_divide_z", 0, comp, m)?;
-        }
-        let m = tl.as_ref().map(|x| x.mark(comp)).transpose()?;
-        d.dif(comp, ba, &t, true)?;
-        d.scale(comp, ba, log, &t.uncoset_over_n, true)?;
-        d.bitrev_copy(comp, ba, &mut bufs.scratch, log)?;
-        if let (Some(x), Some(m)) = (tl.as_mut(), m) {
-            x.done("icoset_ntt", 0, comp, m)?;
-        }
+        timed_op(&mut tl, "mul_sub_divide_z", 0, comp, || {
+            d.mul_sub_scale(comp, ba, bb, bc, &t)
+        })?;
+        timed_op(&mut tl, "icoset_ntt", 0, comp, || {
+            d.dif(comp, ba, &t, true)?;
+            d.scale(comp, ba, log, &t.uncoset_over_n, true)?;
+            d.bitrev_copy(comp, ba, &mut bufs.scratch, log)
+        })?;
         if let Some(bases) = msm {
             // The copies out of a, b, c must finish before the pins go.
             up.synchronize().map_err(GpuError::driver)?;
             drop(pins);
-            let mut ops = match tl {
-                Some(x) => x.resolve()?,
-                None => Vec::new(),
-            };
+            let mut ops = finish(tl)?;
             let m = (n - 1).min(bases.len);
             let (p, msm_ops) = d.g1_msm_with(
                 MsmBases::Device(bases),
@@ -272,19 +253,13 @@ impl GpuBackend {
             ops.extend(msm_ops);
             return Ok((Some(p), ops));
         }
-        let m = tl.as_ref().map(|x| x.mark(comp)).transpose()?;
-        comp.memcpy_dtoh(&bufs.scratch, tables::limbs_mut(&mut abc.a))
-            .map_err(GpuError::driver)?;
-        if let (Some(x), Some(m)) = (tl.as_mut(), m) {
-            x.done("download_h", 0, comp, m)?;
-        }
+        timed_op(&mut tl, "download_h", 0, comp, || {
+            comp.memcpy_dtoh(&bufs.scratch, tables::limbs_mut(&mut abc.a))
+                .map_err(GpuError::driver)
+        })?;
         comp.synchronize().map_err(GpuError::driver)?;
         drop(pins);
-        let ops = match tl {
-            Some(x) => x.resolve()?,
-            None => Vec::new(),
-        };
-        Ok((None, ops))
+        Ok((None, finish(tl)?))
     }
 }
 

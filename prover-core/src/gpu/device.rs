@@ -403,8 +403,10 @@ fn nvml_index(ctx: &CudaContext, ordinal: usize) -> u32 {
         return ordinal as u32;
     };
     let bus_id = format!("{domain:08X}:{bus:02X}:{dev:02X}.0");
-    nvml_wrapper::Nvml::init()
-        .ok()
+    // One NVML handle for every device opened (initialising NVML is not free).
+    static NVML: std::sync::OnceLock<Option<nvml_wrapper::Nvml>> = std::sync::OnceLock::new();
+    NVML.get_or_init(|| nvml_wrapper::Nvml::init().ok())
+        .as_ref()
         .and_then(|n| n.device_by_pci_bus_id(bus_id.as_str()).ok()?.index().ok())
         .unwrap_or(ordinal as u32)
 }

@@ -7,7 +7,7 @@
 use super::GpuError;
 use super::device::{Device, DeviceFr, grid_for};
 use super::tables;
-use super::timing::{GpuTimeline, TimedOp};
+use super::timing::{GpuTimeline, TimedOp, finish, start_if, timed};
 use blst::{blst_fp, blst_p1};
 use blstrs::{G1Affine, G1Projective, Scalar};
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -147,22 +147,6 @@ pub enum MsmScalars<'a> {
     Device(&'a DeviceFr),
 }
 
-/// Brackets one device operation with events when a timeline is kept.
-fn timed<T>(
-    tl: &mut Option<GpuTimeline>,
-    name: &'static str,
-    stream_id: u32,
-    s: &CudaStream,
-    f: impl FnOnce() -> Result<T, GpuError>,
-) -> Result<T, GpuError> {
-    let m = tl.as_ref().map(|x| x.mark(s)).transpose()?;
-    let r = f()?;
-    if let (Some(x), Some(m)) = (tl.as_mut(), m) {
-        x.done(name, stream_id, s, m)?;
-    }
-    Ok(r)
-}
-
 impl Device {
     /// Copies host words to a new device buffer on `stream` through the staging buffers.
     fn upload_staged(
@@ -242,11 +226,7 @@ impl Device {
             return Ok((G1Projective::identity(), Vec::new()));
         }
         let s = &self.compute;
-        let mut tl = if timed_ops {
-            Some(GpuTimeline::start(&self.ctx, s)?)
-        } else {
-            None
-        };
+        let mut tl = start_if(timed_ops, &self.ctx, s)?;
         let uploaded;
         let d_scalars = match scalars {
             MsmScalars::Device(d) => d,
@@ -274,10 +254,7 @@ impl Device {
         let entries = plan.windows() as usize * n;
         let parts = self.msm_reduce(s, d_bases, &sorted, entries, n, &plan, &mut tl)?;
         let point = combine_windows(&parts, plan.c, plan.groups);
-        let ops = match tl {
-            Some(x) => x.resolve()?,
-            None => Vec::new(),
-        };
+        let ops = finish(tl)?;
         Ok((point, ops))
     }
 
@@ -307,11 +284,7 @@ impl Device {
         off[0] = 0;
         off[1] = 0;
         let s = &self.compute;
-        let mut tl = if crate::probe::enabled() {
-            Some(GpuTimeline::start(&self.ctx, s)?)
-        } else {
-            None
-        };
+        let mut tl = start_if(crate::probe::enabled(), &self.ctx, s)?;
         let sorted = timed(&mut tl, "upload_ones", 0, s, || {
             Ok(Sorted {
                 sorted: s.clone_htod(idx).map_err(GpuError::driver)?,
@@ -327,10 +300,7 @@ impl Device {
             &plan,
             &mut tl,
         )?;
-        let ops = match tl {
-            Some(x) => x.resolve()?,
-            None => Vec::new(),
-        };
+        let ops = finish(tl)?;
         Ok((combine_windows(&parts, plan.c, plan.groups), ops))
     }
 

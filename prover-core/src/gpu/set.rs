@@ -5,7 +5,7 @@
 use super::GpuBackend;
 use crate::groth16::backend::{Abc, Backend, BackendError};
 use crate::groth16::ntt::Domain;
-use crate::groth16::pipeline::split_ranges;
+use crate::groth16::pipeline::{run_of, split_ranges};
 use crate::probe::SpanHandle;
 use blstrs::{G1Affine, G1Projective, Scalar};
 
@@ -57,12 +57,11 @@ impl GpuSet {
         })
     }
 
-    /// Per-circuit lists cut into one run per GPU. Empty lists stay empty: a query that is not
-    /// split has no ones, and every GPU gets the empty list.
+    /// Per-circuit lists cut into one run per GPU (see `run_of`).
     fn runs<'v, T>(&self, v: &'v [T], k: usize) -> Vec<&'v [T]> {
         split_ranges(k, self.gpus.len())
             .into_iter()
-            .map(|r| v.get(r).unwrap_or(&[]))
+            .map(|r| run_of(v, r))
             .collect()
     }
 }

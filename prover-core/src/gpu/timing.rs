@@ -47,6 +47,36 @@ fn now_ns() -> u64 {
     }
 }
 
+/// A timeline when `on`; without one, operations run untimed (no events at all).
+pub fn start_if(
+    on: bool,
+    ctx: &Arc<CudaContext>,
+    stream: &CudaStream,
+) -> Result<Option<GpuTimeline>, GpuError> {
+    on.then(|| GpuTimeline::start(ctx, stream)).transpose()
+}
+
+/// Brackets one device operation with events when a timeline is kept.
+pub fn timed<T>(
+    tl: &mut Option<GpuTimeline>,
+    name: &'static str,
+    stream_id: u32,
+    s: &CudaStream,
+    f: impl FnOnce() -> Result<T, GpuError>,
+) -> Result<T, GpuError> {
+    let m = tl.as_ref().map(|x| x.mark(s)).transpose()?;
+    let r = f()?;
+    if let (Some(x), Some(m)) = (tl.as_mut(), m) {
+        x.done(name, stream_id, s, m)?;
+    }
+    Ok(r)
+}
+
+/// The operations of a timeline kept by `start_if` (none when untimed).
+pub fn finish(tl: Option<GpuTimeline>) -> Result<Vec<TimedOp>, GpuError> {
+    tl.map_or(Ok(Vec::new()), GpuTimeline::resolve)
+}
+
 impl GpuTimeline {
     /// Records the anchor on `stream` and waits for it, so its host time is known.
     pub fn start(ctx: &Arc<CudaContext>, stream: &CudaStream) -> Result<GpuTimeline, GpuError> {

@@ -201,8 +201,14 @@ pub fn split_ranges(k: usize, units: usize) -> Vec<std::ops::Range<usize>> {
         .collect()
 }
 
+/// A run of circuits' entries of a per-circuit list; an empty list (a query that is not
+/// split has no ones) stays empty for every run.
+pub fn run_of<T>(v: &[T], r: std::ops::Range<usize>) -> &[T] {
+    v.get(r).unwrap_or(&[])
+}
+
 /// The G1 queries a device thread needs.
-struct DeviceBases<'p> {
+struct G1Queries<'p> {
     h: &'p [G1Affine],
     l: &'p [G1Affine],
     a: &'p [G1Affine],
@@ -216,7 +222,7 @@ fn device_part(
     domain: &Domain,
     mut abc: Vec<Abc>,
     range: std::ops::Range<usize>,
-    bases: &DeviceBases<'_>,
+    bases: &G1Queries<'_>,
     rx: std::sync::mpsc::Receiver<Arc<Prepared>>,
 ) -> Result<DevicePart, ProveError> {
     let mut t = Timer::default();
@@ -229,27 +235,21 @@ fn device_part(
         rx.recv()
             .map_err(|_| ProveError::Thread("prep_msm ended without a result".into()))?
     };
-    // Per-circuit lists are empty when a query is not split (no ones, tail = whole query).
-    fn part<'v, T>(v: &'v [Vec<T>], r: &std::ops::Range<usize>) -> &'v [Vec<T>] {
-        v.get(r.clone()).unwrap_or(&[])
-    }
-    let mine = |v| part(v, &range);
-    let mine_s = |v| part(v, &range);
     let (p, full) = (&prepared, bases);
     let (l1, a1, b1) = t.time("batch_add", || -> Result<_, BackendError> {
         let _s = span!("batch_add");
         Ok((
-            backend.batch_add(full.l, mine(&p.l.ones))?,
-            backend.batch_add(full.a, mine(&p.a.ones))?,
-            backend.batch_add(full.b, mine(&p.b.ones))?,
+            backend.batch_add(full.l, run_of(&p.l.ones, range.clone()))?,
+            backend.batch_add(full.a, run_of(&p.a.ones, range.clone()))?,
+            backend.batch_add(full.b, run_of(&p.b.ones, range.clone()))?,
         ))
     })?;
     let (l2, a2, b2) = t.time("tail_msm", || -> Result<_, BackendError> {
         let _s = span!("tail_msm");
         Ok((
-            backend.tail_msm(p.l.bases(full.l), mine_s(&p.l.tail_scalars))?,
-            backend.tail_msm(p.a.bases(full.a), mine_s(&p.a.tail_scalars))?,
-            backend.tail_msm(p.b.bases(full.b), mine_s(&p.b.tail_scalars))?,
+            backend.tail_msm(p.l.bases(full.l), run_of(&p.l.tail_scalars, range.clone()))?,
+            backend.tail_msm(p.a.bases(full.a), run_of(&p.a.tail_scalars, range.clone()))?,
+            backend.tail_msm(p.b.bases(full.b), run_of(&p.b.tail_scalars, range.clone()))?,
         ))
     })?;
     let sum = |x: Vec<G1Projective>, y: Vec<G1Projective>| -> Vec<G1Projective> {
@@ -389,7 +389,7 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
         for ((range, rx), unit) in ranges.iter().cloned().zip(receivers).zip(&units) {
             let tail = rest.split_off(range.len());
             let mine = std::mem::replace(&mut rest, tail);
-            let bases = DeviceBases {
+            let bases = G1Queries {
                 h: &params.h,
                 l: &params.l,
                 a: a_aux_bases,

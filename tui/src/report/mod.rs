@@ -108,12 +108,13 @@ pub struct PhaseMemory {
 
 /// What the samples say about memory in [start, end).
 pub fn phase_memory(s: &Session, start: u64, end: u64) -> Option<PhaseMemory> {
-    let during = s.alloc.range(start, end.max(start + 1));
+    let end = end.max(start + 1);
+    let during = s.alloc.range(start, end);
     let last = during.last()?;
     let gpu_used_max = s
         .gpu
         .values()
-        .flat_map(|g| g.range(start, end.max(start + 1)))
+        .flat_map(|g| g.range(start, end))
         .filter_map(|g| g.mem_used_bytes)
         .max();
     let live_before = s.alloc.at(start.saturating_sub(1)).map(|a| a.live_bytes);
