@@ -112,7 +112,7 @@ impl Device {
             local_fwd,
             local_inv,
             sizes: Mutex::new(HashMap::new()),
-            stager: Stager::default(),
+            stager: Stager::new(index),
         })
     }
 

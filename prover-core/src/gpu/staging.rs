@@ -7,7 +7,7 @@
 use super::GpuError;
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
 use rayon::prelude::*;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Words (u64) per staging buffer: 64 MiB.
 const STAGE_WORDS: usize = 8 << 20;
@@ -27,10 +27,16 @@ impl Drop for Buffer {
     }
 }
 
-/// The staging buffers of one device, allocated on first use.
-#[derive(Default)]
+/// Threads that fill the staging buffers: enough to outrun one copy engine (~50 GB/s needs a
+/// few memcpy streams), few enough to leave the cores to the prover.
+const FILL_THREADS: usize = 4;
+
+/// The staging buffers of one device and the threads that fill them, made on first use.
 pub struct Stager {
+    /// The device's ordinal, for the fill threads' names.
+    device: usize,
     buffers: Mutex<Vec<Buffer>>,
+    fill: OnceLock<Option<rayon::ThreadPool>>,
 }
 
 impl std::fmt::Debug for Stager {
@@ -40,6 +46,37 @@ impl std::fmt::Debug for Stager {
 }
 
 impl Stager {
+    pub fn new(device: usize) -> Stager {
+        Stager {
+            device,
+            buffers: Mutex::new(Vec::new()),
+            fill: OnceLock::new(),
+        }
+    }
+
+    /// The fill pool, or `None` when no thread could be started (the fill then runs on the
+    /// calling thread: slower, never wrong).
+    fn fill_pool(&self) -> Option<&rayon::ThreadPool> {
+        let device = self.device;
+        self.fill
+            .get_or_init(|| {
+                let threads = std::thread::available_parallelism()
+                    .map_or(1, |n| n.get())
+                    .min(FILL_THREADS);
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .thread_name(move |j| format!("stage-{device}-{j}"))
+                    .build()
+                    .map_err(|e| {
+                        eprintln!(
+                            "warning: GPU {device}: no staging threads ({e}); filling on the caller"
+                        )
+                    })
+                    .ok()
+            })
+            .as_ref()
+    }
+
     /// Copies `src` into `dst[..src.len()]` on `stream`. Returns when the last chunk is queued;
     /// the copies complete in stream order, so later work on `stream` sees the data.
     pub fn upload(
@@ -72,10 +109,16 @@ impl Stager {
             }
             let host = buf.host.as_mut_slice().map_err(GpuError::driver)?;
             let staged = &mut host[..chunk.len()];
-            staged
-                .par_chunks_mut(1 << 16)
-                .zip(chunk.par_chunks(1 << 16))
-                .for_each(|(d, s)| d.copy_from_slice(s));
+            let fill = || {
+                staged
+                    .par_chunks_mut(1 << 16)
+                    .zip(chunk.par_chunks(1 << 16))
+                    .for_each(|(d, s)| d.copy_from_slice(s))
+            };
+            match self.fill_pool() {
+                Some(pool) => pool.install(fill),
+                None => staged.copy_from_slice(chunk),
+            }
             let at = i * STAGE_WORDS;
             let mut view = dst.slice_mut(at..at + chunk.len());
             // The source is page-locked, so this copy is asynchronous; the buffer is not
