@@ -5,6 +5,8 @@ fn main() {
     let cuda = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../cuda");
     for f in [
         "common.cuh",
+        "carry.cuh",
+        "fr.cuh",
         "fp.cuh",
         "g1.cuh",
         "msm.cuh",

@@ -1,4 +1,4 @@
-//! The CUDA kernel headers (`cuda/fp.cuh`, `g1.cuh`, `msm.cuh`), compiled for the host and
+//! The CUDA kernel headers (`cuda/fr.cuh`, `fp.cuh`, `g1.cuh`, `msm.cuh`), compiled for the host and
 //! wrapped for tests against blst: the arithmetic the GPU runs is checked on every CI machine,
 //! none of which has a GPU. Points cross as the raw words both sides use: Montgomery-form
 //! field elements of 12 × u32, affine points as blst stores them, XYZZ accumulators, and
@@ -8,6 +8,7 @@ use blst::{blst_fp, blst_p1_affine};
 use blstrs::{G1Affine, G1Projective, Scalar};
 use ff::PrimeField;
 
+pub type Fr = [u32; 8];
 pub type Fp = [u32; 12];
 pub type Affine = [u32; 24];
 pub type Xyzz = [u32; 48];
@@ -15,6 +16,7 @@ pub type Jac = [u32; 36];
 
 mod ffi {
     unsafe extern "C" {
+        pub fn ps_fr_op(op: i32, a: *const u32, b: *const u32, out: *mut u32);
         pub fn ps_fp_op(op: i32, a: *const u32, b: *const u32, out: *mut u32);
         pub fn ps_g1_from_affine(a: *const u32, out: *mut u32);
         pub fn ps_g1_add_affine(p: *const u32, q: *const u32, out: *mut u32);
@@ -33,6 +35,28 @@ mod ffi {
             out: *mut u32,
         );
     }
+}
+
+/// Field operations of `fr.cuh`.
+#[derive(Debug, Clone, Copy)]
+pub enum FrOp {
+    Add = 0,
+    Sub = 1,
+    Mul = 2,
+}
+
+pub fn fr_op(op: FrOp, a: &Fr, b: &Fr) -> Fr {
+    let mut out = [0u32; 8];
+    // SAFETY: the C side reads 8 words from each input and writes 8 to `out`.
+    unsafe { ffi::ps_fr_op(op as i32, a.as_ptr(), b.as_ptr(), out.as_mut_ptr()) };
+    out
+}
+
+/// A scalar's words as it holds them (Montgomery form), as the device reads them.
+pub fn fr_words(s: &Scalar) -> Fr {
+    // SAFETY: Scalar is `#[repr(transparent)]` over blst_fr, four u64 limbs.
+    let raw: blst::blst_fr = unsafe { std::mem::transmute::<Scalar, blst::blst_fr>(*s) };
+    words::<8>(&raw.l)
 }
 
 /// Field operations of `fp.cuh`.

@@ -2,6 +2,7 @@
 // against blst: field and curve arithmetic, signed digits, and a sequential run of the MSM
 // algorithm the kernels implement (same digits, same counting sort, same K-entry runs, same
 // bucket runs), so a wrong formula or index shows on a machine without a GPU.
+#include "../fr.cuh"
 #include "../msm.cuh"
 
 #include <algorithm>
@@ -44,6 +45,14 @@ void ps_fp_op(int op, const u32 *a, const u32 *b, u32 *out) {
     default: r = fp_one(); break;
     }
     store_fp(out, r);
+}
+
+void ps_fr_op(int op, const u32 *a, const u32 *b, u32 *out) {
+    fr x, y;
+    std::memcpy(x.l, a, sizeof x.l);
+    std::memcpy(y.l, b, sizeof y.l);
+    const fr r = op == 0 ? fr_add(x, y) : op == 1 ? fr_sub(x, y) : fr_mul(x, y);
+    std::memcpy(out, r.l, sizeof r.l);
 }
 
 void ps_g1_from_affine(const u32 *a, u32 *out) { store_xyzz(out, g1_xyzz_from_affine(load_affine(a))); }

@@ -19,8 +19,8 @@ pub struct GpuBenchArgs {
     /// Where the compiled kernels are cached [default: the parameter cache].
     #[arg(long, value_name = "DIR")]
     pub cache: Option<std::path::PathBuf>,
-    /// log2 sizes of the G1 MSMs to time against blst on the CPU (empty: none).
-    #[arg(long, value_delimiter = ',', default_values_t = vec![20u32, 22, 24])]
+    /// log2 sizes of the G1 MSMs to time against blst on the CPU (`--msm` alone: none).
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = vec![20u32, 22, 24])]
     pub msm: Vec<u32>,
     /// CPU runs per MSM size (the best is reported).
     #[arg(long, default_value_t = 2)]

@@ -15,6 +15,7 @@ use std::time::Instant;
 /// Every file of `cuda/` the module is built from, by the name `#include` uses.
 const FILES: &[(&str, &str)] = &[
     ("common.cuh", include_str!("../../../cuda/common.cuh")),
+    ("carry.cuh", include_str!("../../../cuda/carry.cuh")),
     ("fr.cuh", include_str!("../../../cuda/fr.cuh")),
     ("fp.cuh", include_str!("../../../cuda/fp.cuh")),
     ("g1.cuh", include_str!("../../../cuda/g1.cuh")),
