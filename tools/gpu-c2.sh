@@ -26,9 +26,11 @@ exec > >(tee -a "$LOG") 2>&1
 TIME=""; [ -x /usr/bin/time ] && TIME="/usr/bin/time -v"
 stamp() { echo "== $* ($(date +%T))"; }
 
-stamp "gpu tests"
-PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 120 $B/gpu-tests --test-threads 1 --nocapture 2>&1
-PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 60 $B/gpu-msm-tests --test-threads 1 --nocapture 2>&1
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+    stamp "gpu tests"
+    PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 120 $B/gpu-tests --test-threads 1 --nocapture 2>&1
+    PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 60 $B/gpu-msm-tests --test-threads 1 --nocapture 2>&1
+fi
 
 for mode in sync async; do
     stamp "ghost at scale: $GHOST_K x sha256 2^$GHOST_LOG, --dealloc $mode"
@@ -50,7 +52,7 @@ if [ "$NGPU" -ge 2 ]; then
     sed -n '/-- proofs --/,/-- memory releases --/p;/-- GPU --/,/-- dropped/p' "$OUT/h200-multi-gpu-report.txt"
 fi
 
-# SKIP_BENCH=1 leaves out the MSM benchmark and the GPU/CPU batch (already measured), so the
+# SKIP_TESTS=1 leaves out the GPU tests; SKIP_BENCH=1 leaves out the MSM benchmark and the GPU/CPU batch (already measured), so the
 # recordings fit one device call.
 [ "${SKIP_BENCH:-0}" = 1 ] && { stamp done; exit 0; }
 
