@@ -168,3 +168,42 @@ fn two_gpus_appear_in_the_timeline_the_gpu_panel_and_the_report() {
     assert_eq!(threads, ["gpu-0", "gpu-1"]);
     assert_eq!(r.sessions[0].gpus.len(), 2);
 }
+
+/// The same on a real recording (`recordings/h200-multi-gpu.psrec`, the 2-GPU H200 host): two
+/// proofs of 4 × SHA-256 2^20, circuits split 2 + 2 across `gpu-0` and `gpu-1`.
+#[test]
+fn a_real_two_gpu_recording_shows_both_devices() {
+    let app = common::replayed("h200-multi-gpu.psrec");
+    let timeline = render(&app, Tab::Timeline);
+    for label in ["ntt_msm_h:0", "ntt_msm_h:1", "gpu0.s0", "gpu1.s0"] {
+        assert!(timeline.contains(label), "no {label:?} in\n{timeline}");
+    }
+    let gpu = render(&app, Tab::Gpu);
+    assert!(
+        gpu.contains("gpu0: util") && gpu.contains("gpu1: util"),
+        "{gpu}"
+    );
+
+    let r = proofscope::report::build(&app.model, &app.view.rule, &app.source, vec![]);
+    let s = &r.sessions[0];
+    assert_eq!(s.gpus.len(), 2);
+    assert_eq!(s.proofs.len(), 2);
+    for p in &s.proofs {
+        for phase in ["ntt_msm_h", "batch_add", "tail_msm"] {
+            let mut threads: Vec<&str> = p
+                .phases
+                .iter()
+                .filter(|ph| ph.name == phase)
+                .map(|ph| ph.thread.as_str())
+                .collect();
+            threads.sort();
+            assert_eq!(threads, ["gpu-0", "gpu-1"], "{phase} of proof {}", p.id);
+        }
+        // Split across two devices, the proof still has no unaccounted time worth flagging.
+        assert!(
+            !p.gaps.iter().any(|g| g.flagged && g.span == "prove"),
+            "{:?}",
+            p.gaps
+        );
+    }
+}
