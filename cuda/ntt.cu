@@ -12,6 +12,9 @@
 // w_{2^(l+1)}^t with l = s - s0. The second factor comes from one fixed table L
 // (L[h + t] = w_{2h}^t); the first is one value per block and stage, from
 // w_n^e = TW_LO[e & 4095] · TW_HI[e >> 12]. A block builds all its twiddles once per pass.
+// With a full table (TW_FULL[e] = w_n^e, e < n/2: 16 bytes per element of the domain, built
+// once per size) a block reads its twiddles instead: the one product per element that the
+// two-level form costs in every pass but the first was 1/5 of a pass's products.
 #include "fr.cuh"
 
 #define K_MAX 9
@@ -32,7 +35,8 @@ __device__ __forceinline__ void sm_put(u32 *m, u32 size, u32 i, const fr &v) {
 }
 
 extern "C" __global__ void ntt_pass(fr *a, u32 log_n, u32 s0, u32 k, u32 dif,
-                                    const fr *L, const fr *tw_lo, const fr *tw_hi) {
+                                    const fr *L, const fr *tw_lo, const fr *tw_hi,
+                                    const fr *tw_full) {
     extern __shared__ u32 smem[];
     const u32 size = 1u << k;
     const u32 half = size >> 1;
@@ -48,7 +52,7 @@ extern "C" __global__ void ntt_pass(fr *a, u32 log_n, u32 s0, u32 k, u32 dif,
         sm_put(s, size, t, fr_load(a, first + ((u64)t << s0)));
     // base[l] = w_{2^(s0+l+1)}^lo = w_n^(lo << (log_n - s0 - l - 1)): one product per stage,
     // one stage per thread.
-    if (s0 > 0 && threadIdx.x < k) {
+    if (s0 > 0 && tw_full == nullptr && threadIdx.x < k) {
         const u32 l = threadIdx.x;
         const u64 e = lo << (log_n - s0 - l - 1);
         base[l] = fr_mul(tw_lo[e & 4095], tw_hi[e >> 12]);
@@ -56,7 +60,17 @@ extern "C" __global__ void ntt_pass(fr *a, u32 log_n, u32 s0, u32 k, u32 dif,
     __syncthreads();
     for (u32 x = threadIdx.x + 1; x < size; x += blockDim.x) {
         const u32 l = 31 - __clz(x);
-        sm_put(tw, size, x, s0 > 0 ? fr_mul(base[l], L[x]) : L[x]);
+        fr w;
+        if (s0 == 0) {
+            w = L[x];
+        } else if (tw_full != nullptr) {
+            // w_{2^(s0+l+1)}^(lo + t·2^s0) = w_n^((lo + t·2^s0) · 2^(log_n − s0 − l − 1)).
+            const u64 t = x - (1u << l);
+            w = fr_load(tw_full, (lo + (t << s0)) << (log_n - s0 - l - 1));
+        } else {
+            w = fr_mul(base[l], L[x]);
+        }
+        sm_put(tw, size, x, w);
     }
     __syncthreads();
     for (u32 step = 0; step < k; step++) {
@@ -81,6 +95,15 @@ extern "C" __global__ void ntt_pass(fr *a, u32 log_n, u32 s0, u32 k, u32 dif,
     }
     for (u32 t = threadIdx.x; t < size; t += blockDim.x)
         fr_store(a, first + ((u64)t << s0), sm_get(s, size, t));
+}
+
+// out[e] = p_lo[e & 4095] · p_hi[e >> 12] for e < count: a power table in full, from its two
+// levels.
+extern "C" __global__ void pow_fill(fr *out, u64 count, const fr *p_lo, const fr *p_hi) {
+    for (u64 e = (u64)blockIdx.x * blockDim.x + threadIdx.x; e < count;
+         e += (u64)gridDim.x * blockDim.x) {
+        fr_store(out, e, fr_mul(p_lo[e & 4095], p_hi[e >> 12]));
+    }
 }
 
 __device__ __forceinline__ u64 bitrev(u64 i, u32 log_n) {

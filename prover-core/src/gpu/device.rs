@@ -24,12 +24,19 @@ pub enum NttOp {
 /// A device vector of field elements (4 u64 limbs each, Montgomery form).
 pub type DeviceFr = CudaSlice<u64>;
 
-/// A two-level power table on the device.
+/// A two-level power table on the device, and for twiddles possibly the whole table.
 #[derive(Debug)]
 pub struct PowTable {
     pub lo: DeviceFr,
     pub hi: DeviceFr,
+    /// Every power x^e (e < limit), so `ntt_pass` reads a twiddle instead of computing it with
+    /// one product. Only for twiddles of transforms of more than one pass up to
+    /// `FULL_TWIDDLES_MAX_LOG`, and only when the memory was there.
+    pub full: Option<DeviceFr>,
 }
+
+/// Largest domain with whole twiddle tables: two of 16 bytes per element (2 GiB at 2^26).
+pub const FULL_TWIDDLES_MAX_LOG: u32 = 26;
 
 /// Everything size-specific: twiddles and coset factors for a domain of 2^log.
 #[derive(Debug)]
@@ -139,7 +146,35 @@ impl Device {
         Ok(PowTable {
             lo: self.upload_scalars(&lo)?,
             hi: self.upload_scalars(&hi)?,
+            full: None,
         })
+    }
+
+    /// The twiddles w^e (e < n/2) of a 2^log domain: two-level always, whole as well where a
+    /// transform has more than one pass and the device has the room (a failed allocation
+    /// leaves the two-level form, which every pass can use).
+    fn twiddle_table(&self, w: Scalar, log: u32) -> Result<PowTable, GpuError> {
+        let half = 1usize << (log - 1);
+        let mut t = self.pow_table(w, half, Scalar::ONE)?;
+        if log > K_MAX && log <= FULL_TWIDDLES_MAX_LOG {
+            if let Ok(mut full) = self.alloc(half) {
+                let count = half as u64;
+                // SAFETY: writes `half` elements of `full`, which holds that many; reads the
+                // two-level table, which covers exponents below `half`.
+                unsafe {
+                    self.compute
+                        .launch_builder(&self.kernels.pow_fill)
+                        .arg(&mut full)
+                        .arg(&count)
+                        .arg(&t.lo)
+                        .arg(&t.hi)
+                        .launch(grid_for(count))
+                }
+                .map_err(GpuError::driver)?;
+                t.full = Some(full);
+            }
+        }
+        Ok(t)
     }
 
     /// Tables for a domain of 2^log, built once per size.
@@ -164,8 +199,8 @@ impl Device {
         let z = g.pow_vartime([n as u64]) - Scalar::ONE;
         let t = Arc::new(SizeTables {
             log,
-            tw_fwd: self.pow_table(w, n / 2, Scalar::ONE)?,
-            tw_inv: self.pow_table(w_inv, n / 2, Scalar::ONE)?,
+            tw_fwd: self.twiddle_table(w, log)?,
+            tw_inv: self.twiddle_table(w_inv, log)?,
             coset_over_n: self.pow_table(g, n, n_inv)?,
             uncoset_over_n: self.pow_table(g_inv, n, n_inv)?,
             coset: self.pow_table(g, n, Scalar::ONE)?,
@@ -209,22 +244,25 @@ impl Device {
             (&self.local_fwd, &t.tw_fwd)
         };
         let (log, dif) = (t.log, dif as u32);
+        let no_table: u64 = 0; // a null device pointer: build the twiddles from two levels
+        let mut launch = stream.launch_builder(&self.kernels.ntt_pass);
+        launch
+            .arg(a)
+            .arg(&log)
+            .arg(&s0)
+            .arg(&k)
+            .arg(&dif)
+            .arg(local)
+            .arg(&tw.lo)
+            .arg(&tw.hi);
+        match &tw.full {
+            Some(full) => launch.arg(full),
+            None => launch.arg(&no_table),
+        };
         // SAFETY: `ntt_pass` reads and writes 2^log elements of `a` (which holds at least
-        // that many) and reads the tables, sized for this log by `size_tables`.
-        unsafe {
-            stream
-                .launch_builder(&self.kernels.ntt_pass)
-                .arg(a)
-                .arg(&log)
-                .arg(&s0)
-                .arg(&k)
-                .arg(&dif)
-                .arg(local)
-                .arg(&tw.lo)
-                .arg(&tw.hi)
-                .launch(cfg)
-        }
-        .map_err(GpuError::driver)?;
+        // that many) and reads the tables, sized for this log by `size_tables` (the whole
+        // twiddle table, when there is one, holds every exponent below 2^(log−1)).
+        unsafe { launch.launch(cfg) }.map_err(GpuError::driver)?;
         Ok(())
     }
 

@@ -68,6 +68,7 @@ pub struct Kernels {
     _module: Arc<CudaModule>,
     pub ntt_pass: CudaFunction,
     pub scale_powers: CudaFunction,
+    pub pow_fill: CudaFunction,
     pub mul_sub_scale: CudaFunction,
     pub bitrev_copy: CudaFunction,
     pub msm_digits: CudaFunction,
@@ -172,6 +173,7 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
     Ok(Kernels {
         ntt_pass: f("ntt_pass")?,
         scale_powers: f("scale_powers")?,
+        pow_fill: f("pow_fill")?,
         mul_sub_scale: f("mul_sub_scale")?,
         bitrev_copy: f("bitrev_copy")?,
         msm_digits: f("msm_digits")?,
