@@ -156,23 +156,24 @@ impl Device {
     fn twiddle_table(&self, w: Scalar, log: u32) -> Result<PowTable, GpuError> {
         let half = 1usize << (log - 1);
         let mut t = self.pow_table(w, half, Scalar::ONE)?;
-        if log > K_MAX && log <= FULL_TWIDDLES_MAX_LOG {
-            if let Ok(mut full) = self.alloc(half) {
-                let count = half as u64;
-                // SAFETY: writes `half` elements of `full`, which holds that many; reads the
-                // two-level table, which covers exponents below `half`.
-                unsafe {
-                    self.compute
-                        .launch_builder(&self.kernels.pow_fill)
-                        .arg(&mut full)
-                        .arg(&count)
-                        .arg(&t.lo)
-                        .arg(&t.hi)
-                        .launch(grid_for(count))
-                }
-                .map_err(GpuError::driver)?;
-                t.full = Some(full);
+        if log > K_MAX
+            && log <= FULL_TWIDDLES_MAX_LOG
+            && let Ok(mut full) = self.alloc(half)
+        {
+            let count = half as u64;
+            // SAFETY: writes `half` elements of `full`, which holds that many; reads the
+            // two-level table, which covers exponents below `half`.
+            unsafe {
+                self.compute
+                    .launch_builder(&self.kernels.pow_fill)
+                    .arg(&mut full)
+                    .arg(&count)
+                    .arg(&t.lo)
+                    .arg(&t.hi)
+                    .launch(grid_for(count))
             }
+            .map_err(GpuError::driver)?;
+            t.full = Some(full);
         }
         Ok(t)
     }
