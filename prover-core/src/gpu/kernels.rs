@@ -67,6 +67,7 @@ pub fn source() -> String {
 pub struct Kernels {
     _module: Arc<CudaModule>,
     pub ntt_pass: CudaFunction,
+    pub ntt_pass4: CudaFunction,
     pub scale_powers: CudaFunction,
     pub pow_fill: CudaFunction,
     pub mul_sub_scale: CudaFunction,
@@ -172,6 +173,7 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
     let f = |name: &str| module.load_function(name).map_err(GpuError::driver);
     Ok(Kernels {
         ntt_pass: f("ntt_pass")?,
+        ntt_pass4: f("ntt_pass4")?,
         scale_powers: f("scale_powers")?,
         pow_fill: f("pow_fill")?,
         mul_sub_scale: f("mul_sub_scale")?,
