@@ -215,12 +215,12 @@ impl Collector {
         for (idx, e) in &raw {
             let thread = wire_threads[*idx as usize];
             let ts = conv.to_ns(e.ticks);
-            data.push(match e.kind {
+            data.push(match e.kind() {
                 RawKind::SpanBegin => Event::SpanBegin(SpanBegin {
                     ts,
                     span: e.span,
                     parent: (e.parent != 0).then_some(e.parent),
-                    proof: (e.proof != 0).then_some(e.proof as u64),
+                    proof: (e.proof() != 0).then_some(e.proof() as u64),
                     name: e.name(),
                     thread,
                 }),

@@ -266,8 +266,10 @@ impl SpanGuard {
         _not_send: PhantomData,
     };
 
-    /// Opens a span named by `site` under this thread's current span.
-    #[inline]
+    /// Opens a span named by `site` under this thread's current span. Always inlined: the
+    /// slow paths (joining a session, refilling span ids, a full ring) are calls of their
+    /// own, and a call here cost more than its body's saving in code size.
+    #[inline(always)]
     pub fn enter(site: &CallSite) -> SpanGuard {
         let st = state();
         if st & ENABLED_BIT == 0 {
@@ -333,7 +335,7 @@ impl SpanGuard {
 }
 
 impl Drop for SpanGuard {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         if self.span == 0 {
             return;

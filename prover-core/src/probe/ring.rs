@@ -19,7 +19,8 @@ pub enum RawKind {
 
 pub const RAW_KINDS: usize = 3;
 
-/// One hot-path record: 32 bytes (two per cache line), copied by value.
+/// One hot-path record: 32 bytes (two per cache line), copied by value. Four words, so a push
+/// is four plain 8-byte stores (the proof, name and kind share the last one).
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
 pub struct RawEvent {
@@ -28,12 +29,10 @@ pub struct RawEvent {
     pub span: u64,
     /// SpanBegin: the parent span (0 = none).
     pub parent: u64,
-    /// SpanBegin: the proof (0 = none; proof ids fit 32 bits: one per batch).
-    pub proof: u32,
-    /// Interned name id (names fit 24 bits by construction: one per call site or kernel).
-    pub name: u16,
-    pub kind: RawKind,
-    pub name_hi: u8,
+    /// Bits 0–31: the proof (0 = none; proof ids fit 32 bits: one per batch); bits 32–55: the
+    /// interned name id (names fit 24 bits by construction: one per call site or kernel);
+    /// bits 56–63: the kind.
+    meta: u64,
 }
 
 impl RawEvent {
@@ -50,15 +49,24 @@ impl RawEvent {
             ticks,
             span,
             parent,
-            proof: proof as u32,
-            name: name as u16,
-            kind,
-            name_hi: (name >> 16) as u8,
+            meta: (proof & 0xffff_ffff) | (name as u64 & 0xff_ffff) << 32 | (kind as u64) << 56,
         }
     }
 
+    pub fn proof(&self) -> u32 {
+        self.meta as u32
+    }
+
     pub fn name(&self) -> u32 {
-        self.name as u32 | (self.name_hi as u32) << 16
+        (self.meta >> 32) as u32 & 0xff_ffff
+    }
+
+    pub fn kind(&self) -> RawKind {
+        match (self.meta >> 56) as u8 {
+            0 => RawKind::SpanBegin,
+            1 => RawKind::SpanEnd,
+            _ => RawKind::Marker,
+        }
     }
 }
 
@@ -169,6 +177,11 @@ impl Ring {
 /// Producer side of a ring: a cursor kept in the owning thread's `const` thread-local, so the
 /// hot path reaches it without lazy-initialisation checks. It does not own the ring: the
 /// thread's keep-alive guard holds the `Arc` and detaches this cursor before dropping it.
+///
+/// The bounds a push checks are precomputed from the last head seen (`limit`: the ring is full
+/// when `tail` reaches it; `wake_at`: half full), so the common push is one compare, four
+/// stores, the tail's publication and one more compare. A detached producer has
+/// `tail == limit`, which sends every push to the slow path that tells it so.
 #[derive(Debug, Clone, Copy)]
 pub struct Producer {
     ring: *const Ring,
@@ -178,7 +191,10 @@ pub struct Producer {
     slots: *const UnsafeCell<MaybeUninit<RawEvent>>,
     mask: usize,
     tail: usize,
-    cached_head: usize,
+    /// Last head seen + capacity.
+    limit: usize,
+    /// Last head seen + capacity / 2.
+    wake_at: usize,
 }
 
 /// What a push did.
@@ -200,19 +216,35 @@ impl Producer {
         slots: std::ptr::null(),
         mask: 0,
         tail: 0,
-        cached_head: 0,
+        limit: 0,
+        wake_at: 0,
     };
 
     /// Attaches to `ring`. The caller keeps `ring` alive until [`Producer::detach`].
     pub fn attach(ring: &std::sync::Arc<Ring>) -> Producer {
-        Producer {
+        let mut p = Producer {
             ring: std::sync::Arc::as_ptr(ring),
             tail_at: &ring.tail.0,
             slots: ring.slots.as_ptr(),
             mask: ring.mask,
             tail: ring.tail.0.load(Ordering::Relaxed),
-            cached_head: ring.head.0.load(Ordering::Acquire),
-        }
+            limit: 0,
+            wake_at: 0,
+        };
+        p.saw_head(ring.head.0.load(Ordering::Acquire));
+        p
+    }
+
+    fn saw_head(&mut self, head: usize) {
+        let cap = self.mask + 1;
+        self.limit = head.wrapping_add(cap);
+        // Already at or past half full: wake at the next push that finds it so.
+        let half = head.wrapping_add(cap / 2);
+        self.wake_at = if self.tail.wrapping_sub(head) >= cap / 2 {
+            self.tail.wrapping_add(1)
+        } else {
+            half
+        };
     }
 
     pub fn detach(&mut self) {
@@ -229,37 +261,79 @@ impl Producer {
     /// The attached ring must be alive, and this producer must be the ring's only producer.
     #[inline(always)]
     pub unsafe fn push(&mut self, ev: RawEvent) -> Pushed {
-        if self.ring.is_null() {
-            return Pushed::Detached;
-        }
-        let cap = self.mask + 1;
-        if self.tail.wrapping_sub(self.cached_head) >= cap {
-            // SAFETY: the caller guarantees the ring outlives the attachment.
-            let ring = unsafe { &*self.ring };
-            self.cached_head = ring.head.0.load(Ordering::Acquire);
-            if self.tail.wrapping_sub(self.cached_head) >= cap {
-                ring.dropped[ev.kind as usize].fetch_add(1, Ordering::Relaxed);
-                return Pushed::Dropped;
-            }
+        let tail = self.tail;
+        // SAFETY: forwarded from the caller.
+        if tail == self.limit && !unsafe { self.make_room(ev.kind()) } {
+            return if self.ring.is_null() {
+                Pushed::Detached
+            } else {
+                Pushed::Dropped
+            };
         }
         // SAFETY: `tail & mask` < capacity = the length of the slot array `slots` points to,
         // which lives as long as the ring. The slot is outside [head, tail) as seen by the
-        // consumer (we checked there is room), so the consumer does not read it until we
-        // publish `tail` below; we are the only producer (guaranteed by the caller).
-        unsafe { (*(*self.slots.add(self.tail & self.mask)).get()).write(ev) };
-        self.tail = self.tail.wrapping_add(1);
+        // consumer (`tail` is below `limit`, the last head seen + capacity), so the consumer
+        // does not read it until we publish `tail` below; we are the only producer. RawEvent
+        // is `repr(C)` of four u64s, so the slot is four aligned words. Written word by word:
+        // a whole-struct write went through the stack and two 16-byte loads that could not be
+        // forwarded from the 8-byte stores before them (+4 ns a span).
+        unsafe {
+            let w = (*self.slots.add(tail & self.mask)).get().cast::<u64>();
+            w.write(ev.ticks);
+            w.add(1).write(ev.span);
+            w.add(2).write(ev.parent);
+            w.add(3).write(ev.meta);
+        }
+        let tail = tail.wrapping_add(1);
+        self.tail = tail;
         // SAFETY: `tail_at` points into the ring, alive as long as the attachment.
-        unsafe { (*self.tail_at).store(self.tail, Ordering::Release) };
-        if self.tail.wrapping_sub(self.cached_head) == cap / 2 {
-            // Refresh: only signal when the ring really is half full.
-            // SAFETY: as above.
-            let ring = unsafe { &*self.ring };
-            self.cached_head = ring.head.0.load(Ordering::Acquire);
-            if self.tail.wrapping_sub(self.cached_head) >= cap / 2 {
-                return Pushed::HalfFull;
-            }
+        unsafe { (*self.tail_at).store(tail, Ordering::Release) };
+        if tail == self.wake_at {
+            // SAFETY: forwarded from the caller.
+            return unsafe { self.half_full() };
         }
         Pushed::Ok
+    }
+
+    /// The ring looked full: re-reads the head. False when it is full (the event is dropped
+    /// and counted) or when no ring is attached.
+    ///
+    /// # Safety
+    /// As for [`Producer::push`].
+    #[cold]
+    unsafe fn make_room(&mut self, kind: RawKind) -> bool {
+        if self.ring.is_null() {
+            return false;
+        }
+        // SAFETY: the caller guarantees the ring outlives the attachment.
+        let ring = unsafe { &*self.ring };
+        self.saw_head(ring.head.0.load(Ordering::Acquire));
+        if self.tail == self.limit {
+            ring.dropped[kind as usize].fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// The ring may be half full: re-reads the head; `HalfFull` only if it really is.
+    ///
+    /// # Safety
+    /// As for [`Producer::push`].
+    #[cold]
+    unsafe fn half_full(&mut self) -> Pushed {
+        // SAFETY: the caller guarantees the ring outlives the attachment.
+        let ring = unsafe { &*self.ring };
+        let head = ring.head.0.load(Ordering::Acquire);
+        let cap = self.mask + 1;
+        let full_enough = self.tail.wrapping_sub(head) >= cap / 2;
+        self.saw_head(head);
+        if full_enough {
+            // Once per crossing: the next wake waits for the collector to drain and refill.
+            self.wake_at = head.wrapping_add(cap);
+            Pushed::HalfFull
+        } else {
+            Pushed::Ok
+        }
     }
 }
 
