@@ -6,6 +6,7 @@ fn main() {
     for f in [
         "common.cuh",
         "carry.cuh",
+        "mont.cuh",
         "fr.cuh",
         "fp.cuh",
         "g1.cuh",

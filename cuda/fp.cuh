@@ -1,9 +1,10 @@
 // BLS12-381 base field Fp, Montgomery form with R = 2^384: the same 48 bytes (6 × u64
 // little-endian limbs) blst's `blst_fp` holds, so SRS points go to the device as they lie in
-// memory. 12 × 32-bit limbs; every result is fully reduced (< p). Plain C++ (no PTX), so the
-// same code compiles for the host and is tested there against blst (crate `cuda-check`).
+// memory. 12 × 32-bit limbs; every result is fully reduced (< p). Compiles for the host too
+// (the product's carry chains through carry.cuh) and is tested there against blst (crate
+// `cuda-check`).
 #pragma once
-#include "common.cuh"
+#include "mont.cuh"
 
 #define FP_N 12
 
@@ -110,38 +111,14 @@ PS_FN fp fp_neg(const fp &a) {
     return d;
 }
 
-// Montgomery product a·b·R^-1 mod p: CIOS with 64-bit accumulation, the shape fr_mul has (one
-// IMAD.WIDE per limb product on sm_90). Inputs < p give t < 2p before the final subtraction.
+// Montgomery product a·b·R^-1 mod p (mont.cuh: carry chains over aligned register pairs; p as
+// immediates), below 2p, reduced once.
+#define FP_LIMBS {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u, \
+                  0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau}
 PS_FN fp fp_mul(const fp &a, const fp &b) {
-    u32 t[FP_N + 2];
-    PS_UNROLL
-    for (int i = 0; i < FP_N + 2; i++) t[i] = 0;
-    PS_UNROLL
-    for (int i = 0; i < FP_N; i++) {
-        u64 c = 0;
-        PS_UNROLL
-        for (int j = 0; j < FP_N; j++) {
-            c = (u64)a.l[j] * b.l[i] + t[j] + (c >> 32);
-            t[j] = (u32)c;
-        }
-        u64 s = (u64)t[FP_N] + (c >> 32);
-        t[FP_N] = (u32)s;
-        t[FP_N + 1] = (u32)(s >> 32);
-        const u32 m = t[0] * FP_MINV;
-        c = (u64)m * FP_P[0] + t[0]; // low word is 0 by the choice of m
-        PS_UNROLL
-        for (int j = 1; j < FP_N; j++) {
-            c = (u64)m * FP_P[j] + t[j] + (c >> 32);
-            t[j - 1] = (u32)c;
-        }
-        s = (u64)t[FP_N] + (c >> 32);
-        t[FP_N - 1] = (u32)s;
-        t[FP_N] = t[FP_N + 1] + (u32)(s >> 32);
-    }
+    constexpr u32 P[FP_N] = FP_LIMBS;
     fp r;
-    PS_UNROLL
-    for (int i = 0; i < FP_N; i++) r.l[i] = t[i];
-    // p < R/4: t < 2p < 2^382, so t[FP_N] is 0 here and one conditional subtraction reduces.
+    mont_mul<FP_N>(r.l, a.l, b.l, P, FP_MINV);
     fp_reduce_once(r);
     return r;
 }

@@ -4,7 +4,7 @@
 // (< r), so results compare byte for byte with the CPU backend. Compiles for the host too:
 // the `cuda-check` crate tests it against blst.
 #pragma once
-#include "carry.cuh"
+#include "mont.cuh"
 
 struct fr { u32 l[8]; };
 
@@ -57,77 +57,11 @@ PS_FN fr fr_sub(const fr &a, const fr &b) {
     return d;
 }
 
-// Montgomery product, CIOS with the limb products split by parity (as sppark does): products
-// a_j·b_i with j even land on word pairs (j, j+1) of `even`, those with j odd on pairs of
-// `odd`, which sits one word higher. Every chain then covers aligned register pairs, so each
-// limb product is one IMAD.WIDE.U32.X. After a row's reduction the low word is zero and the
-// two arrays swap roles (the division by 2^32 moves `odd` down to where `even` was); the word
-// they then share is added at the start of the next row, its carry riding the next chain.
-// Bounds: r < 2^255, so a row's total stays below 2r·2^32 < 2^288 and no chain carries out of
-// its top word.
-
-// acc[j], acc[j+1] = a[j]·bi for even j.
-PS_FN void fr_mul_n(u32 *acc, const u32 *a, u32 bi) {
-    PS_UNROLL
-    for (int j = 0; j < 8; j += 2) {
-        acc[j] = MUL_LO(a[j], bi);
-        acc[j + 1] = MUL_HI(a[j], bi);
-    }
-}
-
-// acc += a[j]·bi at (j, j+1) for even j, in one chain; its carry out of acc[7] stays in CC.
-PS_FN void fr_cmad_n(u32 *acc, const u32 *a, u32 bi) {
-    CC_MAD_LO(acc[0], a[0], bi, acc[0]);
-    CC_MADC_HI(acc[1], a[0], bi, acc[1]);
-    PS_UNROLL
-    for (int j = 2; j < 8; j += 2) {
-        CC_MADC_LO(acc[j], a[j], bi, acc[j]);
-        CC_MADC_HI(acc[j + 1], a[j], bi, acc[j + 1]);
-    }
-}
-
-// odd[j], odd[j+1] = a[j]·bi + odd[j+2], odd[j+3] + CC for even j: the product row added while
-// the array moves down two words (the top pair has nothing above it).
-PS_FN void fr_madc_n_rshift(u32 *odd, const u32 *a, u32 bi) {
-    PS_UNROLL
-    for (int j = 0; j < 6; j += 2) {
-        CC_MADC_LO(odd[j], a[j], bi, odd[j + 2]);
-        CC_MADC_HI(odd[j + 1], a[j], bi, odd[j + 3]);
-    }
-    CC_MADC_LO(odd[6], a[6], bi, 0u);
-    CC_MADC_HI_END(odd[7], a[6], bi, 0u);
-}
-
-// One CIOS row: (even, odd) += a·bi, then += m·r with m making the low word zero.
-PS_FN void fr_mad_n_redc(u32 *even, u32 *odd, const u32 *a, u32 bi, bool first) {
-    constexpr u32 R[8] = FR_LIMBS;
-    if (first) {
-        fr_mul_n(odd, a + 1, bi);
-        fr_mul_n(even, a, bi);
-    } else {
-        CC_ADD(even[0], even[0], odd[1]);
-        fr_madc_n_rshift(odd, a + 1, bi);
-        fr_cmad_n(even, a, bi);
-        CC_ADDC_END(odd[7], odd[7], 0u);
-    }
-    const u32 m = MUL_LO(even[0], FR_MINV);
-    fr_cmad_n(odd, R + 1, m);
-    fr_cmad_n(even, R, m);
-    CC_ADDC_END(odd[7], odd[7], 0u);
-}
-
+// Montgomery product (mont.cuh: carry chains over aligned register pairs), reduced once.
 PS_FN fr fr_mul(const fr &a, const fr &b) {
-    u32 even[8], odd[8];
-    PS_UNROLL
-    for (int i = 0; i < 8; i += 2) {
-        fr_mad_n_redc(even, odd, a.l, b.l[i], i == 0);
-        fr_mad_n_redc(odd, even, a.l, b.l[i + 1], false);
-    }
+    constexpr u32 R[8] = FR_LIMBS;
     fr c;
-    CC_ADD(c.l[0], even[0], odd[1]);
-    PS_UNROLL
-    for (int k = 1; k < 7; k++) CC_ADDC(c.l[k], even[k], odd[k + 1]);
-    CC_ADDC_END(c.l[7], even[7], 0u);
+    mont_mul<8>(c.l, a.l, b.l, R, FR_MINV);
     return fr_reduce_once(c);
 }
 

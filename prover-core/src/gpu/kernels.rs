@@ -16,6 +16,7 @@ use std::time::Instant;
 const FILES: &[(&str, &str)] = &[
     ("common.cuh", include_str!("../../../cuda/common.cuh")),
     ("carry.cuh", include_str!("../../../cuda/carry.cuh")),
+    ("mont.cuh", include_str!("../../../cuda/mont.cuh")),
     ("fr.cuh", include_str!("../../../cuda/fr.cuh")),
     ("fp.cuh", include_str!("../../../cuda/fp.cuh")),
     ("g1.cuh", include_str!("../../../cuda/g1.cuh")),
