@@ -369,6 +369,47 @@ mod tests {
     }
 
     #[test]
+    fn a_detached_producer_says_so_and_counts_nothing() {
+        let mut p = Producer::DETACHED;
+        for i in 0..3 {
+            // SAFETY: no ring is attached; push must not touch one.
+            assert_eq!(unsafe { p.push(ev(i)) }, Pushed::Detached);
+        }
+    }
+
+    #[test]
+    fn half_full_is_signalled_once_per_crossing() {
+        let ring = Arc::new(Ring::new(16, 1, "t".into()));
+        let mut p = Producer::attach(&ring);
+        let push = |p: &mut Producer, i| {
+            // SAFETY: `ring` is alive and `p` is its only producer.
+            unsafe { p.push(ev(i)) }
+        };
+        let first: Vec<Pushed> = (0..12).map(|i| push(&mut p, i)).collect();
+        assert_eq!(first[7], Pushed::HalfFull, "the 8th of 16 slots: {first:?}");
+        assert_eq!(first.iter().filter(|r| **r == Pushed::HalfFull).count(), 1);
+        // Drained, then filled past half again: signalled again.
+        ring.drain(|_| {});
+        let again: Vec<Pushed> = (0..12).map(|i| push(&mut p, i)).collect();
+        assert_eq!(
+            again.iter().filter(|r| **r == Pushed::HalfFull).count(),
+            1,
+            "{again:?}"
+        );
+        assert!(!again.contains(&Pushed::Dropped));
+    }
+
+    #[test]
+    fn records_keep_their_fields() {
+        let e = RawEvent::new(RawKind::Marker, 7, 8, 9, 0xdead_beef, 0xab_cdef);
+        assert_eq!((e.ticks, e.span, e.parent), (7, 8, 9));
+        assert_eq!(
+            (e.proof(), e.name(), e.kind()),
+            (0xdead_beef, 0xab_cdef, RawKind::Marker)
+        );
+    }
+
+    #[test]
     fn concurrent_producer_and_consumer_lose_nothing_they_do_not_count() {
         let ring = Arc::new(Ring::new(1024, 1, "t".into()));
         let r2 = ring.clone();
