@@ -123,9 +123,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) msm_accumulate_affine(
     u32 K, g1_xyzz *out) {
     const u32 total = off_out[m];
     for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
-        const u32 b = msm_owner(off_out, m, t);
-        const u32 start = off_in[b] + (t - off_out[b]) * K;
-        const u32 end = min(start + K, off_in[b + 1]);
+        u32 start, end;
+        msm_item_run(off_in, off_out, msm_owner(off_out, m, t), t, K, start, end);
         g1_xyzz acc = g1_xyzz_identity();
         for (u32 e = start; e < end; e++) {
             const u32 code = sorted[e];
@@ -142,9 +141,8 @@ extern "C" __global__ void __launch_bounds__(256) msm_accumulate_xyzz(
     const g1_xyzz *in, const u32 *off_in, const u32 *off_out, u32 m, u32 K, g1_xyzz *out) {
     const u32 total = off_out[m];
     for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
-        const u32 b = msm_owner(off_out, m, t);
-        const u32 start = off_in[b] + (t - off_out[b]) * K;
-        const u32 end = min(start + K, off_in[b + 1]);
+        u32 start, end;
+        msm_item_run(off_in, off_out, msm_owner(off_out, m, t), t, K, start, end);
         g1_xyzz acc = g1_xyzz_identity();
         for (u32 e = start; e < end; e++) g1_xyzz_add(acc, in[e]);
         out[t] = acc;

@@ -1,6 +1,7 @@
 // The per-thread pieces of the Pippenger MSM, shared by the kernels (msm.cu) and by the host
 // reference the `cuda-check` crate tests against blst: signed window digits, the encoding of
-// sorted entries, and the weighted sum of a run of buckets.
+// sorted entries, the runs each accumulation level sums, and the weighted sum of a run of
+// buckets.
 #pragma once
 #include "g1.cuh"
 
@@ -33,6 +34,14 @@ PS_FN u32 msm_digit(const u32 s[8], u32 w, u32 c, u32 &carry) {
     }
     carry = 0;
     return v;
+}
+
+// The entries [start, end) that item t of the next accumulation level sums: run number
+// t − out[b] of bucket b, at most K of the bucket's current entries in[b] … in[b + 1].
+PS_FN void msm_item_run(const u32 *in, const u32 *out, u32 b, u32 t, u32 K, u32 &start,
+                        u32 &end) {
+    start = in[b] + (t - out[b]) * K;
+    end = in[b + 1] < start + K ? in[b + 1] : start + K;
 }
 
 // Σ j·bucket(j) for j in [lo, hi] (lo ≥ 1): a running sum from the top, added up once per step,

@@ -6,6 +6,7 @@ use cuda_check::*;
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
+use prover_core::gpu::msm_bench::{edge_cases, edge_scalars};
 use prover_core::groth16::msm::g1_msm;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -18,15 +19,6 @@ fn value_of_digits(d: &[u32], c: u32) -> Scalar {
         acc = acc * base + if code & 0x8000_0000 != 0 { -mag } else { mag };
     }
     acc
-}
-
-fn edge_scalars() -> Vec<Scalar> {
-    let mut v = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::from(2u64)];
-    for k in [15u64, 16, 31, 64, 128, 200, 254] {
-        let p = Scalar::from(2u64).pow_vartime([k]);
-        v.extend([p, p - Scalar::ONE, -p]);
-    }
-    v
 }
 
 #[test]
@@ -98,48 +90,7 @@ fn reference_msm_matches_blst_on_edge_cases() {
     let n = 400;
     let bases = random_points(&mut rng, n);
     let random: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
-    let edges = edge_scalars();
-    let cases: Vec<(&str, Vec<G1Affine>, Vec<Scalar>)> = vec![
-        ("all zero", bases.clone(), vec![Scalar::ZERO; n]),
-        (
-            "all one: one bucket, several passes",
-            bases.clone(),
-            vec![Scalar::ONE; n],
-        ),
-        ("all r − 1", bases.clone(), vec![-Scalar::ONE; n]),
-        (
-            "edge scalars",
-            bases.clone(),
-            (0..n).map(|i| edges[i % edges.len()]).collect(),
-        ),
-        (
-            "identity points",
-            (0..n)
-                .map(|i| {
-                    if i % 3 == 0 {
-                        G1Affine::identity()
-                    } else {
-                        bases[i]
-                    }
-                })
-                .collect(),
-            random.clone(),
-        ),
-        ("one repeated point", vec![bases[7]; n], random.clone()),
-        (
-            "a point and its negation, equal scalars",
-            (0..n)
-                .map(|i| if i % 2 == 0 { bases[1] } else { -bases[1] })
-                .collect(),
-            vec![Scalar::from(12345u64); n],
-        ),
-        (
-            "repeated point, repeated scalar (doublings in the bucket)",
-            vec![bases[2]; n],
-            vec![Scalar::from(3u64); n],
-        ),
-    ];
-    for (what, b, s) in cases {
+    for (what, b, s) in edge_cases(&bases, &random) {
         let want = g1_msm(&b, &s);
         for (c, k, run) in [(4u32, 2u32, 1u32), (8, 4, 16), (13, 64, 32)] {
             assert_eq!(

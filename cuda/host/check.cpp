@@ -120,7 +120,8 @@ void ps_msm_reference(const u32 *bases, const u32 *scalars, u64 n, u32 c, u32 K,
     std::vector<g1_xyzz> items(off1[m]);
     for (u32 b = 0; b < m; b++)
         for (u32 t = off1[b]; t < off1[b + 1]; t++) {
-            const u32 start = off[b] + (t - off1[b]) * K, end = std::min(start + K, off[b + 1]);
+            u32 start, end;
+            msm_item_run(off.data(), off1.data(), b, t, K, start, end);
             g1_xyzz acc = g1_xyzz_identity();
             for (u32 e = start; e < end; e++) {
                 g1_affine q = load_affine(bases + 24 * (sorted[e] & ~MSM_NEG));
@@ -139,7 +140,8 @@ void ps_msm_reference(const u32 *bases, const u32 *scalars, u64 n, u32 c, u32 K,
         std::vector<g1_xyzz> next(o2[m]);
         for (u32 b = 0; b < m; b++)
             for (u32 t = o2[b]; t < o2[b + 1]; t++) {
-                const u32 start = off[b] + (t - o2[b]) * K, end = std::min(start + K, off[b + 1]);
+                u32 start, end;
+                msm_item_run(off.data(), o2.data(), b, t, K, start, end);
                 g1_xyzz acc = g1_xyzz_identity();
                 for (u32 e = start; e < end; e++) g1_xyzz_add(acc, items[e]);
                 next[t] = acc;

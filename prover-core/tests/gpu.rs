@@ -1,11 +1,10 @@
 //! The GPU backend. The fallback test runs everywhere; the device tests run only where
 //! `PROOFSCOPE_GPU_TESTS=1` (they need an NVIDIA GPU, driver and NVRTC).
 mod gpu_env;
-use blstrs::Scalar;
-use ff::Field;
-use gpu_env::{cache, gpu_tests, max_log};
+use gpu_env::{cache, first_gpu, max_log};
 use prover_core::cli::BackendChoice;
-use prover_core::gpu::{GpuBackend, NttOp};
+use prover_core::gpu::NttOp;
+use prover_core::gpu::msm_bench::random_scalars;
 use prover_core::groth16::backend::{Abc, Backend, compute_h_cpu};
 use prover_core::groth16::ntt::Domain;
 use rand::SeedableRng;
@@ -52,21 +51,12 @@ fn cpu_fallback_happens_and_reports_its_reason() {
     assert_eq!(hello.backend_reason, reason);
 }
 
-fn random(n: usize, seed: u64) -> Vec<Scalar> {
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-    (0..n).map(|_| Scalar::random(&mut rng)).collect()
-}
-
 #[test]
 fn gpu_transforms_equal_the_cpu_at_every_size() {
-    if !gpu_tests() {
-        eprintln!("SKIPPED: set PROOFSCOPE_GPU_TESTS=1 on a GPU host");
-        return;
-    }
-    let gpu = GpuBackend::new(0, &cache()).unwrap();
+    let Some(gpu) = first_gpu() else { return };
     for log in 1..=max_log(24) {
         let d = Domain::new(log).unwrap();
-        let input = random(d.n, log as u64);
+        let input = random_scalars(d.n, log as u64);
         for op in [
             NttOp::Forward,
             NttOp::Inverse,
@@ -91,19 +81,15 @@ fn gpu_transforms_equal_the_cpu_at_every_size() {
 
 #[test]
 fn gpu_h_computation_equals_the_cpu() {
-    if !gpu_tests() {
-        eprintln!("SKIPPED: set PROOFSCOPE_GPU_TESTS=1 on a GPU host");
-        return;
-    }
-    let gpu = GpuBackend::new(0, &cache()).unwrap();
+    let Some(gpu) = first_gpu() else { return };
     for log in [10u32, 12, 16, 20, max_log(24)] {
         let d = Domain::new(log).unwrap();
         // A shorter input than the domain, as from synthesis.
         let len = d.n - 3;
         let mk = |s| Abc {
-            a: random(len, s),
-            b: random(len, s + 1),
-            c: random(len, s + 2),
+            a: random_scalars(len, s),
+            b: random_scalars(len, s + 1),
+            c: random_scalars(len, s + 2),
         };
         let mut cpu = mk(100 + log as u64);
         let mut dev = mk(100 + log as u64);
@@ -124,15 +110,11 @@ fn gpu_h_computation_equals_the_cpu() {
 
 #[test]
 fn gpu_proofs_verify() {
-    if !gpu_tests() {
-        eprintln!("SKIPPED: set PROOFSCOPE_GPU_TESTS=1 on a GPU host");
-        return;
-    }
+    let Some(gpu) = first_gpu() else { return };
     use prover_core::groth16::circuits::CircuitKind;
     use prover_core::groth16::dealloc::DeallocMode;
     use prover_core::groth16::params::{self, SrsMode};
     use prover_core::groth16::pipeline::{BatchRequest, VerifyMode, prove_batch};
-    let gpu = GpuBackend::new(0, &cache()).unwrap();
     // Every visible GPU, as `--backend gpu` opens them: with two or more, the batch is split.
     let (all, what) = prover_core::gpu::detect().unwrap();
     eprintln!("{what}: {} device(s)", all.unit_count());

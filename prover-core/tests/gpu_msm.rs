@@ -2,21 +2,16 @@
 //! (an NVIDIA GPU with driver and NVRTC); the same algorithm runs everywhere through the
 //! host build of the kernel headers (crate `cuda-check`).
 mod gpu_env;
-use blstrs::{G1Affine, G1Projective, Scalar};
-use ff::Field;
-use gpu_env::{cache, gpu_tests, max_log};
+use blstrs::G1Projective;
+use gpu_env::{first_gpu, max_log};
 use group::Group;
-use prover_core::gpu::msm_bench::{distinct_points, random_scalars};
-use prover_core::gpu::{GpuBackend, MsmBases, MsmPlan, MsmScalars};
+use prover_core::gpu::msm_bench::{distinct_points, edge_cases, random_scalars};
+use prover_core::gpu::{MsmBases, MsmPlan, MsmScalars};
 use prover_core::groth16::msm::g1_msm;
 
 #[test]
 fn gpu_msm_equals_blst_at_every_size() {
-    if !gpu_tests() {
-        eprintln!("SKIPPED: set PROOFSCOPE_GPU_TESTS=1 on a GPU host");
-        return;
-    }
-    let gpu = GpuBackend::new(0, &cache()).unwrap();
+    let Some(gpu) = first_gpu() else { return };
     let d = &gpu.device;
     for log in (10..=max_log(20)).step_by(2) {
         let n = 1usize << log;
@@ -55,58 +50,12 @@ fn gpu_msm_equals_blst_at_every_size() {
 
 #[test]
 fn gpu_msm_handles_the_edge_cases() {
-    if !gpu_tests() {
-        eprintln!("SKIPPED: set PROOFSCOPE_GPU_TESTS=1 on a GPU host");
-        return;
-    }
-    let gpu = GpuBackend::new(0, &cache()).unwrap();
+    let Some(gpu) = first_gpu() else { return };
     let d = &gpu.device;
     let n = 1 << 12;
     let bases = distinct_points(n, 3);
     let random = random_scalars(n, 4);
-    let two_pow = |k: u64| Scalar::from(2u64).pow_vartime([k]);
-    let edges: Vec<Scalar> = [0u64, 15, 16, 31, 64, 128, 200, 254]
-        .iter()
-        .flat_map(|&k| [two_pow(k), two_pow(k) - Scalar::ONE, -two_pow(k)])
-        .chain([Scalar::ZERO, -Scalar::ONE])
-        .collect();
-    let cases: Vec<(&str, Vec<G1Affine>, Vec<Scalar>)> = vec![
-        ("all zero", bases.clone(), vec![Scalar::ZERO; n]),
-        ("all one", bases.clone(), vec![Scalar::ONE; n]),
-        ("all r − 1", bases.clone(), vec![-Scalar::ONE; n]),
-        (
-            "edge scalars",
-            bases.clone(),
-            (0..n).map(|i| edges[i % edges.len()]).collect(),
-        ),
-        (
-            "identity points",
-            (0..n)
-                .map(|i| {
-                    if i % 3 == 0 {
-                        G1Affine::default()
-                    } else {
-                        bases[i]
-                    }
-                })
-                .collect(),
-            random.clone(),
-        ),
-        ("one repeated point", vec![bases[7]; n], random.clone()),
-        (
-            "repeated point and scalar",
-            vec![bases[2]; n],
-            vec![Scalar::from(3u64); n],
-        ),
-        (
-            "a point and its negation",
-            (0..n)
-                .map(|i| if i % 2 == 0 { bases[1] } else { -bases[1] })
-                .collect(),
-            vec![Scalar::from(12345u64); n],
-        ),
-    ];
-    for (what, b, s) in cases {
+    for (what, b, s) in edge_cases(&bases, &random) {
         let want = g1_msm(&b, &s);
         for plan in [MsmPlan::for_len(n), MsmPlan::with_c(4, 2)] {
             let (got, _) = d

@@ -108,9 +108,10 @@ impl Device {
         let local_inv = compute
             .clone_htod(tables::limbs(&tables::local(true)))
             .map_err(GpuError::driver)?;
+        let nvml_index = nvml_index(&ctx, index);
         Ok(Device {
             index,
-            nvml_index: nvml_index(&ctx, index),
+            nvml_index,
             name,
             ctx,
             compute,
@@ -119,7 +120,7 @@ impl Device {
             local_fwd,
             local_inv,
             sizes: Mutex::new(HashMap::new()),
-            stager: Stager::new(index),
+            stager: Stager::new(nvml_index),
         })
     }
 

@@ -51,6 +51,65 @@ pub fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
     out
 }
 
+/// Scalars at the edges of the signed-digit encoding: 0, 1, 2, r − 1, and 2^k, 2^k − 1, −2^k
+/// around window and limb boundaries.
+pub fn edge_scalars() -> Vec<Scalar> {
+    let mut v = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::from(2u64)];
+    for k in [15u64, 16, 31, 64, 128, 200, 254] {
+        let p = Scalar::from(2u64).pow_vartime([k]);
+        v.extend([p, p - Scalar::ONE, -p]);
+    }
+    v
+}
+
+/// An MSM case: what it stresses, the bases, the scalars.
+pub type MsmCase = (&'static str, Vec<G1Affine>, Vec<Scalar>);
+
+/// The edge cases every MSM implementation here is checked on (the device's and the host
+/// reference of its algorithm), built over `bases` and `random` scalars of the same length
+/// (at least 8): zero, one and r − 1 everywhere, the edge scalars, identity points, one point
+/// repeated, a point with its negation (buckets that cancel).
+pub fn edge_cases(bases: &[G1Affine], random: &[Scalar]) -> Vec<MsmCase> {
+    let n = bases.len();
+    let edges = edge_scalars();
+    vec![
+        ("all zero", bases.to_vec(), vec![Scalar::ZERO; n]),
+        ("all one", bases.to_vec(), vec![Scalar::ONE; n]),
+        ("all r − 1", bases.to_vec(), vec![-Scalar::ONE; n]),
+        (
+            "edge scalars",
+            bases.to_vec(),
+            (0..n).map(|i| edges[i % edges.len()]).collect(),
+        ),
+        (
+            "identity points",
+            (0..n)
+                .map(|i| {
+                    if i % 3 == 0 {
+                        G1Affine::default()
+                    } else {
+                        bases[i]
+                    }
+                })
+                .collect(),
+            random.to_vec(),
+        ),
+        ("one repeated point", vec![bases[7]; n], random.to_vec()),
+        (
+            "repeated point and scalar",
+            vec![bases[2]; n],
+            vec![Scalar::from(3u64); n],
+        ),
+        (
+            "a point and its negation",
+            (0..n)
+                .map(|i| if i % 2 == 0 { bases[1] } else { -bases[1] })
+                .collect(),
+            vec![Scalar::from(12345u64); n],
+        ),
+    ]
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]

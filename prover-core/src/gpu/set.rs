@@ -5,7 +5,7 @@
 use super::GpuBackend;
 use crate::groth16::backend::{Abc, Backend, BackendError};
 use crate::groth16::ntt::Domain;
-use crate::groth16::pipeline::{run_of, split_ranges};
+use crate::groth16::pipeline::split_ranges;
 use crate::probe::SpanHandle;
 use blstrs::{G1Affine, G1Projective, Scalar};
 
@@ -57,11 +57,11 @@ impl GpuSet {
         })
     }
 
-    /// Per-circuit lists cut into one run per GPU (see `run_of`).
-    fn runs<'v, T>(&self, v: &'v [T], k: usize) -> Vec<&'v [T]> {
-        split_ranges(k, self.gpus.len())
+    /// A per-circuit list cut into one run per GPU.
+    fn runs<'v, T>(&self, v: &'v [T]) -> Vec<&'v [T]> {
+        split_ranges(v.len(), self.gpus.len())
             .into_iter()
-            .map(|r| run_of(v, r))
+            .map(|r| &v[r])
             .collect()
     }
 }
@@ -105,7 +105,7 @@ impl Backend for GpuSet {
         bases: &[G1Affine],
         ones: &[Vec<u32>],
     ) -> Result<Vec<G1Projective>, BackendError> {
-        let parts = self.runs(ones, ones.len());
+        let parts = self.runs(ones);
         self.each(parts, |gpu, mine| gpu.batch_add(bases, mine))
     }
 
@@ -114,7 +114,7 @@ impl Backend for GpuSet {
         bases: &[G1Affine],
         scalars: &[Vec<Scalar>],
     ) -> Result<Vec<G1Projective>, BackendError> {
-        let parts = self.runs(scalars, scalars.len());
+        let parts = self.runs(scalars);
         self.each(parts, |gpu, mine| gpu.tail_msm(bases, mine))
     }
 }

@@ -34,8 +34,8 @@ const FILL_THREADS: usize = 16;
 
 /// The staging buffers of one device and the threads that fill them, made on first use.
 pub struct Stager {
-    /// The device's ordinal, for the fill threads' names.
-    device: usize,
+    /// The device's NVML index, for the fill threads' names (as `gpu-<i>` has it).
+    device: u32,
     buffers: Mutex<Vec<Buffer>>,
     fill: OnceLock<Option<rayon::ThreadPool>>,
 }
@@ -47,7 +47,7 @@ impl std::fmt::Debug for Stager {
 }
 
 impl Stager {
-    pub fn new(device: usize) -> Stager {
+    pub fn new(device: u32) -> Stager {
         Stager {
             device,
             buffers: Mutex::new(Vec::new()),

@@ -6,6 +6,20 @@ pub fn gpu_tests() -> bool {
     std::env::var("PROOFSCOPE_GPU_TESTS").is_ok_and(|v| v == "1")
 }
 
+/// Whether GPU tests run here; says SKIPPED when they do not.
+pub fn enabled_or_skip() -> bool {
+    let on = gpu_tests();
+    if !on {
+        eprintln!("SKIPPED: set PROOFSCOPE_GPU_TESTS=1 on a GPU host");
+    }
+    on
+}
+
+/// The first GPU, or None (SKIPPED said) where GPU tests do not run.
+pub fn first_gpu() -> Option<prover_core::gpu::GpuBackend> {
+    enabled_or_skip().then(|| prover_core::gpu::GpuBackend::new(0, &cache()).unwrap())
+}
+
 pub fn cache() -> std::path::PathBuf {
     std::env::var_os("PROOFSCOPE_CACHE")
         .map(Into::into)
