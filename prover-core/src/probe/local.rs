@@ -1,13 +1,13 @@
 //! The hot path: span guards, handles for work on other threads, markers, proof scopes.
 //!
 //! A span edge is a tick read and a push into a ring the thread owns. The current span and
-//! proof of each thread live in a `const` thread-local `Cell` with no destructor, so the
+//! proof of each thread live in `const` thread-local `Cell`s with no destructor, so the
 //! allocator can read them too (even while a thread is being torn down).
 
-use super::clock::{ticks, ticks_for};
+use super::clock::{ticks, ticks_for, tsc_ticks};
 use super::names::CallSite;
 use super::ring::{Producer, Pushed, RawEvent, RawKind, Ring};
-use super::session::{self, ENABLED_BIT, SPAN_BLOCK, SlowEvent, generation_of, state};
+use super::session::{self, ENABLED_BIT, SlowEvent, TSC_BIT, generation_of, state};
 use probe_protocol::{Event, ProofBegin, ProofEnd, Verification};
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::marker::PhantomData;
@@ -22,7 +22,11 @@ pub struct Ctx {
 }
 
 thread_local! {
-    static CTX: Cell<Ctx> = const { Cell::new(Ctx { span: 0, proof: 0 }) };
+    /// The context, as two cells rather than one `Cell<Ctx>`: restoring a whole `Ctx` compiled
+    /// to one 16-byte copy of the guard's two 8-byte fields, a load that store forwarding
+    /// cannot serve while those stores are in flight (+2 ns a span).
+    static CTX_SPAN: Cell<u64> = const { Cell::new(0) };
+    static CTX_PROOF: Cell<u64> = const { Cell::new(0) };
     static TID: Cell<u32> = const { Cell::new(0) };
     /// The hot per-thread state: `const`, no destructor, so reaching it costs no lazy
     /// initialisation check.
@@ -34,7 +38,17 @@ thread_local! {
 /// This thread's current span context (used by the allocator; never panics).
 #[inline]
 pub fn current_ctx() -> Ctx {
-    CTX.try_with(Cell::get).unwrap_or_default()
+    Ctx {
+        span: CTX_SPAN.try_with(Cell::get).unwrap_or(0),
+        proof: CTX_PROOF.try_with(Cell::get).unwrap_or(0),
+    }
+}
+
+/// Makes `ctx` this thread's context (ignored while the thread is being torn down).
+#[inline(always)]
+fn set_ctx(ctx: Ctx) {
+    let _ = CTX_SPAN.try_with(|c| c.set(ctx.span));
+    let _ = CTX_PROOF.try_with(|c| c.set(ctx.proof));
 }
 
 /// The kernel's id of this thread, cached after the first call.
@@ -54,44 +68,31 @@ pub fn os_tid() -> u32 {
 }
 
 struct Hot {
-    generation: u64,
-    /// The session's state word when this thread joined (its TSC bit, for end edges).
-    state: u64,
+    /// The session's state word (recording bit set) when this thread joined; 0 = never.
+    joined: u64,
+    /// `joined` where the session's ticks come from the TSC, else 0: a begin edge takes the
+    /// fast path when this equals the current state word — one compare for "recording, this
+    /// session's ring, TSC ticks".
+    fast_state: u64,
     producer: Producer,
-    next_span: u64,
-    block_end: u64,
     /// The thread is exiting: never join a session again.
     dead: bool,
 }
 
 impl Hot {
     const EMPTY: Hot = Hot {
-        generation: 0,
-        state: 0,
+        joined: 0,
+        fast_state: 0,
         producer: Producer::DETACHED,
-        next_span: 0,
-        block_end: 0,
         dead: false,
     };
+}
 
-    #[inline]
-    fn span_id(&mut self) -> u64 {
-        if self.next_span == self.block_end {
-            self.refill_ids();
-        }
-        let id = self.next_span;
-        self.next_span += 1;
-        id
-    }
-
-    #[cold]
-    fn refill_ids(&mut self) {
-        let start = session::current()
-            .map(|s| s.next_span.fetch_add(SPAN_BLOCK, Ordering::Relaxed))
-            .unwrap_or(1);
-        self.next_span = start;
-        self.block_end = start + SPAN_BLOCK;
-    }
+/// This thread's hot state. The `const`, destructor-free thread-local never fails to be
+/// reached; the `Option` only keeps that out of the callers' safety arguments.
+#[inline(always)]
+fn hot() -> Option<*mut Hot> {
+    HOT.try_with(UnsafeCell::get).ok()
 }
 
 struct Keep {
@@ -115,10 +116,11 @@ impl Drop for Keep {
     }
 }
 
-/// Joins the running session: a fresh ring, a block of span ids. Once per thread per
+/// Joins the session of state word `st` (recording bit set): a fresh ring. Once per thread per
 /// session; allocates the ring — the only allocation on this path.
 #[cold]
-fn join(generation: u64) -> bool {
+fn join(st: u64) -> bool {
+    let generation = generation_of(st);
     let Ok(dead) = HOT.try_with(|h| {
         // SAFETY: only this thread touches its HOT; no borrow of it is live here.
         unsafe { (*h.get()).dead }
@@ -168,11 +170,10 @@ fn join(generation: u64) -> bool {
     HOT.try_with(|h| {
         // SAFETY: as above; `ring` is kept alive by KEEP until that guard detaches us.
         let hot = unsafe { &mut *h.get() };
-        hot.generation = generation;
-        hot.state = state();
+        let st = st | ENABLED_BIT;
+        hot.joined = st;
+        hot.fast_state = if st & TSC_BIT != 0 { st } else { 0 };
         hot.producer = Producer::attach(&ring);
-        hot.next_span = 0;
-        hot.block_end = 0;
     })
     .is_ok()
 }
@@ -188,65 +189,68 @@ fn wake_collector() {
     });
 }
 
-/// Pushes one event from this thread, joining the session first if needed. Returns the span
-/// id allocated by `alloc_span` (0 when not allocated or not recorded).
-#[inline(always)]
-fn emit(mut ev: RawEvent, alloc_span: bool, generation: u64) -> u64 {
-    let r = HOT.try_with(|h| {
+/// Pushes one event from this thread under state word `st` (recording bit set), joining the
+/// session first if needed and reading the tick from whichever clock the session uses: the
+/// general path, for markers and for span edges that miss the fast path. With `new_span`,
+/// the event's span is a fresh span id (its record number). Returns the event's span (0 when
+/// not recorded).
+#[inline(never)]
+fn emit(st: u64, span: u64, parent: u64, meta: u64, new_span: bool) -> u64 {
+    let ticks = ticks_for(st);
+    HOT.try_with(|h| {
         // SAFETY: only this thread touches its HOT; the borrow ends before anything that
         // could reach this function again (join and wake run outside it).
-        let stale = unsafe { (*h.get()).generation } != generation;
-        if stale && !join(generation) {
-            return (0, Pushed::Detached);
+        let stale = unsafe { (*h.get()).joined } != st;
+        if stale && !join(st) {
+            return 0;
         }
         // SAFETY: as above; no other reference to this thread's HOT exists now.
         let hot = unsafe { &mut *h.get() };
-        if alloc_span {
-            ev.span = hot.span_id();
-        }
         // SAFETY: the producer is attached only while KEEP holds its ring, and this thread
         // is the ring's only producer.
-        let pushed = unsafe { hot.producer.push(ev) };
-        (ev.span, pushed)
-    });
-    match r {
-        Ok((span, Pushed::Ok | Pushed::Dropped)) => span,
-        Ok((span, Pushed::HalfFull)) => {
-            wake_collector();
-            span
+        let (span, pushed) = unsafe { hot.producer.push(ticks, span, parent, meta, new_span) };
+        match pushed {
+            Pushed::Ok | Pushed::Dropped => span,
+            Pushed::HalfFull => {
+                wake_collector();
+                span
+            }
+            Pushed::Detached => 0,
         }
-        _ => 0,
-    }
+    })
+    .unwrap_or(0)
 }
 
-/// Pushes a span end into the ring the thread already has: no session check (an end only
-/// makes sense in the ring that holds its begin; a stale ring just swallows it).
-#[inline(always)]
-fn emit_end(span: u64) {
-    let r = HOT.try_with(|h| {
+/// A span end that missed the fast path (ring bounds reached, or no TSC). No session check:
+/// an end only makes sense in the ring that holds its begin; a stale ring swallows it.
+#[cold]
+#[inline(never)]
+fn end_slow(span: u64) {
+    let _ = HOT.try_with(|h| {
         // SAFETY: only this thread touches its HOT; no other reference to it exists now.
         let hot = unsafe { &mut *h.get() };
-        let ev = RawEvent::new(RawKind::SpanEnd, ticks_for(hot.state), span, 0, 0, 0);
+        let ticks = ticks_for(hot.joined);
+        let meta = RawEvent::meta(RawKind::SpanEnd, 0, 0);
         // SAFETY: the producer is attached only while KEEP holds its ring, and this thread is
         // the ring's only producer.
-        unsafe { hot.producer.push(ev) }
+        let (_, pushed) = unsafe { hot.producer.push(ticks, span, 0, meta, false) };
+        if pushed == Pushed::HalfFull {
+            wake_collector();
+        }
     });
-    if let Ok(Pushed::HalfFull) = r {
-        wake_collector();
-    }
 }
 
 /// Makes sure this thread is known to the session (its ThreadDef), without an event.
 fn ensure_joined() {
-    let generation = generation_of(state());
+    let st = state() | ENABLED_BIT;
     let stale = HOT
         .try_with(|h| {
             // SAFETY: only this thread touches its HOT; the read ends at once.
-            unsafe { (*h.get()).generation != generation }
+            unsafe { (*h.get()).joined != st }
         })
         .unwrap_or(false);
     if stale {
-        join(generation);
+        join(st);
     }
 }
 
@@ -267,8 +271,8 @@ impl SpanGuard {
     };
 
     /// Opens a span named by `site` under this thread's current span. Always inlined: the
-    /// slow paths (joining a session, refilling span ids, a full ring) are calls of their
-    /// own, and a call here cost more than its body's saving in code size.
+    /// slow paths (joining a session, ring bounds, no TSC) are calls of their own, and a
+    /// call here cost more than its body's saving in code size.
     #[inline(always)]
     pub fn enter(site: &CallSite) -> SpanGuard {
         let st = state();
@@ -276,7 +280,7 @@ impl SpanGuard {
             return SpanGuard::INACTIVE;
         }
         let ctx = current_ctx();
-        Self::begin(st, site.id(), ctx.span, ctx.proof, ctx)
+        Self::begin::<false>(st, site.id(), ctx.span, ctx.proof, ctx)
     }
 
     /// Opens a span under an explicit parent (e.g. a handle from another thread).
@@ -286,7 +290,7 @@ impl SpanGuard {
         if st & ENABLED_BIT == 0 {
             return SpanGuard::INACTIVE;
         }
-        Self::begin(st, site.id(), parent.span, parent.proof, current_ctx())
+        Self::begin::<true>(st, site.id(), parent.span, parent.proof, current_ctx())
     }
 
     /// Opens a span with a name interned at run time (slow: a lookup under a lock).
@@ -296,20 +300,56 @@ impl SpanGuard {
             return SpanGuard::INACTIVE;
         }
         let ctx = current_ctx();
-        Self::begin(st, super::names::intern(name), ctx.span, ctx.proof, ctx)
+        Self::begin::<false>(st, super::names::intern(name), ctx.span, ctx.proof, ctx)
     }
 
+    /// Opens a span under `parent` in `proof`; `prev` is the context to restore at the end.
+    /// `NEW_PROOF`: the proof may differ from the thread's current one (else it is the same,
+    /// and its cell is not rewritten).
     #[inline(always)]
-    fn begin(st: u64, name: u32, parent: u64, proof: u64, prev: Ctx) -> SpanGuard {
-        let span = emit(
-            RawEvent::new(RawKind::SpanBegin, ticks_for(st), 0, parent, proof, name),
-            true,
-            generation_of(st),
-        );
+    fn begin<const NEW_PROOF: bool>(
+        st: u64,
+        name: u32,
+        parent: u64,
+        proof: u64,
+        prev: Ctx,
+    ) -> SpanGuard {
+        let meta = RawEvent::meta(RawKind::SpanBegin, proof, name);
+        if let Some(hot) = hot() {
+            // SAFETY: only this thread touches its HOT, and no other reference to it is live
+            // (the slow paths below are called after this borrow ends). The producer is
+            // attached only while KEEP holds its ring, this thread is the ring's only producer,
+            // and `has_room` was just true.
+            let fast = unsafe {
+                let hot = &mut *hot;
+                (hot.fast_state == st && hot.producer.has_room())
+                    .then(|| hot.producer.push_fast(tsc_ticks(), 0, parent, meta, true))
+            };
+            if let Some(span) = fast {
+                let _ = CTX_SPAN.try_with(|c| c.set(span));
+                if NEW_PROOF {
+                    let _ = CTX_PROOF.try_with(|c| c.set(proof));
+                }
+                return SpanGuard {
+                    span,
+                    prev,
+                    _not_send: PhantomData,
+                };
+            }
+        }
+        Self::begin_slow(st, parent, proof, meta, prev)
+    }
+
+    /// A begin edge that missed the fast path: joins the session, or the ring's bounds were
+    /// reached, or the session's ticks do not come from the TSC.
+    #[cold]
+    #[inline(never)]
+    fn begin_slow(st: u64, parent: u64, proof: u64, meta: u64, prev: Ctx) -> SpanGuard {
+        let span = emit(st, 0, parent, meta, true);
         if span == 0 {
             return SpanGuard::INACTIVE;
         }
-        let _ = CTX.try_with(|c| c.set(Ctx { span, proof }));
+        set_ctx(Ctx { span, proof });
         SpanGuard {
             span,
             prev,
@@ -340,9 +380,24 @@ impl Drop for SpanGuard {
         if self.span == 0 {
             return;
         }
-        emit_end(self.span);
-        let prev = self.prev;
-        let _ = CTX.try_with(|c| c.set(prev));
+        const END: u64 = RawEvent::meta(RawKind::SpanEnd, 0, 0);
+        // SAFETY: only this thread touches its HOT and no other reference to it is live;
+        // the producer is attached only while KEEP holds its ring, this thread is the ring's
+        // only producer, and `has_room` was just true. No session check: an end belongs in
+        // the ring that holds its begin (a stale ring swallows it).
+        let fast = hot().is_some_and(|hot| unsafe {
+            let hot = &mut *hot;
+            let fast = hot.fast_state != 0 && hot.producer.has_room();
+            if fast {
+                hot.producer
+                    .push_fast(tsc_ticks(), self.span, 0, END, false);
+            }
+            fast
+        });
+        if !fast {
+            end_slow(self.span);
+        }
+        set_ctx(self.prev);
     }
 }
 
@@ -368,11 +423,9 @@ impl SpanHandle {
     /// meanwhile become its children.
     pub fn adopt(self) -> Adopted {
         let prev = current_ctx();
-        let _ = CTX.try_with(|c| {
-            c.set(Ctx {
-                span: self.span,
-                proof: self.proof,
-            })
+        set_ctx(Ctx {
+            span: self.span,
+            proof: self.proof,
         });
         Adopted {
             prev,
@@ -391,8 +444,7 @@ pub struct Adopted {
 
 impl Drop for Adopted {
     fn drop(&mut self) {
-        let prev = self.prev;
-        let _ = CTX.try_with(|c| c.set(prev));
+        set_ctx(self.prev);
     }
 }
 
@@ -403,19 +455,8 @@ pub fn marker(site: &CallSite) {
     if st & ENABLED_BIT == 0 {
         return;
     }
-    let name = site.id();
-    emit(
-        RawEvent::new(
-            RawKind::Marker,
-            ticks_for(st),
-            current_ctx().span,
-            0,
-            0,
-            name,
-        ),
-        false,
-        generation_of(st),
-    );
+    let meta = RawEvent::meta(RawKind::Marker, 0, site.id());
+    emit(st, current_ctx().span, 0, meta, false);
 }
 
 /// Records an instant with a text (slow path: the text is copied).
@@ -480,7 +521,9 @@ impl ProofScope {
         let proof = shared.next_proof.fetch_add(1, Ordering::Relaxed);
         let t = ticks();
         let ctx = current_ctx();
-        let guard = SpanGuard::begin(state(), PROVE_SITE.id(), ctx.span, proof, ctx);
+        // Recording may have stopped since the check above; the scope is recorded anyway.
+        let st = state() | ENABLED_BIT;
+        let guard = SpanGuard::begin::<true>(st, PROVE_SITE.id(), ctx.span, proof, ctx);
         shared.push_slow(SlowEvent::Ticks(
             t,
             Event::ProofBegin(Box::new(ProofBegin {

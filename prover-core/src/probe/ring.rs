@@ -36,7 +36,7 @@ pub struct RawEvent {
 }
 
 impl RawEvent {
-    #[inline(always)]
+    #[cfg(test)]
     pub fn new(
         kind: RawKind,
         ticks: u64,
@@ -49,8 +49,16 @@ impl RawEvent {
             ticks,
             span,
             parent,
-            meta: (proof & 0xffff_ffff) | (name as u64 & 0xff_ffff) << 32 | (kind as u64) << 56,
+            meta: RawEvent::meta(kind, proof, name),
         }
+    }
+
+    /// The packed last word. `name` must fit 24 bits, as every interned id does
+    /// ([`super::names::MAX_NAMES`]); it is not masked, to keep an instruction off the hot path.
+    #[inline(always)]
+    pub const fn meta(kind: RawKind, proof: u64, name: u32) -> u64 {
+        debug_assert!(name < 1 << 24, "name id does not fit 24 bits");
+        (proof & 0xffff_ffff) | (name as u64) << 32 | (kind as u64) << 56
     }
 
     pub fn proof(&self) -> u32 {
@@ -174,14 +182,21 @@ impl Ring {
     }
 }
 
+/// Record numbers: every slot a producer fills has a number unique in the process, so the
+/// number of a `SpanBegin` is its span id and the hot path needs no counter of its own.
+/// Producers take them in blocks from here; a block lasts `SEQ_BLOCK` pushes.
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
+pub const SEQ_BLOCK: usize = 4096;
+
 /// Producer side of a ring: a cursor kept in the owning thread's `const` thread-local, so the
 /// hot path reaches it without lazy-initialisation checks. It does not own the ring: the
 /// thread's keep-alive guard holds the `Arc` and detaches this cursor before dropping it.
 ///
-/// The bounds a push checks are precomputed from the last head seen (`limit`: the ring is full
-/// when `tail` reaches it; `wake_at`: half full), so the common push is one compare, four
-/// stores, the tail's publication and one more compare. A detached producer has
-/// `tail == limit`, which sends every push to the slow path that tells it so.
+/// Everything a push may have to handle besides the write — the ring full as last seen, the
+/// ring half full (wake the collector), the block of record numbers used up, no ring at all —
+/// is folded into one precomputed position, `check_at`: the common push is one compare, four
+/// stores and the tail's publication. A detached producer has `tail == check_at`, so every
+/// push goes to the slow path that tells it so.
 #[derive(Debug, Clone, Copy)]
 pub struct Producer {
     ring: *const Ring,
@@ -191,10 +206,17 @@ pub struct Producer {
     slots: *const UnsafeCell<MaybeUninit<RawEvent>>,
     mask: usize,
     tail: usize,
-    /// Last head seen + capacity.
+    /// The tail at which the next push takes the slow path: the nearest of `limit`, `wake_at`
+    /// and `seq_end`.
+    check_at: usize,
+    /// Last head seen + capacity: the ring is full when `tail` reaches it.
     limit: usize,
-    /// Last head seen + capacity / 2.
+    /// The push at this tail leaves the ring half full (as last seen): it re-reads the head.
     wake_at: usize,
+    /// The record at `tail` has number `seq_base + tail`.
+    seq_base: u64,
+    /// The tail at which the block of numbers is used up.
+    seq_end: usize,
 }
 
 /// What a push did.
@@ -216,35 +238,54 @@ impl Producer {
         slots: std::ptr::null(),
         mask: 0,
         tail: 0,
+        check_at: 0,
         limit: 0,
         wake_at: 0,
+        seq_base: 0,
+        seq_end: 0,
     };
 
     /// Attaches to `ring`. The caller keeps `ring` alive until [`Producer::detach`].
     pub fn attach(ring: &std::sync::Arc<Ring>) -> Producer {
+        let tail = ring.tail.0.load(Ordering::Relaxed);
         let mut p = Producer {
             ring: std::sync::Arc::as_ptr(ring),
             tail_at: &ring.tail.0,
             slots: ring.slots.as_ptr(),
             mask: ring.mask,
-            tail: ring.tail.0.load(Ordering::Relaxed),
-            limit: 0,
-            wake_at: 0,
+            tail,
+            check_at: tail,
+            limit: tail,
+            wake_at: tail,
+            seq_base: 0,
+            // Numbers are taken at the first push.
+            seq_end: tail,
         };
         p.saw_head(ring.head.0.load(Ordering::Acquire));
         p
     }
 
+    /// Bounds from a fresh look at the consumer's head.
     fn saw_head(&mut self, head: usize) {
         let cap = self.mask + 1;
         self.limit = head.wrapping_add(cap);
-        // Already at or past half full: wake at the next push that finds it so.
-        let half = head.wrapping_add(cap / 2);
-        self.wake_at = if self.tail.wrapping_sub(head) >= cap / 2 {
-            self.tail.wrapping_add(1)
+        let used = self.tail.wrapping_sub(head);
+        // The push that makes `cap / 2` records waiting; at or past that already, the next one.
+        self.wake_at = if used >= cap / 2 {
+            self.tail
         } else {
-            half
+            head.wrapping_add(cap / 2 - 1)
         };
+        self.aim();
+    }
+
+    /// `check_at` = the nearest bound ahead of `tail` (each is at or ahead of it).
+    fn aim(&mut self) {
+        let ahead = |x: usize| x.wrapping_sub(self.tail);
+        self.check_at = [self.limit, self.wake_at, self.seq_end]
+            .into_iter()
+            .min_by_key(|&x| ahead(x))
+            .unwrap_or(self.tail);
     }
 
     pub fn detach(&mut self) {
@@ -255,21 +296,72 @@ impl Producer {
         !self.ring.is_null() && std::ptr::eq(self.ring, ring)
     }
 
-    /// Hot path: no lock, no allocation, no syscall.
+    /// Whether the next push can skip every check: no bound is reached.
+    #[inline(always)]
+    pub fn has_room(&self) -> bool {
+        self.tail != self.check_at
+    }
+
+    /// The hot path, after [`Producer::has_room`]: four stores and the tail's publication. With
+    /// `numbered`, the record's span is its record number (a fresh span id). Returns the
+    /// record's span.
+    ///
+    /// # Safety
+    /// The attached ring must be alive, this producer must be the ring's only producer, and
+    /// `has_room` must have been true with no push since.
+    #[inline(always)]
+    pub unsafe fn push_fast(
+        &mut self,
+        ticks: u64,
+        span: u64,
+        parent: u64,
+        meta: u64,
+        numbered: bool,
+    ) -> u64 {
+        let tail = self.tail;
+        let span = if numbered {
+            self.seq_base.wrapping_add(tail as u64)
+        } else {
+            span
+        };
+        // SAFETY: forwarded from the caller; `tail` is short of `check_at`, hence of `limit`.
+        unsafe { self.write(tail, ticks, span, parent, meta) };
+        span
+    }
+
+    /// Any push: the hot path when no bound is reached, else the slow path. Returns the
+    /// record's span and what happened; a dropped numbered record still consumes its number,
+    /// so span ids stay unique.
     ///
     /// # Safety
     /// The attached ring must be alive, and this producer must be the ring's only producer.
     #[inline(always)]
-    pub unsafe fn push(&mut self, ev: RawEvent) -> Pushed {
-        let tail = self.tail;
-        // SAFETY: forwarded from the caller.
-        if tail == self.limit && !unsafe { self.make_room(ev.kind()) } {
-            return if self.ring.is_null() {
-                Pushed::Detached
-            } else {
-                Pushed::Dropped
-            };
+    pub unsafe fn push(
+        &mut self,
+        ticks: u64,
+        span: u64,
+        parent: u64,
+        meta: u64,
+        numbered: bool,
+    ) -> (u64, Pushed) {
+        if self.has_room() {
+            // SAFETY: forwarded from the caller; `has_room` was just true.
+            (
+                unsafe { self.push_fast(ticks, span, parent, meta, numbered) },
+                Pushed::Ok,
+            )
+        } else {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.push_slow(ticks, span, parent, meta, numbered) }
         }
+    }
+
+    /// Stores a record at `tail` and publishes it.
+    ///
+    /// # Safety
+    /// As for [`Producer::push`], and `tail` (this producer's tail) is below `limit`.
+    #[inline(always)]
+    unsafe fn write(&mut self, tail: usize, ticks: u64, span: u64, parent: u64, meta: u64) {
         // SAFETY: `tail & mask` < capacity = the length of the slot array `slots` points to,
         // which lives as long as the ring. The slot is outside [head, tail) as seen by the
         // consumer (`tail` is below `limit`, the last head seen + capacity), so the consumer
@@ -279,61 +371,84 @@ impl Producer {
         // forwarded from the 8-byte stores before them (+4 ns a span).
         unsafe {
             let w = (*self.slots.add(tail & self.mask)).get().cast::<u64>();
-            w.write(ev.ticks);
-            w.add(1).write(ev.span);
-            w.add(2).write(ev.parent);
-            w.add(3).write(ev.meta);
+            w.write(ticks);
+            w.add(1).write(span);
+            w.add(2).write(parent);
+            w.add(3).write(meta);
         }
         let tail = tail.wrapping_add(1);
         self.tail = tail;
         // SAFETY: `tail_at` points into the ring, alive as long as the attachment.
         unsafe { (*self.tail_at).store(tail, Ordering::Release) };
-        if tail == self.wake_at {
-            // SAFETY: forwarded from the caller.
-            return unsafe { self.half_full() };
-        }
-        Pushed::Ok
     }
 
-    /// The ring looked full: re-reads the head. False when it is full (the event is dropped
-    /// and counted) or when no ring is attached.
+    /// A bound was reached: no ring, numbers used up, the ring full or half full as last
+    /// seen. Re-reads the head, then stores the record if there is room.
     ///
     /// # Safety
     /// As for [`Producer::push`].
     #[cold]
-    unsafe fn make_room(&mut self, kind: RawKind) -> bool {
+    #[inline(never)]
+    unsafe fn push_slow(
+        &mut self,
+        ticks: u64,
+        span: u64,
+        parent: u64,
+        meta: u64,
+        numbered: bool,
+    ) -> (u64, Pushed) {
         if self.ring.is_null() {
-            return false;
+            return (0, Pushed::Detached);
         }
         // SAFETY: the caller guarantees the ring outlives the attachment.
         let ring = unsafe { &*self.ring };
-        self.saw_head(ring.head.0.load(Ordering::Acquire));
-        if self.tail == self.limit {
-            ring.dropped[kind as usize].fetch_add(1, Ordering::Relaxed);
-            return false;
+        let tail = self.tail;
+        if tail == self.seq_end {
+            let start = NEXT_SEQ.fetch_add(SEQ_BLOCK as u64, Ordering::Relaxed);
+            self.seq_base = start.wrapping_sub(tail as u64);
+            self.seq_end = tail.wrapping_add(SEQ_BLOCK);
         }
-        true
-    }
-
-    /// The ring may be half full: re-reads the head; `HalfFull` only if it really is.
-    ///
-    /// # Safety
-    /// As for [`Producer::push`].
-    #[cold]
-    unsafe fn half_full(&mut self) -> Pushed {
-        // SAFETY: the caller guarantees the ring outlives the attachment.
-        let ring = unsafe { &*self.ring };
+        let span = if numbered {
+            self.seq_base.wrapping_add(tail as u64)
+        } else {
+            span
+        };
         let head = ring.head.0.load(Ordering::Acquire);
         let cap = self.mask + 1;
-        let full_enough = self.tail.wrapping_sub(head) >= cap / 2;
-        self.saw_head(head);
-        if full_enough {
-            // Once per crossing: the next wake waits for the collector to drain and refill.
-            self.wake_at = head.wrapping_add(cap);
-            Pushed::HalfFull
-        } else {
-            Pushed::Ok
+        let used = tail.wrapping_sub(head);
+        if used >= cap {
+            let kind = RawEvent {
+                ticks,
+                span,
+                parent,
+                meta,
+            }
+            .kind();
+            ring.dropped[kind as usize].fetch_add(1, Ordering::Relaxed);
+            if numbered {
+                // The number is spent: the next record must not reuse it.
+                self.seq_base = self.seq_base.wrapping_add(1);
+                self.seq_end = self.seq_end.wrapping_sub(1);
+            }
+            self.saw_head(head);
+            return (span, Pushed::Dropped);
         }
+        let due = tail == self.wake_at;
+        // SAFETY: forwarded from the caller; `used < cap`, so `tail` is below head + cap.
+        unsafe {
+            self.limit = head.wrapping_add(cap);
+            self.write(tail, ticks, span, parent, meta);
+        }
+        if due && used + 1 >= cap / 2 {
+            // Once per crossing: the next wake waits until the ring is seen full again, or
+            // drained and refilled past half.
+            self.limit = head.wrapping_add(cap);
+            self.wake_at = self.limit;
+            self.aim();
+            return (span, Pushed::HalfFull);
+        }
+        self.saw_head(head);
+        (span, Pushed::Ok)
     }
 }
 
@@ -346,6 +461,13 @@ mod tests {
         RawEvent::new(RawKind::SpanBegin, i, i, 0, 0, 0)
     }
 
+    /// # Safety
+    /// As for [`Producer::push`].
+    unsafe fn push(p: &mut Producer, e: RawEvent, numbered: bool) -> (u64, Pushed) {
+        // SAFETY: forwarded.
+        unsafe { p.push(e.ticks, e.span, e.parent, e.meta, numbered) }
+    }
+
     #[test]
     fn full_ring_drops_and_counts_then_recovers() {
         let ring = Arc::new(Ring::new(16, 1, "t".into()));
@@ -353,7 +475,7 @@ mod tests {
         let mut results = Vec::new();
         for i in 0..20 {
             // SAFETY: `ring` is alive and `p` is its only producer.
-            results.push(unsafe { p.push(ev(i)) });
+            results.push(unsafe { push(&mut p, ev(i), false) }.1);
         }
         assert_eq!(results.iter().filter(|r| **r == Pushed::Dropped).count(), 4);
         assert!(results.contains(&Pushed::HalfFull));
@@ -362,7 +484,7 @@ mod tests {
         ring.drain(|e| got.push(e.ticks));
         assert_eq!(got, (0..16).collect::<Vec<_>>());
         // SAFETY: as above.
-        assert_eq!(unsafe { p.push(ev(99)) }, Pushed::Ok);
+        assert_eq!(unsafe { push(&mut p, ev(99), false) }.1, Pushed::Ok);
         got.clear();
         ring.drain(|e| got.push(e.ticks));
         assert_eq!(got, vec![99]);
@@ -373,7 +495,7 @@ mod tests {
         let mut p = Producer::DETACHED;
         for i in 0..3 {
             // SAFETY: no ring is attached; push must not touch one.
-            assert_eq!(unsafe { p.push(ev(i)) }, Pushed::Detached);
+            assert_eq!(unsafe { push(&mut p, ev(i), true) }, (0, Pushed::Detached));
         }
     }
 
@@ -383,7 +505,7 @@ mod tests {
         let mut p = Producer::attach(&ring);
         let push = |p: &mut Producer, i| {
             // SAFETY: `ring` is alive and `p` is its only producer.
-            unsafe { p.push(ev(i)) }
+            unsafe { push(p, ev(i), false) }.1
         };
         let first: Vec<Pushed> = (0..12).map(|i| push(&mut p, i)).collect();
         assert_eq!(first[7], Pushed::HalfFull, "the 8th of 16 slots: {first:?}");
@@ -420,7 +542,7 @@ mod tests {
                 let mut p = Producer::attach(&r2);
                 for i in 0..n {
                     // SAFETY: `r2` is alive for the loop and `p` is its only producer.
-                    unsafe { p.push(ev(i)) };
+                    unsafe { push(&mut p, ev(i), false) };
                 }
             })
             .unwrap();
@@ -438,5 +560,38 @@ mod tests {
         producer.join().unwrap();
         ring.drain(|_| seen += 1);
         assert_eq!(seen + ring.dropped()[0], n);
+    }
+
+    #[test]
+    fn record_numbers_are_unique_across_drops_blocks_and_producers() {
+        let a = Arc::new(Ring::new(16, 1, "a".into()));
+        let b = Arc::new(Ring::new(16, 2, "b".into()));
+        let (mut pa, mut pb) = (Producer::attach(&a), Producer::attach(&b));
+        let mut ids = std::collections::HashSet::new();
+        let mut dropped = 0;
+        // Past several blocks, with both rings overflowing between drains.
+        for i in 0..(3 * SEQ_BLOCK as u64) {
+            for (p, r) in [(&mut pa, &a), (&mut pb, &b)] {
+                // SAFETY: the rings are alive and each producer is its ring's only producer.
+                let (id, pushed) = unsafe { push(p, ev(i), true) };
+                assert_ne!(pushed, Pushed::Detached);
+                dropped += usize::from(pushed == Pushed::Dropped);
+                assert!(ids.insert(id), "number {id} given twice");
+                if i % 40 == 39 {
+                    r.drain(|_| {});
+                }
+            }
+        }
+        assert!(dropped > 0, "the test must cross full rings");
+        // A record that is not numbered keeps its span.
+        a.drain(|_| {});
+        // SAFETY: as above.
+        assert_eq!(unsafe { push(&mut pa, ev(77), false) }, (77, Pushed::Ok));
+        // Stored records carry their number.
+        // SAFETY: as above.
+        let (id, _) = unsafe { push(&mut pa, ev(5), true) };
+        let mut spans = Vec::new();
+        a.drain(|e| spans.push(e.span));
+        assert_eq!(spans, vec![77, id]);
     }
 }

@@ -35,8 +35,6 @@ pub(crate) fn set_enabled(on: bool) {
 }
 static CURRENT: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
 
-/// Span ids are handed to threads in blocks so the hot path never touches a shared counter.
-pub(crate) const SPAN_BLOCK: u64 = 1024;
 /// Most events the slow path (proof scopes, text markers, GPU spans, NVML) may queue between
 /// collector cycles before dropping.
 const SLOW_QUEUE_MAX: usize = 262_144;
@@ -59,7 +57,6 @@ pub(crate) struct Shared {
     pub rings: Mutex<Vec<Arc<Ring>>>,
     pub slow: Mutex<Vec<SlowEvent>>,
     pub slow_dropped: [AtomicU64; 64],
-    pub next_span: AtomicU64,
     pub next_proof: AtomicU64,
     /// The collector thread, unparked when a ring is half full or a subscriber arrives.
     pub collector: OnceLock<std::thread::Thread>,
@@ -78,7 +75,6 @@ impl Shared {
             rings: Mutex::new(Vec::new()),
             slow: Mutex::new(Vec::new()),
             slow_dropped: [const { AtomicU64::new(0) }; 64],
-            next_span: AtomicU64::new(1),
             next_proof: AtomicU64::new(1),
             collector: OnceLock::new(),
             new_subscribers: Mutex::new(Vec::new()),
