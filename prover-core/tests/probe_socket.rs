@@ -4,11 +4,9 @@ mod common;
 
 use common::*;
 use probe_protocol::*;
-use prover_core::probe::{
-    self, Probe, ProbeConfig, ProbeError, SessionInfo, SocketChoice, SpanHandle,
-};
+use prover_core::probe::{self, Probe, ProbeConfig, ProbeError, SessionInfo, SocketChoice};
 use prover_core::{marker, span};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::time::Duration;
 
@@ -33,90 +31,17 @@ fn start(cfg: ProbeConfig) -> Probe {
 #[test]
 fn spans_from_several_threads_arrive_complete_and_correctly_nested() {
     let _g = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("p.sock");
-    let p = start(config(&sock));
-    let mut client = Client::connect(&sock, false);
-    // Wait until we are live, so everything below is received live.
-    client.read_until(|e| matches!(e, Event::LiveStart { .. }));
-
-    let outer = span!("outer");
-    let handle = outer.handle();
-    let workers: Vec<_> = (0..4)
-        .map(|i| {
-            std::thread::Builder::new()
-                .name(format!("worker-{i}"))
-                .spawn(move || {
-                    // Adopt the main thread's span as parent, then nest.
-                    let _a = handle.adopt();
-                    for _ in 0..100 {
-                        let _mid = span!("mid");
-                        let _inner = span!("inner");
-                        marker!("tick");
-                    }
-                    let _x = span!("under_explicit", parent = SpanHandle::current());
-                })
-                .unwrap()
-        })
-        .collect();
-    for w in workers {
-        w.join().unwrap();
-    }
-    let outer_id = outer.id();
-    drop(outer);
-    p.shutdown("test done");
-    let events = client.read_until_goodbye(None);
-
-    let names = names(&events);
-    let threads = threads(&events);
-    let mut open: HashMap<u64, SpanBegin> = HashMap::new();
-    let mut closed = HashSet::new();
-    for e in &events {
-        match e {
-            Event::SpanBegin(b) => {
-                assert!(open.insert(b.span, *b).is_none(), "span id reused");
-            }
-            Event::SpanEnd(end) => {
-                assert!(open.contains_key(&end.span), "end before begin");
-                assert!(closed.insert(end.span));
-                assert!(end.ts >= open[&end.span].ts);
-            }
-            _ => {}
-        }
-    }
-    assert_eq!(open.len(), 1 + 4 * 201);
-    assert_eq!(closed.len(), open.len(), "every span closed");
-    for b in open.values() {
-        let name = names[&b.name].as_str();
-        let parent = b.parent.map(|p| names[&open[&p].name].as_str());
-        match name {
-            "outer" => assert_eq!(b.parent, None),
-            "mid" => assert_eq!(b.parent, Some(outer_id)),
-            "inner" => {
-                assert_eq!(parent, Some("mid"));
-                assert_eq!(
-                    open[&b.parent.unwrap()].thread,
-                    b.thread,
-                    "nests per thread"
-                );
-            }
-            "under_explicit" => assert_eq!(b.parent, Some(outer_id)),
-            other => panic!("unexpected span {other}"),
-        }
-        if name != "outer" {
-            assert!(
-                threads[&b.thread].starts_with("worker-"),
-                "{}",
-                threads[&b.thread]
-            );
-        }
-    }
-    let markers = events
-        .iter()
-        .filter(|e| matches!(e, Event::Marker(_)))
-        .count();
-    assert_eq!(markers, 400);
-    assert!(matches!(events.last(), Some(Event::Goodbye { reason, .. }) if reason == "test done"));
+    let events = spans_nest_across_threads();
+    // Where the TSC is invariant the session ticks on it (else this same check runs on
+    // CLOCK_MONOTONIC alone, as `probe_no_tsc` does everywhere).
+    let clock = events.iter().find_map(|e| match e {
+        Event::Hello(h) => Some(h.clock.as_str()),
+        _ => None,
+    });
+    assert!(
+        matches!(clock, Some("monotonic-tsc" | "monotonic")),
+        "{clock:?}"
+    );
 }
 
 /// A subscriber attached before the first event, reading slowly through a small queue, with

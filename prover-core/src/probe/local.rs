@@ -22,11 +22,6 @@ pub struct Ctx {
 }
 
 thread_local! {
-    /// The context, as two cells rather than one `Cell<Ctx>`: restoring a whole `Ctx` compiled
-    /// to one 16-byte copy of the guard's two 8-byte fields, a load that store forwarding
-    /// cannot serve while those stores are in flight (+2 ns a span).
-    static CTX_SPAN: Cell<u64> = const { Cell::new(0) };
-    static CTX_PROOF: Cell<u64> = const { Cell::new(0) };
     static TID: Cell<u32> = const { Cell::new(0) };
     /// The hot per-thread state: `const`, no destructor, so reaching it costs no lazy
     /// initialisation check.
@@ -38,17 +33,19 @@ thread_local! {
 /// This thread's current span context (used by the allocator; never panics).
 #[inline]
 pub fn current_ctx() -> Ctx {
-    Ctx {
-        span: CTX_SPAN.try_with(Cell::get).unwrap_or(0),
-        proof: CTX_PROOF.try_with(Cell::get).unwrap_or(0),
-    }
+    // SAFETY: only this thread touches its HOT, and no reference to it is live while code
+    // that could reach here (the allocator, a span guard) runs: the hot path neither
+    // allocates nor calls out while it holds one.
+    hot().map_or(Ctx::default(), |h| unsafe { (*h).ctx })
 }
 
-/// Makes `ctx` this thread's context (ignored while the thread is being torn down).
+/// Makes `ctx` this thread's context.
 #[inline(always)]
 fn set_ctx(ctx: Ctx) {
-    let _ = CTX_SPAN.try_with(|c| c.set(ctx.span));
-    let _ = CTX_PROOF.try_with(|c| c.set(ctx.proof));
+    if let Some(h) = hot() {
+        // SAFETY: as in `current_ctx`.
+        unsafe { (*h).ctx = ctx };
+    }
 }
 
 /// The kernel's id of this thread, cached after the first call.
@@ -68,12 +65,14 @@ pub fn os_tid() -> u32 {
 }
 
 struct Hot {
-    /// The session's state word (recording bit set) when this thread joined; 0 = never.
+    /// The session's state word (recording bit set) when this thread joined; 0 = never. A
+    /// begin edge takes the fast path when this equals the current word and the producer
+    /// has room: "recording, this session's ring" in one compare. Where the session's ticks
+    /// do not come from the TSC the producer is slow-only, so no edge asks about the clock.
     joined: u64,
-    /// `joined` where the session's ticks come from the TSC, else 0: a begin edge takes the
-    /// fast path when this equals the current state word — one compare for "recording, this
-    /// session's ring, TSC ticks".
-    fast_state: u64,
+    /// The innermost open span of this thread and its proof. Here rather than in a
+    /// thread-local of its own: one base register reaches everything the hot path touches.
+    ctx: Ctx,
     producer: Producer,
     /// The thread is exiting: never join a session again.
     dead: bool,
@@ -82,7 +81,7 @@ struct Hot {
 impl Hot {
     const EMPTY: Hot = Hot {
         joined: 0,
-        fast_state: 0,
+        ctx: Ctx { span: 0, proof: 0 },
         producer: Producer::DETACHED,
         dead: false,
     };
@@ -172,8 +171,12 @@ fn join(st: u64) -> bool {
         let hot = unsafe { &mut *h.get() };
         let st = st | ENABLED_BIT;
         hot.joined = st;
-        hot.fast_state = if st & TSC_BIT != 0 { st } else { 0 };
-        hot.producer = Producer::attach(&ring);
+        let producer = Producer::attach(&ring);
+        hot.producer = if st & TSC_BIT != 0 {
+            producer
+        } else {
+            producer.slow_only()
+        };
     })
     .is_ok()
 }
@@ -257,18 +260,34 @@ fn ensure_joined() {
 /// An open span; closes it when dropped. Not `Send`: a span ends on the thread that opened it.
 #[must_use = "a span closes when its guard is dropped"]
 #[derive(Debug)]
+#[repr(C)]
 pub struct SpanGuard {
+    /// The context to restore, split around `span` on purpose: as one `Ctx` its two words
+    /// were restored by one 16-byte load of two 8-byte stores still in flight, which store
+    /// forwarding cannot serve (+2 ns a span). `repr(C)` keeps them apart.
+    prev_span: u64,
     span: u64,
-    prev: Ctx,
+    prev_proof: u64,
     _not_send: PhantomData<*const ()>,
 }
 
 impl SpanGuard {
     const INACTIVE: SpanGuard = SpanGuard {
+        prev_span: 0,
         span: 0,
-        prev: Ctx { span: 0, proof: 0 },
+        prev_proof: 0,
         _not_send: PhantomData,
     };
+
+    #[inline(always)]
+    fn active(span: u64, prev: Ctx) -> SpanGuard {
+        SpanGuard {
+            prev_span: prev.span,
+            span,
+            prev_proof: prev.proof,
+            _not_send: PhantomData,
+        }
+    }
 
     /// Opens a span named by `site` under this thread's current span. Always inlined: the
     /// slow paths (joining a session, ring bounds, no TSC) are calls of their own, and a
@@ -317,24 +336,24 @@ impl SpanGuard {
         let meta = RawEvent::meta(RawKind::SpanBegin, proof, name);
         if let Some(hot) = hot() {
             // SAFETY: only this thread touches its HOT, and no other reference to it is live
-            // (the slow paths below are called after this borrow ends). The producer is
-            // attached only while KEEP holds its ring, this thread is the ring's only producer,
-            // and `has_room` was just true.
+            // (the slow path below is called after this borrow ends). The producer is attached
+            // only while KEEP holds its ring, this thread is the ring's only producer, and
+            // `has_room` was just true (never, for a slow-only producer: no TSC).
             let fast = unsafe {
                 let hot = &mut *hot;
-                (hot.fast_state == st && hot.producer.has_room())
-                    .then(|| hot.producer.push_fast(tsc_ticks(), 0, parent, meta, true))
+                if hot.joined == st && hot.producer.has_room() {
+                    let span = hot.producer.push_fast(tsc_ticks(), 0, parent, meta, true);
+                    hot.ctx.span = span;
+                    if NEW_PROOF {
+                        hot.ctx.proof = proof;
+                    }
+                    Some(span)
+                } else {
+                    None
+                }
             };
             if let Some(span) = fast {
-                let _ = CTX_SPAN.try_with(|c| c.set(span));
-                if NEW_PROOF {
-                    let _ = CTX_PROOF.try_with(|c| c.set(proof));
-                }
-                return SpanGuard {
-                    span,
-                    prev,
-                    _not_send: PhantomData,
-                };
+                return SpanGuard::active(span, prev);
             }
         }
         Self::begin_slow(st, parent, proof, meta, prev)
@@ -350,11 +369,7 @@ impl SpanGuard {
             return SpanGuard::INACTIVE;
         }
         set_ctx(Ctx { span, proof });
-        SpanGuard {
-            span,
-            prev,
-            _not_send: PhantomData,
-        }
+        SpanGuard::active(span, prev)
     }
 
     /// A handle naming this span as the parent of work on other threads.
@@ -387,7 +402,7 @@ impl Drop for SpanGuard {
         // the ring that holds its begin (a stale ring swallows it).
         let fast = hot().is_some_and(|hot| unsafe {
             let hot = &mut *hot;
-            let fast = hot.fast_state != 0 && hot.producer.has_room();
+            let fast = hot.producer.has_room();
             if fast {
                 hot.producer
                     .push_fast(tsc_ticks(), self.span, 0, END, false);
@@ -397,7 +412,10 @@ impl Drop for SpanGuard {
         if !fast {
             end_slow(self.span);
         }
-        set_ctx(self.prev);
+        set_ctx(Ctx {
+            span: self.prev_span,
+            proof: self.prev_proof,
+        });
     }
 }
 

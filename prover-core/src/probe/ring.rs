@@ -217,6 +217,9 @@ pub struct Producer {
     seq_base: u64,
     /// The tail at which the block of numbers is used up.
     seq_end: usize,
+    /// Every push takes the slow path (`check_at` stays at `tail`): for sessions whose ticks
+    /// do not come from the TSC, so the fast path never has to ask.
+    slow_only: bool,
 }
 
 /// What a push did.
@@ -243,6 +246,7 @@ impl Producer {
         wake_at: 0,
         seq_base: 0,
         seq_end: 0,
+        slow_only: false,
     };
 
     /// Attaches to `ring`. The caller keeps `ring` alive until [`Producer::detach`].
@@ -260,9 +264,18 @@ impl Producer {
             seq_base: 0,
             // Numbers are taken at the first push.
             seq_end: tail,
+            slow_only: false,
         };
         p.saw_head(ring.head.0.load(Ordering::Acquire));
         p
+    }
+
+    /// This producer, with every push sent to the slow path: [`Producer::has_room`] is never
+    /// true.
+    pub fn slow_only(mut self) -> Producer {
+        self.slow_only = true;
+        self.aim();
+        self
     }
 
     /// Bounds from a fresh look at the consumer's head.
@@ -281,6 +294,10 @@ impl Producer {
 
     /// `check_at` = the nearest bound ahead of `tail` (each is at or ahead of it).
     fn aim(&mut self) {
+        if self.slow_only {
+            self.check_at = self.tail;
+            return;
+        }
         let ahead = |x: usize| x.wrapping_sub(self.tail);
         self.check_at = [self.limit, self.wake_at, self.seq_end]
             .into_iter()
@@ -593,5 +610,19 @@ mod tests {
         let mut spans = Vec::new();
         a.drain(|e| spans.push(e.span));
         assert_eq!(spans, vec![77, id]);
+    }
+
+    #[test]
+    fn a_slow_only_producer_never_has_room_yet_stores_everything() {
+        let ring = Arc::new(Ring::new(16, 1, "t".into()));
+        let mut p = Producer::attach(&ring).slow_only();
+        for i in 0..10 {
+            assert!(!p.has_room());
+            // SAFETY: `ring` is alive and `p` is its only producer.
+            assert_ne!(unsafe { push(&mut p, ev(i), false) }.1, Pushed::Dropped);
+        }
+        let mut got = Vec::new();
+        ring.drain(|e| got.push(e.ticks));
+        assert_eq!(got, (0..10).collect::<Vec<_>>());
     }
 }
