@@ -19,6 +19,17 @@ pub enum RawKind {
 
 pub const RAW_KINDS: usize = 3;
 
+impl RawKind {
+    /// The kind packed in a record's last word.
+    pub fn of_meta(meta: u64) -> RawKind {
+        match (meta >> 56) as u8 {
+            0 => RawKind::SpanBegin,
+            1 => RawKind::SpanEnd,
+            _ => RawKind::Marker,
+        }
+    }
+}
+
 /// One hot-path record: 32 bytes (two per cache line), copied by value. Four words, so a push
 /// is four plain 8-byte stores (the proof, name and kind share the last one).
 #[derive(Debug, Clone, Copy)]
@@ -70,11 +81,7 @@ impl RawEvent {
     }
 
     pub fn kind(&self) -> RawKind {
-        match (self.meta >> 56) as u8 {
-            0 => RawKind::SpanBegin,
-            1 => RawKind::SpanEnd,
-            _ => RawKind::Marker,
-        }
+        RawKind::of_meta(self.meta)
     }
 }
 
@@ -336,14 +343,20 @@ impl Producer {
         numbered: bool,
     ) -> u64 {
         let tail = self.tail;
-        let span = if numbered {
-            self.seq_base.wrapping_add(tail as u64)
-        } else {
-            span
-        };
+        let span = self.span_at(tail, span, numbered);
         // SAFETY: forwarded from the caller; `tail` is short of `check_at`, hence of `limit`.
         unsafe { self.write(tail, ticks, span, parent, meta) };
         span
+    }
+
+    /// The span of the record stored at `tail`: its record number when `numbered`.
+    #[inline(always)]
+    fn span_at(&self, tail: usize, span: u64, numbered: bool) -> u64 {
+        if numbered {
+            self.seq_base.wrapping_add(tail as u64)
+        } else {
+            span
+        }
     }
 
     /// Any push: the hot path when no bound is reached, else the slow path. Returns the
@@ -425,23 +438,12 @@ impl Producer {
             self.seq_base = start.wrapping_sub(tail as u64);
             self.seq_end = tail.wrapping_add(SEQ_BLOCK);
         }
-        let span = if numbered {
-            self.seq_base.wrapping_add(tail as u64)
-        } else {
-            span
-        };
+        let span = self.span_at(tail, span, numbered);
         let head = ring.head.0.load(Ordering::Acquire);
         let cap = self.mask + 1;
         let used = tail.wrapping_sub(head);
         if used >= cap {
-            let kind = RawEvent {
-                ticks,
-                span,
-                parent,
-                meta,
-            }
-            .kind();
-            ring.dropped[kind as usize].fetch_add(1, Ordering::Relaxed);
+            ring.dropped[RawKind::of_meta(meta) as usize].fetch_add(1, Ordering::Relaxed);
             if numbered {
                 // The number is spent: the next record must not reuse it.
                 self.seq_base = self.seq_base.wrapping_add(1);
@@ -459,7 +461,6 @@ impl Producer {
         if due && used + 1 >= cap / 2 {
             // Once per crossing: the next wake waits until the ring is seen full again, or
             // drained and refilled past half.
-            self.limit = head.wrapping_add(cap);
             self.wake_at = self.limit;
             self.aim();
             return (span, Pushed::HalfFull);
