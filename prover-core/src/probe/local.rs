@@ -1,7 +1,7 @@
 //! The hot path: span guards, handles for work on other threads, markers, proof scopes.
 //!
 //! A span edge is a tick read and a push into a ring the thread owns. The current span and
-//! proof of each thread live in `const` thread-local `Cell`s with no destructor, so the
+//! proof of each thread live in its `const` hot thread-local, which has no destructor, so the
 //! allocator can read them too (even while a thread is being torn down).
 
 use super::clock::{ticks, ticks_for, tsc_ticks};
@@ -224,6 +224,9 @@ fn emit(st: u64, span: u64, parent: u64, meta: u64, new_span: bool) -> u64 {
     .unwrap_or(0)
 }
 
+/// The packed last word of every span end (no proof, no name).
+const END_META: u64 = RawEvent::meta(RawKind::SpanEnd, 0, 0);
+
 /// A span end that missed the fast path (ring bounds reached, or no TSC). No session check:
 /// an end only makes sense in the ring that holds its begin; a stale ring swallows it.
 #[cold]
@@ -233,10 +236,9 @@ fn end_slow(span: u64) {
         // SAFETY: only this thread touches its HOT; no other reference to it exists now.
         let hot = unsafe { &mut *h.get() };
         let ticks = ticks_for(hot.joined);
-        let meta = RawEvent::meta(RawKind::SpanEnd, 0, 0);
         // SAFETY: the producer is attached only while KEEP holds its ring, and this thread is
         // the ring's only producer.
-        let (_, pushed) = unsafe { hot.producer.push(ticks, span, 0, meta, false) };
+        let (_, pushed) = unsafe { hot.producer.push(ticks, span, 0, END_META, false) };
         if pushed == Pushed::HalfFull {
             wake_collector();
         }
@@ -324,7 +326,7 @@ impl SpanGuard {
 
     /// Opens a span under `parent` in `proof`; `prev` is the context to restore at the end.
     /// `NEW_PROOF`: the proof may differ from the thread's current one (else it is the same,
-    /// and its cell is not rewritten).
+    /// and is not rewritten).
     #[inline(always)]
     fn begin<const NEW_PROOF: bool>(
         st: u64,
@@ -395,7 +397,6 @@ impl Drop for SpanGuard {
         if self.span == 0 {
             return;
         }
-        const END: u64 = RawEvent::meta(RawKind::SpanEnd, 0, 0);
         // SAFETY: only this thread touches its HOT and no other reference to it is live;
         // the producer is attached only while KEEP holds its ring, this thread is the ring's
         // only producer, and `has_room` was just true. No session check: an end belongs in
@@ -405,7 +406,7 @@ impl Drop for SpanGuard {
             let fast = hot.producer.has_room();
             if fast {
                 hot.producer
-                    .push_fast(tsc_ticks(), self.span, 0, END, false);
+                    .push_fast(tsc_ticks(), self.span, 0, END_META, false);
             }
             fast
         });

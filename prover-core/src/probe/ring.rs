@@ -413,7 +413,9 @@ impl Producer {
     }
 
     /// A bound was reached: no ring, numbers used up, the ring full or half full as last
-    /// seen. Re-reads the head, then stores the record if there is room.
+    /// seen. Re-reads the head, then stores the record if there is room. Takes the record as
+    /// words, like every push: a `RawEvent` argument to this out-of-line call went through
+    /// memory, and the compiler hoisted its stores into the common path.
     ///
     /// # Safety
     /// As for [`Producer::push`].
