@@ -1,6 +1,10 @@
-//! An instrumented Groth16 prover over BLS12-381, and the proofscope probe that watches it.
+//! An instrumented Groth16 prover over BLS12-381. It carries the proofscope probe like any other
+//! prover would: a dependency on `proofscope-probe`, re-exported as `probe` to keep call sites
+//! short.
 
 pub mod cli;
 pub mod gpu;
 pub mod groth16;
-pub mod probe;
+
+pub use proofscope_probe as probe;
+pub use proofscope_probe::{marker, span};

@@ -4,8 +4,8 @@ mod common;
 
 use common::*;
 use probe_protocol::*;
-use prover_core::probe::{self, Probe, ProbeConfig, ProbeError, SessionInfo, SocketChoice};
-use prover_core::{marker, span};
+use proofscope_probe::{self, Probe, ProbeConfig, ProbeError, SessionInfo, SocketChoice};
+use proofscope_probe::{marker, span};
 use std::collections::HashSet;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::time::Duration;
@@ -266,7 +266,7 @@ fn socket_permissions_stale_files_and_a_second_prover() {
     let err = Probe::start(config(&plain), SessionInfo::default()).unwrap_err();
     assert!(matches!(err, ProbeError::NotASocket { .. }), "{err}");
     assert_eq!(std::fs::read(&plain).unwrap(), b"keep me");
-    assert!(!probe::enabled());
+    assert!(!proofscope_probe::enabled());
 }
 
 #[test]

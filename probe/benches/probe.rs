@@ -1,8 +1,8 @@
 //! Hot-path costs: span begin+end with the probe on and off, and the counting allocator's
 //! overhead on a small alloc+free pair over the system allocator.
 use criterion::{Criterion, criterion_group, criterion_main};
-use prover_core::probe::{self, CountingAllocator, Probe, ProbeConfig, SessionInfo, SocketChoice};
-use prover_core::span;
+use proofscope_probe::{self, CountingAllocator, Probe, ProbeConfig, SessionInfo, SocketChoice};
+use proofscope_probe::span;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -24,7 +24,7 @@ fn spans(c: &mut Criterion) {
         ProbeConfig::new("bench", "0")
             .socket(SocketChoice::None)
             .gpu_sample(None)
-            .ring_events(probe::ProbeConfig::new("", "").ring_events),
+            .ring_events(proofscope_probe::ProbeConfig::new("", "").ring_events),
         SessionInfo::default(),
     )
     .unwrap();
@@ -58,7 +58,7 @@ fn timed_spans(iters: u64, batch: u64) -> Duration {
         }
         total += t.elapsed();
         left -= n;
-        probe::wait_drained(Duration::from_secs(10));
+        proofscope_probe::wait_drained(Duration::from_secs(10));
     }
     total
 }

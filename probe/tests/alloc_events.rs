@@ -4,8 +4,8 @@ mod common;
 
 use common::*;
 use probe_protocol::*;
-use prover_core::probe::{self, CountingAllocator, Probe, ProbeConfig, SessionInfo, SocketChoice};
-use prover_core::span;
+use proofscope_probe::{self, CountingAllocator, Probe, ProbeConfig, SessionInfo, SocketChoice};
+use proofscope_probe::span;
 use std::time::Duration;
 
 #[global_allocator]
@@ -33,16 +33,16 @@ fn three_10_mib_blocks_yield_exactly_their_alloc_and_release_events() {
             // The first span joins the thread to the session (its ring stays allocated), so
             // the baseline is taken inside it.
             let _s = span!("alloc_phase");
-            let before = probe::thread_totals();
+            let before = proofscope_probe::thread_totals();
             let mut blocks: Vec<Vec<u8>> = Vec::new();
             for i in 0..3u8 {
                 let mut v = vec![0u8; 10 * MIB];
                 v[i as usize * 4096] = i; // touch a page
                 blocks.push(v);
             }
-            let mid = probe::thread_totals();
+            let mid = proofscope_probe::thread_totals();
             drop(blocks);
-            let after = probe::thread_totals();
+            let after = proofscope_probe::thread_totals();
             (before, mid, after)
         })
         .unwrap();

@@ -6,8 +6,8 @@
 //! `cargo run --release -p prover-core --example span_batches` (`SPANS=` per batch, default
 //! 2048: a quarter of the default ring, so the collector is never woken from the hot path;
 //! 4096 wakes it once per batch).
-use prover_core::probe::{self, CountingAllocator, Probe, ProbeConfig, SessionInfo, SocketChoice};
-use prover_core::span;
+use proofscope_probe::{self, CountingAllocator, Probe, ProbeConfig, SessionInfo, SocketChoice};
+use proofscope_probe::span;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -38,7 +38,7 @@ fn main() -> anyhow::Result<()> {
             black_box(&s);
         }
         per_span.push(t.elapsed().as_secs_f64() * 1e9 / f64::from(spans));
-        probe::wait_drained(Duration::from_secs(10));
+        proofscope_probe::wait_drained(Duration::from_secs(10));
     }
     p.shutdown("span-batches done");
     let mean = per_span.iter().sum::<f64>() / per_span.len() as f64;

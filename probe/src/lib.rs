@@ -50,12 +50,12 @@ use std::sync::atomic::Ordering;
 #[macro_export]
 macro_rules! span {
     ($name:literal) => {{
-        static SITE: $crate::probe::CallSite = $crate::probe::CallSite::new($name);
-        $crate::probe::SpanGuard::enter(&SITE)
+        static SITE: $crate::CallSite = $crate::CallSite::new($name);
+        $crate::SpanGuard::enter(&SITE)
     }};
     ($name:literal, parent = $parent:expr) => {{
-        static SITE: $crate::probe::CallSite = $crate::probe::CallSite::new($name);
-        $crate::probe::SpanGuard::enter_under(&SITE, $parent)
+        static SITE: $crate::CallSite = $crate::CallSite::new($name);
+        $crate::SpanGuard::enter_under(&SITE, $parent)
     }};
 }
 
@@ -63,8 +63,8 @@ macro_rules! span {
 #[macro_export]
 macro_rules! marker {
     ($name:literal) => {{
-        static SITE: $crate::probe::CallSite = $crate::probe::CallSite::new($name);
-        $crate::probe::marker(&SITE)
+        static SITE: $crate::CallSite = $crate::CallSite::new($name);
+        $crate::marker(&SITE)
     }};
 }
 
