@@ -64,7 +64,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind, in tag order.
-    pub const ALL: [EventKind; 19] = [
+    pub const ALL: [EventKind; EventKind::COUNT] = [
         EventKind::Hello,
         EventKind::NameDef,
         EventKind::ThreadDef,
@@ -86,8 +86,36 @@ impl EventKind {
         EventKind::Subscribe,
     ];
 
+    /// Number of kinds: the length of [`EventKind::ALL`].
+    pub const COUNT: usize = 19;
+
     pub fn tag(self) -> u8 {
         self as u8
+    }
+
+    /// Position in [`EventKind::ALL`]: a dense index for per-kind tables.
+    pub const fn index(self) -> usize {
+        match self {
+            EventKind::Hello => 0,
+            EventKind::NameDef => 1,
+            EventKind::ThreadDef => 2,
+            EventKind::ProofBegin => 3,
+            EventKind::ProofEnd => 4,
+            EventKind::SpanBegin => 5,
+            EventKind::SpanEnd => 6,
+            EventKind::Marker => 7,
+            EventKind::AllocSample => 8,
+            EventKind::Alloc => 9,
+            EventKind::Release => 10,
+            EventKind::GpuSample => 11,
+            EventKind::GpuSpan => 12,
+            EventKind::Dropped => 13,
+            EventKind::Heartbeat => 14,
+            EventKind::HistoryGap => 15,
+            EventKind::LiveStart => 16,
+            EventKind::Goodbye => 17,
+            EventKind::Subscribe => 18,
+        }
     }
 
     pub fn from_tag(tag: u8) -> Option<EventKind> {

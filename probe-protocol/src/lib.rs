@@ -11,21 +11,26 @@
 //! at which byte offset.
 
 mod codec;
+pub mod discovery;
 mod error;
 mod event;
 mod frame;
+mod kinds;
 mod msgpack;
 mod recording;
+mod stream;
 
 pub use error::{DecodeError, EncodeError};
 pub use event::*;
 pub use frame::{
     Frame, FrameBuilder, FrameSplitter, decode_frame, decode_into, encode_frame, for_each_event,
 };
+pub use kinds::KindCounts;
 pub use recording::{
-    RECORDING_MAGIC, RECORDING_VERSION, ReadErrorKind, Recording, RecordingOpenError,
-    RecordingReadError, RecordingReader, RecordingWriter, Truncation, read_all,
+    RECORDING_MAGIC, RECORDING_VERSION, Recording, RecordingOpenError, RecordingReader,
+    RecordingWriter, read_all,
 };
+pub use stream::{FrameReader, RawFrame, ReadError, ReadErrorKind, Truncation};
 
 /// Major protocol version. A reader refuses frames of another major version.
 pub const PROTOCOL_MAJOR: u16 = 1;

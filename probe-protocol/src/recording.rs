@@ -6,8 +6,8 @@
 //! Blocks are not compressed: measured on real sessions, the stream is already compact (see
 //! docs/BENCHMARKS.md), so the file stays byte-identical to the socket stream.
 
-use crate::frame::{FrameSplitter, decode_frame};
-use crate::{DecodeError, FRAME_PREFIX_LEN, Frame};
+use crate::stream::{FrameReader, RawFrame, ReadError, Truncation};
+use crate::{DecodeError, Frame};
 use std::io::{self, Read, Write};
 
 /// First 8 bytes of every recording. The high first byte catches 7-bit transfers; CR LF catches
@@ -63,44 +63,13 @@ impl<W: Write> RecordingWriter<W> {
     }
 }
 
-/// Where and how a recording was cut short.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Truncation {
-    /// File offset of the incomplete frame's length prefix.
-    pub offset: u64,
-    /// Bytes the frame (prefix included) needed, when its prefix was complete.
-    pub needed: Option<usize>,
-    /// Bytes present from `offset` to the end of the file.
-    pub available: usize,
-}
-
-impl std::fmt::Display for Truncation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.needed {
-            Some(n) => write!(
-                f,
-                "recording cut at byte {}: the last frame needs {} bytes, {} present",
-                self.offset, n, self.available
-            ),
-            None => write!(
-                f,
-                "recording cut at byte {}: {} byte(s) of an incomplete length prefix",
-                self.offset, self.available
-            ),
-        }
-    }
-}
-
-/// Reads a recording frame by frame. Every complete frame of a truncated file is returned;
+/// Reads a recording frame by frame: the header, then a [`FrameReader`] over the rest, so a
+/// file is read exactly like the socket. Every complete frame of a truncated file is returned;
 /// [`RecordingReader::truncation`] then says where the file was cut. A frame whose body does
 /// not decode is reported as an error and reading continues with the next frame.
 #[derive(Debug)]
 pub struct RecordingReader<R: Read> {
-    input: R,
-    splitter: FrameSplitter,
-    eof: bool,
-    fatal: bool,
-    truncation: Option<Truncation>,
+    frames: FrameReader<R>,
     version: u16,
 }
 
@@ -136,14 +105,9 @@ impl<R: Read> RecordingReader<R> {
                 },
             ));
         }
-        // Offsets reported by the splitter then count from the start of the file.
-        let splitter = FrameSplitter::starting_at(HEADER_LEN as u64);
         Ok(RecordingReader {
-            input,
-            splitter,
-            eof: false,
-            fatal: false,
-            truncation: None,
+            // Offsets then count from the start of the file.
+            frames: FrameReader::starting_at(input, HEADER_LEN as u64),
             version,
         })
     }
@@ -154,72 +118,23 @@ impl<R: Read> RecordingReader<R> {
 
     /// Where the file was cut, once reading has reached the end.
     pub fn truncation(&self) -> Option<&Truncation> {
-        self.truncation.as_ref()
+        self.frames.truncation()
     }
 
     /// File offset of the next frame.
     pub fn offset(&self) -> u64 {
-        self.splitter.offset()
+        self.frames.offset()
     }
 
-    /// The next complete frame body as raw bytes, `Ok(None)` at the end.
-    pub fn next_raw(&mut self) -> Result<Option<Vec<u8>>, RecordingReadError> {
-        if self.fatal {
-            return Ok(None);
-        }
-        loop {
-            let offset = self.splitter.offset();
-            match self.splitter.next_body() {
-                Ok(Some(body)) => return Ok(Some(body.to_vec())),
-                Ok(None) => {}
-                Err(e) => {
-                    self.fatal = true;
-                    return Err(RecordingReadError {
-                        offset,
-                        error: ReadErrorKind::Decode(e),
-                    });
-                }
-            }
-            if self.eof {
-                let available = self.splitter.pending();
-                if available > 0 {
-                    self.truncation = Some(Truncation {
-                        offset,
-                        needed: self.splitter.next_len().map(|n| n + FRAME_PREFIX_LEN),
-                        available,
-                    });
-                }
-                return Ok(None);
-            }
-            let mut chunk = [0u8; 64 * 1024];
-            match self.input.read(&mut chunk) {
-                Ok(0) => self.eof = true,
-                Ok(n) => self.splitter.extend(&chunk[..n]),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.fatal = true;
-                    return Err(RecordingReadError {
-                        offset,
-                        error: ReadErrorKind::Io(e.to_string()),
-                    });
-                }
-            }
-        }
+    /// The next whole frame as it was recorded, `Ok(None)` at the end.
+    pub fn next_raw(&mut self) -> Result<Option<RawFrame>, ReadError> {
+        self.frames.next_raw()
     }
 
     /// The next decoded frame, `Ok(None)` at the end. A frame that fails to decode is returned
     /// as an error carrying its file offset; the following call continues after it.
-    pub fn next_frame(&mut self) -> Result<Option<Frame>, RecordingReadError> {
-        let offset = self.splitter.offset();
-        match self.next_raw()? {
-            None => Ok(None),
-            Some(body) => decode_frame(&body)
-                .map(Some)
-                .map_err(|e| RecordingReadError {
-                    offset,
-                    error: ReadErrorKind::Decode(e),
-                }),
-        }
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, ReadError> {
+        self.frames.next_frame()
     }
 }
 
@@ -232,40 +147,13 @@ pub enum RecordingOpenError {
     Decode(DecodeError),
 }
 
-/// A frame of a recording that could not be read.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("recording byte {offset}: {error}")]
-pub struct RecordingReadError {
-    /// File offset of the frame's length prefix.
-    pub offset: u64,
-    pub error: ReadErrorKind,
-}
-
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ReadErrorKind {
-    #[error("{0}")]
-    Decode(DecodeError),
-    #[error("I/O error: {0}")]
-    Io(String),
-}
-
-impl RecordingReadError {
-    /// True when no later frame can be read (a corrupt length prefix, an I/O error).
-    pub fn is_fatal(&self) -> bool {
-        matches!(
-            self.error,
-            ReadErrorKind::Io(_) | ReadErrorKind::Decode(DecodeError::FrameTooLarge { .. })
-        )
-    }
-}
-
 /// A whole recording read into memory.
 #[derive(Debug, Clone, Default)]
 pub struct Recording {
     /// Every frame that decoded, in file order.
     pub frames: Vec<Frame>,
     /// Frames that could not be read, with their offsets.
-    pub errors: Vec<RecordingReadError>,
+    pub errors: Vec<ReadError>,
     /// Where the file was cut, if it was.
     pub truncation: Option<Truncation>,
 }

@@ -4,8 +4,8 @@
 //! 2. a subscriber that never reads: the emitting thread's throughput against a run with no
 //!    subscriber (target: within 1 %), and the drops reported for it.
 use probe_protocol::{Event, EventKind, FrameSplitter, Subscribe, decode_into, encode_frame};
-use proofscope_probe::{Probe, ProbeConfig, SessionInfo, SocketChoice};
 use proofscope_probe::span;
+use proofscope_probe::{Probe, ProbeConfig, SessionInfo, SocketChoice};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;

@@ -6,8 +6,8 @@
 //! `cargo run --release -p prover-core --example span_batches` (`SPANS=` per batch, default
 //! 2048: a quarter of the default ring, so the collector is never woken from the hot path;
 //! 4096 wakes it once per batch).
-use proofscope_probe::{self, CountingAllocator, Probe, ProbeConfig, SessionInfo, SocketChoice};
 use proofscope_probe::span;
+use proofscope_probe::{self, CountingAllocator, Probe, ProbeConfig, SessionInfo, SocketChoice};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

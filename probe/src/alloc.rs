@@ -7,16 +7,15 @@
 //! allocator. `alloc_zeroed` and `realloc` are forwarded as such, so calloc'd pages stay
 //! untouched and reallocations can use mremap.
 
-use super::clock::ticks;
-use super::local::{current_ctx, os_tid};
+use crate::clock::ticks;
+use crate::thread::{current_ctx, os_tid};
 use crossbeam_queue::ArrayQueue;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// Default threshold for large-block events (1 MiB).
-pub const DEFAULT_LARGE_BLOCK: u64 = 1 << 20;
+use crate::config::DEFAULT_LARGE_BLOCK;
 const SLOTS: usize = 512;
 /// Large-block events queued between collector cycles before dropping.
 pub const LARGE_QUEUE_CAPACITY: usize = 65_536;

@@ -38,9 +38,28 @@ fn rdtsc() -> u64 {
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
+/// Where raw ticks come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TickSource {
+    /// The invariant TSC: a tick is one `rdtsc`; the collector converts.
+    Tsc,
+    /// CLOCK_MONOTONIC in nanoseconds.
+    Monotonic,
+}
+
+impl TickSource {
+    /// How timestamps are taken, as `Hello.clock` says it.
+    pub fn description(self) -> &'static str {
+        match self {
+            TickSource::Tsc => "monotonic-tsc",
+            TickSource::Monotonic => "monotonic",
+        }
+    }
+}
+
 /// Whether the hot path reads the TSC (decided once per process, before the first session).
 static USE_TSC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-static TSC_DECIDED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+static TSC_DECIDED: std::sync::OnceLock<TickSource> = std::sync::OnceLock::new();
 
 fn tsc_is_invariant() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -62,25 +81,28 @@ fn tsc_is_invariant() -> bool {
 }
 
 /// Decides the tick source; called when a session starts, before any hot-path read.
-pub fn init_tick_source() -> bool {
+pub fn init_tick_source() -> TickSource {
     *TSC_DECIDED.get_or_init(|| {
-        let tsc = tsc_is_invariant();
-        USE_TSC.store(tsc, std::sync::atomic::Ordering::Relaxed);
-        tsc
+        let source = if tsc_is_invariant() {
+            TickSource::Tsc
+        } else {
+            TickSource::Monotonic
+        };
+        USE_TSC.store(
+            source == TickSource::Tsc,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        source
     })
 }
 
-/// Reads the raw tick when the caller already holds the session state word.
+/// Reads a raw tick from `source`.
 #[inline(always)]
-pub fn ticks_for(state: u64) -> Ticks {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if state & super::session::TSC_BIT != 0 {
-            return rdtsc();
-        }
+pub fn read(source: TickSource) -> Ticks {
+    match source {
+        TickSource::Tsc => tsc_ticks(),
+        TickSource::Monotonic => monotonic_ns(),
     }
-    let _ = state;
-    monotonic_ns()
 }
 
 /// The TSC, for paths that already know the session ticks on it (the span fast path is only
@@ -97,7 +119,7 @@ pub fn tsc_ticks() -> Ticks {
     }
 }
 
-/// Reads the raw tick. Hot path: one predictable branch and one RDTSC.
+/// Reads the raw tick from the process's source. One predictable branch and one RDTSC.
 #[inline(always)]
 pub fn ticks() -> Ticks {
     #[cfg(target_arch = "x86_64")]
@@ -121,7 +143,7 @@ struct Segment {
 /// Converts ticks to session nanoseconds. Owned by the session; refitted by the collector.
 #[derive(Debug)]
 pub struct Clock {
-    tsc: bool,
+    source: TickSource,
     /// CLOCK_MONOTONIC at session time 0.
     mono0: u64,
     unix0: u64,
@@ -148,10 +170,10 @@ fn paired_reading() -> (u64, u64) {
 impl Clock {
     /// Starts a session clock. With a TSC, spends ~2 ms measuring its rate; refits improve it.
     pub fn start() -> Clock {
-        let tsc = init_tick_source();
+        let source = init_tick_source();
         let unix0 = unix_ns();
         let (t0, m0) = paired_reading();
-        let ns_per_tick = if tsc {
+        let ns_per_tick = if source == TickSource::Tsc {
             std::thread::sleep(Duration::from_millis(2));
             let (t1, m1) = paired_reading();
             (m1 - m0) as f64 / (t1.wrapping_sub(t0)).max(1) as f64
@@ -159,7 +181,7 @@ impl Clock {
             1.0
         };
         Clock {
-            tsc,
+            source,
             mono0: m0,
             unix0,
             anchor: (t0, m0),
@@ -174,13 +196,9 @@ impl Clock {
         }
     }
 
-    /// How timestamps are taken, for `Hello.clock`.
-    pub fn description(&self) -> &'static str {
-        if self.tsc {
-            "monotonic-tsc"
-        } else {
-            "monotonic"
-        }
+    /// Where this session's ticks come from.
+    pub fn source(&self) -> TickSource {
+        self.source
     }
 
     pub fn unix_start_ns(&self) -> u64 {
@@ -209,7 +227,7 @@ impl Clock {
             Err(p) => *p.into_inner(),
         };
         Converter {
-            tsc: self.tsc,
+            tsc: self.source == TickSource::Tsc,
             mono0: self.mono0,
             old: segs.0,
             new: segs.1,
@@ -219,7 +237,7 @@ impl Clock {
     /// Refits the tick rate over the whole session so far; a new segment starts now, continuous
     /// with the current one. Called by the collector about once a second.
     pub fn refit(&self) {
-        if !self.tsc {
+        if self.source != TickSource::Tsc {
             return;
         }
         let (t, m) = paired_reading();

@@ -2,52 +2,29 @@
 //! slow-path queue; converts ticks to session time; encodes each batch once; keeps the flight
 //! recorder; fans frames out to subscribers; welcomes new subscribers with `Hello`, the
 //! definitions, the history and `LiveStart`, so nothing is missed and nothing is sent twice.
+//!
+//! One [`Collector::cycle`] is a fixed sequence of named steps; each appends to the cycle's
+//! [`Batch`], which is then sent as definitions first (never dropped), data after.
 
-use super::alloc;
-use super::config::HEARTBEAT;
-use super::fanout::{EncodedFrame, History, KindCounts, SubQueue, dropped_event};
-use super::names;
-use super::ring::{RAW_KINDS, RawEvent, RawKind, Ring};
-use super::session::{Shared, SlowEvent};
-use super::system;
+use crate::alloc;
+use crate::clock::Converter;
+use crate::config::HEARTBEAT;
+use crate::encoded::{EncodedFrame, dropped_event, encode_all};
+use crate::history::History;
+use crate::names;
+use crate::ring::{Consumer, RAW_KINDS, RawEvent, RawKind};
+use crate::session::{Arrival, Session, SlowEvent, ThreadRing};
+use crate::subscriber::SubQueue;
+use crate::system;
+use crate::threads::ThreadTable;
 use probe_protocol::{
-    AllocSample, BlockEvent, Event, EventKind, FrameBuilder, HistoryGap, Marker, SpanBegin, SpanEnd,
+    AllocSample, BlockEvent, Event, EventKind, FrameBuilder, HistoryGap, KindCounts, Marker,
+    SpanBegin, SpanEnd,
 };
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// Target body size of a data frame.
-const FRAME_TARGET: usize = 64 << 10;
-/// Events per frame at most, whatever their size.
-const FRAME_EVENTS: usize = 8192;
-
-pub(crate) struct Collector {
-    shared: Arc<Shared>,
-    builder: FrameBuilder,
-    /// OS thread id → (wire id, name).
-    threads: HashMap<u32, (u32, String)>,
-    next_thread: u32,
-    names_sent: u32,
-    /// Every definition of the session, sent to each new subscriber.
-    defs: Vec<Event>,
-    history: History,
-    subs: Vec<Arc<SubQueue>>,
-    rings: Vec<Arc<Ring>>,
-    ring_drops_seen: HashMap<usize, [u64; RAW_KINDS]>,
-    alloc_drops_seen: (u64, u64),
-    slow_drops_seen: [u64; 64],
-    raw: Vec<(u32, RawEvent)>,
-    slow: Vec<SlowEvent>,
-    /// `None` until the first sample (taken in the first cycle, as a baseline).
-    last_alloc_sample: Option<Instant>,
-    last_send: Instant,
-    last_refit: Instant,
-    stats: CollectorStats,
-}
-
-/// What a session produced, per kind (indexed by wire tag).
+/// What a session produced, per kind.
 #[derive(Debug, Clone)]
 pub struct CollectorStats {
     /// Events the collector put into frames for every subscriber (definitions and data; not
@@ -55,6 +32,49 @@ pub struct CollectorStats {
     pub emitted: KindCounts,
     /// Events lost before reaching the collector (full thread rings or queues).
     pub lost: KindCounts,
+}
+
+/// A thread's ring as the collector drains it.
+#[derive(Debug)]
+struct DrainedRing {
+    consumer: Consumer,
+    /// Wire id of the thread.
+    thread: u32,
+    drops_seen: [u64; RAW_KINDS],
+}
+
+/// What one cycle gathered.
+#[derive(Debug, Default)]
+struct Batch {
+    defs: Vec<Event>,
+    data: Vec<Event>,
+}
+
+/// Counters of losses before the collector, as last seen, so each cycle reports the increase.
+#[derive(Debug)]
+struct LossesSeen {
+    alloc: (u64, u64),
+    slow: KindCounts,
+}
+
+pub(crate) struct Collector {
+    session: Arc<Session>,
+    builder: FrameBuilder,
+    threads: ThreadTable,
+    names_sent: u32,
+    history: History,
+    subs: Vec<Arc<SubQueue>>,
+    rings: Vec<DrainedRing>,
+    losses_seen: LossesSeen,
+    /// Reused buffers: ring records of this cycle (with their ring's thread), slow events.
+    raw: Vec<(u32, RawEvent)>,
+    slow: Vec<SlowEvent>,
+    /// `None` until the first sample (taken in the first cycle, as a baseline).
+    last_alloc_sample: Option<Instant>,
+    last_send: Instant,
+    last_refit: Instant,
+    last_retire: Instant,
+    stats: CollectorStats,
 }
 
 fn set_ts(ev: &mut Event, ns: u64) {
@@ -78,40 +98,73 @@ fn set_ts(ev: &mut Event, ns: u64) {
     }
 }
 
+/// The protocol event of a ring record, on thread `thread`.
+fn ring_event(e: &RawEvent, thread: u32, ts: u64) -> Event {
+    match e.kind() {
+        RawKind::SpanBegin => Event::SpanBegin(SpanBegin {
+            ts,
+            span: e.span,
+            parent: (e.parent != 0).then_some(e.parent),
+            proof: (e.proof() != 0).then_some(e.proof() as u64),
+            name: e.name(),
+            thread,
+        }),
+        RawKind::SpanEnd => Event::SpanEnd(SpanEnd { ts, span: e.span }),
+        RawKind::Marker => Event::Marker(Box::new(Marker {
+            ts,
+            name: e.name(),
+            thread,
+            span: (e.span != 0).then_some(e.span),
+            text: None,
+        })),
+    }
+}
+
+/// The wire kind a hot-path record kind is counted under.
+fn wire_kind(k: RawKind) -> EventKind {
+    match k {
+        RawKind::SpanBegin => EventKind::SpanBegin,
+        RawKind::SpanEnd => EventKind::SpanEnd,
+        RawKind::Marker => EventKind::Marker,
+    }
+}
+
+const RAW_KIND_LIST: [RawKind; RAW_KINDS] = [RawKind::SpanBegin, RawKind::SpanEnd, RawKind::Marker];
+
 impl Collector {
-    pub fn new(shared: Arc<Shared>) -> Collector {
-        let budget = shared.config.history_bytes;
+    pub fn new(session: Arc<Session>) -> Collector {
+        let budget = session.config.history_bytes;
         let now = Instant::now();
         Collector {
-            shared,
+            session,
             builder: FrameBuilder::new(0),
-            threads: HashMap::new(),
-            next_thread: 1,
+            threads: ThreadTable::default(),
             names_sent: 0,
-            defs: Vec::new(),
             history: History::new(budget),
             subs: Vec::new(),
             rings: Vec::new(),
-            ring_drops_seen: HashMap::new(),
-            alloc_drops_seen: alloc::dropped(),
-            slow_drops_seen: [0; 64],
+            losses_seen: LossesSeen {
+                alloc: alloc::dropped(),
+                slow: KindCounts::ZERO,
+            },
             raw: Vec::new(),
             slow: Vec::new(),
             last_alloc_sample: None,
             last_send: now,
             last_refit: now,
+            last_retire: now,
             stats: CollectorStats {
-                emitted: [0; 64],
-                lost: [0; 64],
+                emitted: KindCounts::ZERO,
+                lost: KindCounts::ZERO,
             },
         }
     }
 
     /// Runs until the session stops, then sends the goodbye and closes every queue.
     pub fn run(mut self) -> CollectorStats {
-        let interval = self.shared.config.flush_interval;
+        let interval = self.session.config.flush_interval;
         loop {
-            let stopping = self.shared.stop.load(Ordering::Acquire);
+            let stopping = self.session.control.stopping();
             self.cycle();
             if stopping {
                 break;
@@ -123,78 +176,64 @@ impl Collector {
     }
 
     fn now(&self) -> u64 {
-        self.shared.clock.now_ns()
+        self.session.clock.now_ns()
     }
 
-    /// The wire id of an OS thread, defining it on first sight.
-    fn thread_id(&mut self, os_tid: u32, name: Option<&str>, new_defs: &mut Vec<Event>) -> u32 {
-        if let Some((id, known)) = self.threads.get(&os_tid) {
-            // A reused tid under another name is a new thread.
-            if name.is_none_or(|n| n == known) {
-                return *id;
-            }
-        }
-        let name = name
-            .map(str::to_owned)
-            .or_else(|| system::thread_name(os_tid))
-            .unwrap_or_else(|| format!("thread-{os_tid}"));
-        let id = self.next_thread;
-        self.next_thread += 1;
-        self.threads.insert(os_tid, (id, name.clone()));
-        new_defs.push(Event::ThreadDef {
-            id,
-            name,
-            os_tid: os_tid as u64,
-        });
-        id
+    /// One cycle: every step in order, then the batch goes out.
+    pub fn cycle(&mut self) {
+        self.welcome_arrivals();
+        let mut batch = Batch::default();
+        let now = self.now();
+        let conv = self.session.clock.converter();
+        self.adopt_new_rings(&mut batch);
+        self.take_ring_records();
+        // Slow events go out before the ring records of the same cycle: anything a ring
+        // record depends on (a ProofBegin, a name) was queued before it, so is visible now.
+        self.take_slow_events(conv, &mut batch);
+        self.convert_ring_records(conv, &mut batch);
+        self.take_large_blocks(conv, &mut batch);
+        self.sample_allocator(now, &mut batch);
+        self.report_losses(now, &mut batch);
+        self.define_new_names(&mut batch);
+        self.send_batch(batch);
+        self.heartbeat_if_idle();
+        self.housekeeping();
+        self.session.control.cycle_done();
     }
 
-    fn cycle(&mut self) {
-        self.welcome_new_subscribers();
-        let mut defs = Vec::new();
-        let mut data: Vec<Event> = Vec::new();
-        let clock_now = self.now();
-        let conv = self.shared.clock.converter();
-
-        // 1. Thread rings (refresh the list; keep closed rings until drained).
-        self.rings
-            .clone_from(&self.shared.rings.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut raw = std::mem::take(&mut self.raw);
-        raw.clear();
-        // Rings are looked up by thread once per cycle, not per event.
-        let mut ring_threads = Vec::with_capacity(self.rings.len());
-        let mut ring_drops: [u64; RAW_KINDS] = [0; RAW_KINDS];
-        let mut finished = Vec::new();
-        for (i, ring) in self.rings.iter().enumerate() {
-            let closed = ring.is_closed();
-            ring_threads.push((ring.os_tid, ring.thread_name.clone()));
-            let idx = i as u32;
-            ring.drain(|e| raw.push((idx, *e)));
-            let seen = self
-                .ring_drops_seen
-                .entry(Arc::as_ptr(ring) as usize)
-                .or_insert([0; RAW_KINDS]);
-            let now = ring.dropped();
-            for k in 0..RAW_KINDS {
-                ring_drops[k] += now[k] - seen[k];
-            }
-            *seen = now;
-            if closed && ring.is_empty() {
-                finished.push(Arc::as_ptr(ring) as usize);
-            }
-        }
-        let wire_threads: Vec<u32> = ring_threads
-            .iter()
-            .map(|(tid, name)| self.thread_id(*tid, Some(name), &mut defs))
-            .collect();
-
-        // 2. Slow path (drained after the rings: anything a ring event depends on — a
-        //    ProofBegin, a name — was queued before it and is therefore visible now).
-        let mut slow = std::mem::take(&mut self.slow);
+    /// Threads that joined since the last cycle: their rings, and a wire id for each.
+    fn adopt_new_rings(&mut self, batch: &mut Batch) {
+        for ThreadRing {
+            consumer,
+            os_tid,
+            thread_name,
+        } in self.session.rings.take_new()
         {
-            let mut q = self.shared.slow.lock().unwrap_or_else(|p| p.into_inner());
-            std::mem::swap(&mut *q, &mut slow);
+            let thread = self
+                .threads
+                .id_of(os_tid, Some(&thread_name), &mut batch.defs);
+            self.threads.attach_ring(thread);
+            self.rings.push(DrainedRing {
+                consumer,
+                thread,
+                drops_seen: [0; RAW_KINDS],
+            });
         }
+    }
+
+    /// Drains every ring into `raw`, tagged with its thread.
+    fn take_ring_records(&mut self) {
+        self.raw.clear();
+        let raw = &mut self.raw;
+        for r in &mut self.rings {
+            let thread = r.thread;
+            r.consumer.drain(|e| raw.push((thread, *e)));
+        }
+    }
+
+    fn take_slow_events(&mut self, conv: Converter, batch: &mut Batch) {
+        let mut slow = std::mem::take(&mut self.slow);
+        self.session.slow.take_into(&mut slow);
         for s in slow.drain(..) {
             let mut ev = match s {
                 SlowEvent::Ticks(t, mut ev) => {
@@ -204,45 +243,42 @@ impl Collector {
                 SlowEvent::Session(ev) => ev,
             };
             if let Event::Marker(m) = &mut ev {
-                m.thread = self.thread_id(m.thread, None, &mut defs);
+                m.thread = self.threads.id_of(m.thread, None, &mut batch.defs);
+                self.threads.seen(m.thread, m.ts);
             }
-            data.push(ev);
+            batch.data.push(ev);
         }
         self.slow = slow;
+    }
 
-        // 3. Ring events.
-        data.reserve(raw.len());
-        for (idx, e) in &raw {
-            let thread = wire_threads[*idx as usize];
+    fn convert_ring_records(&mut self, conv: Converter, batch: &mut Batch) {
+        batch.data.reserve(self.raw.len());
+        // Records come ring by ring, each ring's in order: a thread's latest is the one
+        // before the thread changes.
+        let mut latest: Option<(u32, u64)> = None;
+        for (thread, e) in &self.raw {
             let ts = conv.to_ns(e.ticks);
-            data.push(match e.kind() {
-                RawKind::SpanBegin => Event::SpanBegin(SpanBegin {
-                    ts,
-                    span: e.span,
-                    parent: (e.parent != 0).then_some(e.parent),
-                    proof: (e.proof() != 0).then_some(e.proof() as u64),
-                    name: e.name(),
-                    thread,
-                }),
-                RawKind::SpanEnd => Event::SpanEnd(SpanEnd { ts, span: e.span }),
-                RawKind::Marker => Event::Marker(Box::new(Marker {
-                    ts,
-                    name: e.name(),
-                    thread,
-                    span: (e.span != 0).then_some(e.span),
-                    text: None,
-                })),
-            });
+            batch.data.push(ring_event(e, *thread, ts));
+            if let Some((t, last)) = latest
+                && t != *thread
+            {
+                self.threads.seen(t, last);
+            }
+            latest = Some((*thread, ts));
         }
-        self.raw = raw;
+        if let Some((t, last)) = latest {
+            self.threads.seen(t, last);
+        }
+    }
 
-        // 4. Large blocks.
+    fn take_large_blocks(&mut self, conv: Converter, batch: &mut Batch) {
         let mut blocks = Vec::new();
         alloc::drain(|b| blocks.push(b));
         for b in blocks {
-            let thread = self.thread_id(b.os_tid, None, &mut defs);
+            let thread = self.threads.id_of(b.os_tid, None, &mut batch.defs);
             let ts = conv.to_ns(b.ticks);
             let end = conv.to_ns(b.ticks + b.inside_ticks);
+            self.threads.seen(thread, end);
             let be = BlockEvent {
                 ts,
                 bytes: b.bytes,
@@ -250,125 +286,121 @@ impl Collector {
                 thread,
                 span: (b.span != 0).then_some(b.span),
             };
-            data.push(if b.release {
+            batch.data.push(if b.release {
                 Event::Release(be)
             } else {
                 Event::Alloc(be)
             });
         }
+    }
 
-        // 5. Allocator sample.
+    fn sample_allocator(&mut self, now: u64, batch: &mut Batch) {
         if self
             .last_alloc_sample
-            .is_none_or(|t| t.elapsed() >= self.shared.config.alloc_sample)
+            .is_some_and(|t| t.elapsed() < self.session.config.alloc_sample)
         {
-            self.last_alloc_sample = Some(Instant::now());
-            let t = alloc::totals();
-            let live = t.live_bytes();
-            data.push(Event::AllocSample(AllocSample {
-                ts: clock_now,
-                live_bytes: live,
-                peak_bytes: alloc::peak_bytes(live),
-                allocs: t.allocs,
-                frees: t.frees,
-                alloc_bytes: t.alloc_bytes,
-                free_bytes: t.free_bytes,
-                rss_bytes: system::rss_bytes(),
-            }));
+            return;
         }
+        self.last_alloc_sample = Some(Instant::now());
+        let t = alloc::totals();
+        let live = t.live_bytes();
+        batch.data.push(Event::AllocSample(AllocSample {
+            ts: now,
+            live_bytes: live,
+            peak_bytes: alloc::peak_bytes(live),
+            allocs: t.allocs,
+            frees: t.frees,
+            alloc_bytes: t.alloc_bytes,
+            free_bytes: t.free_bytes,
+            rss_bytes: system::rss_bytes(),
+        }));
+    }
 
-        // 6. Losses before the collector (full rings, full queues).
-        let mut lost: KindCounts = [0; 64];
-        lost[EventKind::SpanBegin.tag() as usize] += ring_drops[RawKind::SpanBegin as usize];
-        lost[EventKind::SpanEnd.tag() as usize] += ring_drops[RawKind::SpanEnd as usize];
-        lost[EventKind::Marker.tag() as usize] += ring_drops[RawKind::Marker as usize];
+    /// Losses before the collector since the last cycle (full rings, full queues), as one
+    /// `Dropped` event.
+    fn report_losses(&mut self, now: u64, batch: &mut Batch) {
+        let mut lost = KindCounts::ZERO;
+        for r in &mut self.rings {
+            let dropped = r.consumer.dropped();
+            for k in RAW_KIND_LIST {
+                let i = k as usize;
+                lost[wire_kind(k)] += dropped[i] - r.drops_seen[i];
+            }
+            r.drops_seen = dropped;
+        }
         let (da, dr) = alloc::dropped();
-        lost[EventKind::Alloc.tag() as usize] += da - self.alloc_drops_seen.0;
-        lost[EventKind::Release.tag() as usize] += dr - self.alloc_drops_seen.1;
-        self.alloc_drops_seen = (da, dr);
-        for (k, seen) in self.slow_drops_seen.iter_mut().enumerate() {
-            let now = self.shared.slow_dropped[k].load(Ordering::Relaxed);
-            lost[k] += now - *seen;
-            *seen = now;
+        lost[EventKind::Alloc] += da - self.losses_seen.alloc.0;
+        lost[EventKind::Release] += dr - self.losses_seen.alloc.1;
+        self.losses_seen.alloc = (da, dr);
+        let slow = self.session.slow.dropped();
+        lost += &slow.since(&self.losses_seen.slow);
+        self.losses_seen.slow = slow;
+        self.stats.lost += &lost;
+        if let Some(d) = dropped_event(now, &lost) {
+            batch.data.push(d);
         }
-        for (k, n) in lost.iter().enumerate() {
-            self.stats.lost[k] += n;
-        }
-        if let Some(d) = dropped_event(clock_now, &lost) {
-            data.push(d);
-        }
+    }
 
-        // 7. Names used by anything above (registered before use, so visible now).
+    /// Names registered since the last cycle (registered before use, so visible now).
+    fn define_new_names(&mut self, batch: &mut Batch) {
         let n = names::count();
         if n > self.names_sent {
             for (id, name) in names::range(self.names_sent + 1, n) {
-                defs.push(Event::NameDef { id, name });
+                batch.defs.push(Event::NameDef { id, name });
             }
             self.names_sent = n;
         }
+    }
 
-        // 8. Send: definitions first (never dropped), then data frames.
-        if !defs.is_empty() {
-            let f = Arc::new(EncodedFrame::encode(&mut self.builder, &defs, true));
-            self.defs.extend(defs);
-            self.send(f, false);
+    /// Definitions first (never dropped), then data frames near the target size.
+    fn send_batch(&mut self, batch: Batch) {
+        for f in encode_all(&mut self.builder, &batch.defs, true) {
+            self.send(Arc::new(f), false);
         }
-        let mut start = 0;
-        while start < data.len() {
-            // Cut frames near the target size; estimate from a per-event budget.
-            let end = (start + FRAME_EVENTS).min(data.len());
-            let f = EncodedFrame::encode(&mut self.builder, &data[start..end], false);
-            let f = if f.bytes.len() > FRAME_TARGET * 4 && end - start > 1 {
-                // Unusually large events: split in halves.
-                let mid = start + (end - start) / 2;
-                let a = Arc::new(EncodedFrame::encode(
-                    &mut self.builder,
-                    &data[start..mid],
-                    false,
-                ));
-                self.send(a, true);
-                start = mid;
-                continue;
-            } else {
-                Arc::new(f)
-            };
-            self.send(f, true);
-            start = end;
+        for f in encode_all(&mut self.builder, &batch.data, false) {
+            self.send(Arc::new(f), true);
         }
         for sub in &self.subs {
             sub.tick();
         }
+    }
 
-        // 9. Heartbeat when idle; housekeeping.
-        if self.last_send.elapsed() >= HEARTBEAT {
-            let hb = Event::Heartbeat { ts: self.now() };
-            let f = Arc::new(EncodedFrame::encode(&mut self.builder, &[hb], false));
-            for sub in &self.subs {
-                sub.push_if_idle(f.clone());
-            }
-            self.last_send = Instant::now();
+    fn heartbeat_if_idle(&mut self) {
+        if self.last_send.elapsed() < HEARTBEAT {
+            return;
         }
+        let hb = Event::Heartbeat { ts: self.now() };
+        let f = Arc::new(EncodedFrame::encode(&mut self.builder, &[hb], false));
+        for sub in &self.subs {
+            sub.push_if_idle(f.clone());
+        }
+        self.last_send = Instant::now();
+    }
+
+    /// Clock refits, rings of exited threads retired once drained, closed subscribers gone,
+    /// definitions of threads no kept frame mentions forgotten.
+    fn housekeeping(&mut self) {
         if self.last_refit.elapsed() >= Duration::from_secs(1) {
-            self.shared.clock.refit();
+            self.session.clock.refit();
             self.last_refit = Instant::now();
         }
-        if !finished.is_empty() {
-            self.shared
-                .rings
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .retain(|r| !finished.contains(&(Arc::as_ptr(r) as usize)));
-            for p in finished {
-                self.ring_drops_seen.remove(&p);
+        let threads = &mut self.threads;
+        self.rings.retain(|r| {
+            let done = r.consumer.is_closed() && r.consumer.is_empty();
+            if done {
+                threads.ring_closed(r.thread);
             }
+            !done
+        });
+        if self.last_retire.elapsed() >= Duration::from_secs(1) {
+            self.threads.retire_before(self.history.oldest_ts());
+            self.last_retire = Instant::now();
         }
         self.subs.retain(|s| !s.is_closed());
     }
 
     fn send(&mut self, f: Arc<EncodedFrame>, to_history: bool) {
-        for (k, n) in f.counts.iter().enumerate() {
-            self.stats.emitted[k] += n;
-        }
+        self.stats.emitted += &f.counts;
         for sub in &self.subs {
             sub.push(f.clone());
         }
@@ -378,24 +410,34 @@ impl Collector {
         self.last_send = Instant::now();
     }
 
-    fn welcome_new_subscribers(&mut self) {
-        let new: Vec<_> = std::mem::take(
-            &mut *self
-                .shared
-                .new_subscribers
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()),
+    /// `Hello` and every definition a viewer needs to decode what follows.
+    fn welcome_events(&self) -> Vec<Event> {
+        let mut evs = vec![Event::Hello(Box::new(self.session.hello.clone()))];
+        evs.extend(
+            names::range(1, self.names_sent)
+                .into_iter()
+                .map(|(id, name)| Event::NameDef { id, name }),
         );
-        for (sub, with_history) in new {
-            let mut first = vec![Event::Hello(Box::new(self.shared.hello.clone()))];
-            first.extend(self.defs.iter().cloned());
-            sub.push(Arc::new(EncodedFrame::encode(
-                &mut self.builder,
-                &first,
-                true,
-            )));
+        evs.extend(self.threads.definitions());
+        evs
+    }
+
+    fn welcome_arrivals(&mut self) {
+        let arrivals = self.session.arrivals.take();
+        if arrivals.is_empty() {
+            return;
+        }
+        let events = self.welcome_events();
+        let welcome: Vec<Arc<EncodedFrame>> = encode_all(&mut self.builder, &events, true)
+            .into_iter()
+            .map(Arc::new)
+            .collect();
+        for Arrival { queue, history } in arrivals {
+            for f in &welcome {
+                queue.push(f.clone());
+            }
             let now = self.now();
-            if with_history {
+            if history {
                 if self.history.evicted_events > 0 {
                     let gap = Event::HistoryGap(HistoryGap {
                         ts: now,
@@ -403,39 +445,32 @@ impl Collector {
                         evicted_from: self.history.evicted_from.unwrap_or(0),
                         evicted_until: self.history.evicted_until,
                     });
-                    sub.push(Arc::new(EncodedFrame::encode(
+                    queue.push(Arc::new(EncodedFrame::encode(
                         &mut self.builder,
                         &[gap],
                         true,
                     )));
                 }
                 for f in self.history.frames() {
-                    sub.push_history(f.clone());
+                    queue.push_history(f.clone());
                 }
             }
             let live = Event::LiveStart { ts: now };
-            sub.push(Arc::new(EncodedFrame::encode(
+            queue.push(Arc::new(EncodedFrame::encode(
                 &mut self.builder,
                 &[live],
                 true,
             )));
-            self.subs.push(sub);
+            self.subs.push(queue);
         }
     }
 
     fn finish(&mut self) {
         // Anyone who arrived during the last cycle still gets a proper session.
-        self.welcome_new_subscribers();
-        let reason = self
-            .shared
-            .goodbye
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-            .unwrap_or_else(|| "shutdown".into());
+        self.welcome_arrivals();
         let bye = Event::Goodbye {
             ts: self.now(),
-            reason,
+            reason: self.session.control.goodbye_reason(),
         };
         let f = Arc::new(EncodedFrame::encode(&mut self.builder, &[bye], true));
         for sub in &self.subs {

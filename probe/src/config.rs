@@ -18,13 +18,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Default threshold for large-block events (1 MiB).
+pub const DEFAULT_LARGE_BLOCK: u64 = 1 << 20;
 /// Flight recorder budget.
 pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
 /// Allocator sample interval.
 pub const DEFAULT_ALLOC_SAMPLE: Duration = Duration::from_millis(10);
-/// NVML sample interval (10 Hz); PCIe counters every `PCIE_EVERY` samples.
+/// NVML sample interval (10 Hz).
 pub const DEFAULT_GPU_SAMPLE: Duration = Duration::from_millis(100);
-pub const PCIE_EVERY: u32 = 10;
 /// Events each thread can buffer between collector cycles (40 bytes each).
 pub const DEFAULT_RING_EVENTS: usize = 16_384;
 /// Bytes of live frames a subscriber may have queued before its frames are dropped.
@@ -92,7 +93,7 @@ impl ProbeConfig {
             socket: SocketChoice::Default,
             record: None,
             history_bytes: DEFAULT_HISTORY_BYTES,
-            large_block: super::alloc::DEFAULT_LARGE_BLOCK,
+            large_block: DEFAULT_LARGE_BLOCK,
             alloc_sample: DEFAULT_ALLOC_SAMPLE,
             gpu_sample: Some(DEFAULT_GPU_SAMPLE),
             ring_events: DEFAULT_RING_EVENTS,
@@ -221,23 +222,10 @@ impl ProbeConfig {
         match &self.socket {
             SocketChoice::None => None,
             SocketChoice::At(p) => Some(p.clone()),
-            SocketChoice::Default => Some(default_socket_dir().join(format!(
-                "{}-{}.sock",
-                self.prover_name,
-                std::process::id()
-            ))),
-        }
-    }
-}
-
-/// `$XDG_RUNTIME_DIR/proofscope`, else `/tmp/proofscope-<uid>`. Viewers list sockets here.
-pub fn default_socket_dir() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
-        Some(d) => PathBuf::from(d).join("proofscope"),
-        None => {
-            // SAFETY: getuid cannot fail and has no preconditions.
-            let uid = unsafe { libc::getuid() };
-            PathBuf::from(format!("/tmp/proofscope-{uid}"))
+            SocketChoice::Default => Some(probe_protocol::discovery::default_socket_path(
+                &self.prover_name,
+                std::process::id(),
+            )),
         }
     }
 }

@@ -37,5 +37,5 @@ pub enum ProbeError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Config(#[from] super::config::ConfigError),
+    Config(#[from] crate::config::ConfigError),
 }

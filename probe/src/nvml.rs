@@ -3,14 +3,15 @@
 //! PCIe counters at a lower rate (each PCIe read samples for ~20 ms). Without NVML (no driver,
 //! no library) `Hello` says why and no thread runs.
 
-use super::config::PCIE_EVERY;
-use super::session::{Shared, SlowEvent};
+use crate::session::{Session, SlowEvent};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{Clock, PcieUtilCounter, TemperatureSensor};
 use probe_protocol::{Event, GpuInfo, GpuSample};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+
+/// PCIe counters are read every this many samples (each read samples for ~20 ms).
+const PCIE_EVERY: u32 = 10;
 
 /// What NVML said at start.
 #[derive(Debug)]
@@ -69,14 +70,14 @@ pub fn inventory() -> Inventory {
 }
 
 /// Samples every device until the session stops.
-pub(crate) fn run(nvml: Nvml, shared: Arc<Shared>, every: Duration) {
+pub(crate) fn run(nvml: Nvml, session: Arc<Session>, every: Duration) {
     let count = nvml.device_count().unwrap_or(0);
     let devices: Vec<_> = (0..count)
         .filter_map(|i| nvml.device_by_index(i).ok().map(|d| (i, d)))
         .collect();
     let mut n: u32 = 0;
     let mut next = Instant::now();
-    while !shared.stop.load(Ordering::Acquire) {
+    while !session.control.stopping() {
         let pcie = n.is_multiple_of(PCIE_EVERY);
         n = n.wrapping_add(1);
         for (index, d) in &devices {
@@ -91,7 +92,7 @@ pub(crate) fn run(nvml: Nvml, shared: Arc<Shared>, every: Duration) {
                 (None, None)
             };
             let sample = GpuSample {
-                ts: shared.clock.now_ns(),
+                ts: session.clock.now_ns(),
                 device: *index,
                 util_pct: util.as_ref().map(|u| u.gpu.min(100) as u8),
                 mem_util_pct: util.as_ref().map(|u| u.memory.min(100) as u8),
@@ -105,7 +106,9 @@ pub(crate) fn run(nvml: Nvml, shared: Arc<Shared>, every: Duration) {
                 pcie_rx_kbps: rx,
                 pcie_tx_kbps: tx,
             };
-            shared.push_slow(SlowEvent::Session(Event::GpuSample(Box::new(sample))));
+            session
+                .slow
+                .push(SlowEvent::Session(Event::GpuSample(Box::new(sample))));
         }
         next += every;
         let now = Instant::now();

@@ -1,8 +1,8 @@
 //! The probe's own recording: a subscriber that writes frames to a file on a named thread,
 //! so a session is captured with no viewer attached.
 
-use super::fanout::SubQueue;
-use super::log;
+use crate::log::log;
+use crate::subscriber::SubQueue;
 use probe_protocol::RecordingWriter;
 use std::io::BufWriter;
 use std::sync::Arc;

@@ -1,12 +1,73 @@
 //! The per-thread event buffer: a bounded single-producer single-consumer ring.
 //!
-//! The owning thread pushes (no lock, no allocation, no syscall: a slot write and a release
-//! store); the collector drains. When the ring is full the event is dropped and counted per
-//! kind — the prover never waits for its observers.
+//! [`channel`] makes a ring and returns its two ends. The [`Producer`] is the only writer: it
+//! is neither `Copy` nor `Clone`, and it holds a strong reference to the ring, so a push needs
+//! no promise from its caller. The [`Consumer`] is the only reader: [`Consumer::drain`] takes
+//! `&mut self`. A push is a slot write and a release store (no lock, no allocation, no
+//! syscall); when the ring is full the event is dropped and counted per kind — the prover
+//! never waits for its observers. Under `--cfg proofscope_loom` the atomics and the slots are
+//! loom's, and `tests` below holds the model.
 
-use std::cell::UnsafeCell;
-use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::mem::{ManuallyDrop, MaybeUninit};
+use sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Ordering, SlotCell};
+
+#[cfg(not(proofscope_loom))]
+mod sync {
+    pub use std::sync::Arc;
+    pub use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+    /// A slot: plain memory.
+    #[derive(Debug)]
+    pub struct SlotCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> SlotCell<T> {
+        pub fn new(v: T) -> Self {
+            SlotCell(std::cell::UnsafeCell::new(v))
+        }
+
+        /// # Safety
+        /// No other access to this slot may overlap the call.
+        #[inline(always)]
+        pub unsafe fn write_with(&self, f: impl FnOnce(*mut T)) {
+            f(self.0.get())
+        }
+
+        /// # Safety
+        /// No write to this slot may overlap the call.
+        #[inline(always)]
+        pub unsafe fn read_with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+}
+
+#[cfg(proofscope_loom)]
+mod sync {
+    pub use loom::sync::Arc;
+    pub use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+    /// A slot whose accesses loom checks for overlap.
+    #[derive(Debug)]
+    pub struct SlotCell<T>(loom::cell::UnsafeCell<T>);
+
+    impl<T> SlotCell<T> {
+        pub fn new(v: T) -> Self {
+            SlotCell(loom::cell::UnsafeCell::new(v))
+        }
+
+        /// # Safety
+        /// No other access to this slot may overlap the call (loom checks).
+        pub unsafe fn write_with(&self, f: impl FnOnce(*mut T)) {
+            self.0.with_mut(f)
+        }
+
+        /// # Safety
+        /// No write to this slot may overlap the call (loom checks).
+        pub unsafe fn read_with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            self.0.with(f)
+        }
+    }
+}
 
 /// What a hot-path record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +126,7 @@ impl RawEvent {
     }
 
     /// The packed last word. `name` must fit 24 bits, as every interned id does
-    /// ([`super::names::MAX_NAMES`]); it is not masked, to keep an instruction off the hot path.
+    /// ([`crate::names::MAX_NAMES`]); it is not masked, to keep an instruction off the hot path.
     #[inline(always)]
     pub const fn meta(kind: RawKind, proof: u64, name: u32) -> u64 {
         debug_assert!(name < 1 << 24, "name id does not fit 24 bits");
@@ -92,125 +153,140 @@ const _: () = assert!(std::mem::size_of::<RawEvent>() == 32);
 #[repr(align(64))]
 struct Padded<T>(T);
 
-pub struct Ring {
-    slots: Box<[UnsafeCell<MaybeUninit<RawEvent>>]>,
+type Slot = SlotCell<MaybeUninit<RawEvent>>;
+
+/// The ring both ends share. Only reachable through a [`Producer`] and a [`Consumer`].
+struct Ring {
+    slots: Box<[Slot]>,
     mask: usize,
     /// Next slot the consumer reads.
     head: Padded<AtomicUsize>,
     /// Next slot the producer writes.
     tail: Padded<AtomicUsize>,
     dropped: [AtomicU64; RAW_KINDS],
-    /// Set when the owning thread exits; the collector frees the ring once drained.
+    /// Set when the producer detaches (its thread exits): the consumer retires the ring once
+    /// it has drained it.
     closed: AtomicBool,
-    pub os_tid: u32,
-    pub thread_name: String,
 }
 
 impl std::fmt::Debug for Ring {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ring")
             .field("capacity", &self.slots.len())
-            .field("os_tid", &self.os_tid)
-            .field("thread_name", &self.thread_name)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
-// SAFETY: slots are written only by the single producer (the owning thread, through
-// `Producer`, which is !Send) at indices in [head, head+cap) not yet published, and read only
-// by the single consumer (the collector, through `drain`, serialised by `&mut self` on the
-// collector's side) at indices it acquired from `tail`. The release/acquire pair on
-// `tail`/`head` orders slot accesses, so no slot is read and written at once.
+// SAFETY: a slot is written only by the ring's one `Producer` (not `Clone`, not `Send`) at
+// indices in [tail, head + capacity) — not yet published — and read only by the one
+// `Consumer` (its drain takes `&mut self`) at indices in [head, tail) it acquired from
+// `tail`. The release/acquire pairs on `tail` and `head` order those accesses, so no slot is
+// read and written at once; the loom model in `tests` checks exactly this.
 unsafe impl Sync for Ring {}
 // SAFETY: see `Sync`; `RawEvent` is plain data.
 unsafe impl Send for Ring {}
 
-impl Ring {
-    /// A ring of `capacity` events (rounded up to a power of two).
-    pub fn new(capacity: usize, os_tid: u32, thread_name: String) -> Ring {
-        let cap = capacity.max(16).next_power_of_two();
-        let slots = (0..cap)
-            .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-            .collect::<Vec<_>>()
-            .into_boxed_slice();
-        Ring {
-            slots,
-            mask: cap - 1,
-            head: Padded(AtomicUsize::new(0)),
-            tail: Padded(AtomicUsize::new(0)),
-            dropped: [const { AtomicU64::new(0) }; RAW_KINDS],
-            closed: AtomicBool::new(false),
-            os_tid,
-            thread_name,
-        }
-    }
+/// Makes a ring of `capacity` events (rounded up to a power of two, at least 16) and returns
+/// its only producer and its only consumer.
+pub fn channel(capacity: usize) -> (Producer, Consumer) {
+    let cap = capacity.max(16).next_power_of_two();
+    let ring = Arc::new(Ring {
+        slots: (0..cap)
+            .map(|_| SlotCell::new(MaybeUninit::uninit()))
+            .collect(),
+        mask: cap - 1,
+        head: Padded(AtomicUsize::new(0)),
+        tail: Padded(AtomicUsize::new(0)),
+        dropped: std::array::from_fn(|_| AtomicU64::new(0)),
+        closed: AtomicBool::new(false),
+    });
+    let consumer = Consumer { ring: ring.clone() };
+    (Producer::attach(ring), consumer)
+}
 
-    pub fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-    }
+/// The reading end of a ring, owned by the collector.
+pub struct Consumer {
+    ring: Arc<Ring>,
+}
 
+impl std::fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consumer")
+            .field("capacity", &self.ring.slots.len())
+            .field("waiting", &self.len())
+            .finish()
+    }
+}
+
+impl Consumer {
+    /// Whether the producer has detached (no event will follow those still waiting).
     pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.ring.closed.load(Ordering::Acquire)
     }
 
     /// Events dropped so far because the ring was full, per [`RawKind`].
     pub fn dropped(&self) -> [u64; RAW_KINDS] {
-        std::array::from_fn(|i| self.dropped[i].load(Ordering::Relaxed))
+        std::array::from_fn(|i| self.ring.dropped[i].load(Ordering::Relaxed))
     }
 
     /// Events waiting to be drained.
     pub fn len(&self) -> usize {
-        self.tail
+        self.ring
+            .tail
             .0
             .load(Ordering::Acquire)
-            .wrapping_sub(self.head.0.load(Ordering::Acquire))
+            .wrapping_sub(self.ring.head.0.load(Ordering::Relaxed))
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Consumer side: hands every published event to `f`, then frees their slots. Must only be
-    /// called by one consumer at a time (the collector owns the drain).
-    pub fn drain(&self, mut f: impl FnMut(&RawEvent)) -> usize {
-        let head = self.head.0.load(Ordering::Relaxed);
-        let tail = self.tail.0.load(Ordering::Acquire);
+    /// Hands every published event to `f`, then frees their slots; returns how many.
+    pub fn drain(&mut self, mut f: impl FnMut(&RawEvent)) -> usize {
+        let ring = &*self.ring;
+        let head = ring.head.0.load(Ordering::Relaxed);
+        let tail = ring.tail.0.load(Ordering::Acquire);
         let n = tail.wrapping_sub(head);
         for i in 0..n {
-            let slot = &self.slots[head.wrapping_add(i) & self.mask];
+            let slot = &ring.slots[head.wrapping_add(i) & ring.mask];
             // SAFETY: indices in [head, tail) were fully written by the producer before its
             // release store of `tail`, which our acquire load observed; the producer does not
-            // touch them again until we publish the new `head` below.
-            let ev = unsafe { (*slot.get()).assume_init_ref() };
-            f(ev);
+            // touch them again until we publish the new `head` below, and `&mut self` makes
+            // this the only read in progress.
+            unsafe { slot.read_with(|p| f((*p).assume_init_ref())) };
         }
-        self.head.0.store(tail, Ordering::Release);
+        ring.head.0.store(tail, Ordering::Release);
         n
     }
 }
 
 /// Record numbers: every slot a producer fills has a number unique in the process, so the
 /// number of a `SpanBegin` is its span id and the hot path needs no counter of its own.
-/// Producers take them in blocks from here; a block lasts `SEQ_BLOCK` pushes.
-static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
+/// Producers take them in blocks from here; a block lasts `SEQ_BLOCK` pushes. (A plain std
+/// atomic even under loom: a process-wide counter, not part of the ring protocol.)
+static NEXT_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 pub const SEQ_BLOCK: usize = 4096;
 
-/// Producer side of a ring: a cursor kept in the owning thread's `const` thread-local, so the
-/// hot path reaches it without lazy-initialisation checks. It does not own the ring: the
-/// thread's keep-alive guard holds the `Arc` and detaches this cursor before dropping it.
+/// The writing end of a ring: kept in the owning thread's `const` thread-local, so the hot
+/// path reaches it without lazy-initialisation checks. It owns a strong reference to its ring
+/// (released by [`Producer::detach`]), so the ring outlives every push; it is neither `Copy`
+/// nor `Clone`, so a ring has one producer. It has no destructor (the thread-local that holds
+/// it must not get one): a producer dropped without `detach` leaks its ring, never frees it
+/// early.
 ///
 /// Everything a push may have to handle besides the write — the ring full as last seen, the
 /// ring half full (wake the collector), the block of record numbers used up, no ring at all —
 /// is folded into one precomputed position, `check_at`: the common push is one compare, four
 /// stores and the tail's publication. A detached producer has `tail == check_at`, so every
 /// push goes to the slow path that tells it so.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub struct Producer {
-    ring: *const Ring,
-    /// The ring's `tail`, published after every push (kept here to skip a load of `ring`).
+    ring: Option<ManuallyDrop<Arc<Ring>>>,
+    /// The ring's `tail`, published after every push (cached: one load less per push).
     tail_at: *const AtomicUsize,
     /// The ring's slots and mask, cached so a push does not re-read them through `ring`.
-    slots: *const UnsafeCell<MaybeUninit<RawEvent>>,
+    slots: *const Slot,
     mask: usize,
     tail: usize,
     /// The tail at which the next push takes the slow path: the nearest of `limit`, `wake_at`
@@ -229,6 +305,11 @@ pub struct Producer {
     slow_only: bool,
 }
 
+// SAFETY: the raw pointers point into the ring this producer holds a strong reference to (the
+// ring is `Sync`), and moving the producer keeps it the ring's only one: the ring's protocol
+// does not care which thread pushes, only that one does at a time, which `&mut self` ensures.
+unsafe impl Send for Producer {}
+
 /// What a push did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pushed {
@@ -243,7 +324,7 @@ pub enum Pushed {
 
 impl Producer {
     pub const DETACHED: Producer = Producer {
-        ring: std::ptr::null(),
+        ring: None,
         tail_at: std::ptr::null(),
         slots: std::ptr::null(),
         mask: 0,
@@ -256,14 +337,14 @@ impl Producer {
         slow_only: false,
     };
 
-    /// Attaches to `ring`. The caller keeps `ring` alive until [`Producer::detach`].
-    pub fn attach(ring: &std::sync::Arc<Ring>) -> Producer {
+    fn attach(ring: Arc<Ring>) -> Producer {
         let tail = ring.tail.0.load(Ordering::Relaxed);
+        let head = ring.head.0.load(Ordering::Acquire);
         let mut p = Producer {
-            ring: std::sync::Arc::as_ptr(ring),
             tail_at: &ring.tail.0,
             slots: ring.slots.as_ptr(),
             mask: ring.mask,
+            ring: Some(ManuallyDrop::new(ring)),
             tail,
             check_at: tail,
             limit: tail,
@@ -273,7 +354,7 @@ impl Producer {
             seq_end: tail,
             slow_only: false,
         };
-        p.saw_head(ring.head.0.load(Ordering::Acquire));
+        p.saw_head(head);
         p
     }
 
@@ -312,12 +393,18 @@ impl Producer {
             .unwrap_or(self.tail);
     }
 
+    /// Closes the ring (the consumer retires it once drained) and lets go of it.
     pub fn detach(&mut self) {
+        if let Some(ring) = self.ring.take() {
+            ring.closed.store(true, Ordering::Release);
+            drop(ManuallyDrop::into_inner(ring));
+        }
         *self = Producer::DETACHED;
     }
 
-    pub fn is_attached_to(&self, ring: *const Ring) -> bool {
-        !self.ring.is_null() && std::ptr::eq(self.ring, ring)
+    #[cfg(test)]
+    pub fn is_attached(&self) -> bool {
+        self.ring.is_some()
     }
 
     /// Whether the next push can skip every check: no bound is reached.
@@ -326,27 +413,27 @@ impl Producer {
         self.tail != self.check_at
     }
 
-    /// The hot path, after [`Producer::has_room`]: four stores and the tail's publication. With
-    /// `numbered`, the record's span is its record number (a fresh span id). Returns the
-    /// record's span.
-    ///
-    /// # Safety
-    /// The attached ring must be alive, this producer must be the ring's only producer, and
-    /// `has_room` must have been true with no push since.
+    /// The hot path: when no bound is reached, stores a record (its tick read by `ticks`,
+    /// only then) and returns its span; else `None`, having stored nothing. With `numbered`,
+    /// the record's span is its record number (a fresh span id).
     #[inline(always)]
-    pub unsafe fn push_fast(
+    pub fn try_push_fast(
         &mut self,
-        ticks: u64,
+        ticks: impl FnOnce() -> u64,
         span: u64,
         parent: u64,
         meta: u64,
         numbered: bool,
-    ) -> u64 {
+    ) -> Option<u64> {
+        if !self.has_room() {
+            return None;
+        }
         let tail = self.tail;
         let span = self.span_at(tail, span, numbered);
-        // SAFETY: forwarded from the caller; `tail` is short of `check_at`, hence of `limit`.
-        unsafe { self.write(tail, ticks, span, parent, meta) };
-        span
+        // SAFETY: `has_room` holds, so `tail` is short of `check_at`, hence of `limit`, and
+        // a ring is attached (a detached producer never has room).
+        unsafe { self.write(tail, ticks(), span, parent, meta) };
+        Some(span)
     }
 
     /// The span of the record stored at `tail`: its record number when `numbered`.
@@ -362,11 +449,8 @@ impl Producer {
     /// Any push: the hot path when no bound is reached, else the slow path. Returns the
     /// record's span and what happened; a dropped numbered record still consumes its number,
     /// so span ids stay unique.
-    ///
-    /// # Safety
-    /// The attached ring must be alive, and this producer must be the ring's only producer.
     #[inline(always)]
-    pub unsafe fn push(
+    pub fn push(
         &mut self,
         ticks: u64,
         span: u64,
@@ -374,41 +458,38 @@ impl Producer {
         meta: u64,
         numbered: bool,
     ) -> (u64, Pushed) {
-        if self.has_room() {
-            // SAFETY: forwarded from the caller; `has_room` was just true.
-            (
-                unsafe { self.push_fast(ticks, span, parent, meta, numbered) },
-                Pushed::Ok,
-            )
-        } else {
-            // SAFETY: forwarded from the caller.
-            unsafe { self.push_slow(ticks, span, parent, meta, numbered) }
+        match self.try_push_fast(|| ticks, span, parent, meta, numbered) {
+            Some(span) => (span, Pushed::Ok),
+            None => self.push_slow(ticks, span, parent, meta, numbered),
         }
     }
 
     /// Stores a record at `tail` and publishes it.
     ///
     /// # Safety
-    /// As for [`Producer::push`], and `tail` (this producer's tail) is below `limit`.
+    /// A ring is attached, and `tail` (this producer's tail) is below `limit`.
     #[inline(always)]
     unsafe fn write(&mut self, tail: usize, ticks: u64, span: u64, parent: u64, meta: u64) {
         // SAFETY: `tail & mask` < capacity = the length of the slot array `slots` points to,
-        // which lives as long as the ring. The slot is outside [head, tail) as seen by the
-        // consumer (`tail` is below `limit`, the last head seen + capacity), so the consumer
-        // does not read it until we publish `tail` below; we are the only producer. RawEvent
-        // is `repr(C)` of four u64s, so the slot is four aligned words. Written word by word:
-        // a whole-struct write went through the stack and two 16-byte loads that could not be
-        // forwarded from the 8-byte stores before them (+4 ns a span).
+        // which lives as long as the ring this producer holds. The slot is outside
+        // [head, tail) as seen by the consumer (`tail` is below `limit`, the last head seen +
+        // capacity), so the consumer does not read it until we publish `tail` below; we are
+        // the only producer. RawEvent is `repr(C)` of four u64s, so the slot is four aligned
+        // words. Written word by word: a whole-struct write went through the stack and two
+        // 16-byte loads that could not be forwarded from the 8-byte stores before them
+        // (+4 ns a span).
         unsafe {
-            let w = (*self.slots.add(tail & self.mask)).get().cast::<u64>();
-            w.write(ticks);
-            w.add(1).write(span);
-            w.add(2).write(parent);
-            w.add(3).write(meta);
+            (*self.slots.add(tail & self.mask)).write_with(|p| {
+                let w = p.cast::<u64>();
+                w.write(ticks);
+                w.add(1).write(span);
+                w.add(2).write(parent);
+                w.add(3).write(meta);
+            });
         }
         let tail = tail.wrapping_add(1);
         self.tail = tail;
-        // SAFETY: `tail_at` points into the ring, alive as long as the attachment.
+        // SAFETY: `tail_at` points into the ring this producer holds.
         unsafe { (*self.tail_at).store(tail, Ordering::Release) };
     }
 
@@ -416,12 +497,9 @@ impl Producer {
     /// seen. Re-reads the head, then stores the record if there is room. Takes the record as
     /// words, like every push: a `RawEvent` argument to this out-of-line call went through
     /// memory, and the compiler hoisted its stores into the common path.
-    ///
-    /// # Safety
-    /// As for [`Producer::push`].
     #[cold]
     #[inline(never)]
-    unsafe fn push_slow(
+    fn push_slow(
         &mut self,
         ticks: u64,
         span: u64,
@@ -429,21 +507,19 @@ impl Producer {
         meta: u64,
         numbered: bool,
     ) -> (u64, Pushed) {
-        if self.ring.is_null() {
+        let Some(ring) = self.ring.as_deref() else {
             return (0, Pushed::Detached);
-        }
-        // SAFETY: the caller guarantees the ring outlives the attachment.
-        let ring = unsafe { &*self.ring };
+        };
         let tail = self.tail;
+        let head = ring.head.0.load(Ordering::Acquire);
+        let cap = self.mask + 1;
+        let used = tail.wrapping_sub(head);
         if tail == self.seq_end {
-            let start = NEXT_SEQ.fetch_add(SEQ_BLOCK as u64, Ordering::Relaxed);
+            let start = NEXT_SEQ.fetch_add(SEQ_BLOCK as u64, std::sync::atomic::Ordering::Relaxed);
             self.seq_base = start.wrapping_sub(tail as u64);
             self.seq_end = tail.wrapping_add(SEQ_BLOCK);
         }
         let span = self.span_at(tail, span, numbered);
-        let head = ring.head.0.load(Ordering::Acquire);
-        let cap = self.mask + 1;
-        let used = tail.wrapping_sub(head);
         if used >= cap {
             ring.dropped[RawKind::of_meta(meta) as usize].fetch_add(1, Ordering::Relaxed);
             if numbered {
@@ -455,11 +531,9 @@ impl Producer {
             return (span, Pushed::Dropped);
         }
         let due = tail == self.wake_at;
-        // SAFETY: forwarded from the caller; `used < cap`, so `tail` is below head + cap.
-        unsafe {
-            self.limit = head.wrapping_add(cap);
-            self.write(tail, ticks, span, parent, meta);
-        }
+        self.limit = head.wrapping_add(cap);
+        // SAFETY: a ring is attached, and `used < cap`, so `tail` is below head + cap = limit.
+        unsafe { self.write(tail, ticks, span, parent, meta) };
         if due && used + 1 >= cap / 2 {
             // Once per crossing: the next wake waits until the ring is seen full again, or
             // drained and refilled past half.
@@ -472,67 +546,59 @@ impl Producer {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(proofscope_loom)))]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     fn ev(i: u64) -> RawEvent {
         RawEvent::new(RawKind::SpanBegin, i, i, 0, 0, 0)
     }
 
-    /// # Safety
-    /// As for [`Producer::push`].
-    unsafe fn push(p: &mut Producer, e: RawEvent, numbered: bool) -> (u64, Pushed) {
-        // SAFETY: forwarded.
-        unsafe { p.push(e.ticks, e.span, e.parent, e.meta, numbered) }
+    fn push(p: &mut Producer, e: RawEvent, numbered: bool) -> (u64, Pushed) {
+        p.push(e.ticks, e.span, e.parent, e.meta, numbered)
+    }
+
+    fn ticks_of(c: &mut Consumer) -> Vec<u64> {
+        let mut got = Vec::new();
+        c.drain(|e| got.push(e.ticks));
+        got
     }
 
     #[test]
     fn full_ring_drops_and_counts_then_recovers() {
-        let ring = Arc::new(Ring::new(16, 1, "t".into()));
-        let mut p = Producer::attach(&ring);
-        let mut results = Vec::new();
-        for i in 0..20 {
-            // SAFETY: `ring` is alive and `p` is its only producer.
-            results.push(unsafe { push(&mut p, ev(i), false) }.1);
-        }
+        let (mut p, mut c) = channel(16);
+        let results: Vec<Pushed> = (0..20).map(|i| push(&mut p, ev(i), false).1).collect();
         assert_eq!(results.iter().filter(|r| **r == Pushed::Dropped).count(), 4);
         assert!(results.contains(&Pushed::HalfFull));
-        assert_eq!(ring.dropped()[0], 4);
-        let mut got = Vec::new();
-        ring.drain(|e| got.push(e.ticks));
-        assert_eq!(got, (0..16).collect::<Vec<_>>());
-        // SAFETY: as above.
-        assert_eq!(unsafe { push(&mut p, ev(99), false) }.1, Pushed::Ok);
-        got.clear();
-        ring.drain(|e| got.push(e.ticks));
-        assert_eq!(got, vec![99]);
+        assert_eq!(c.dropped()[0], 4);
+        assert_eq!(ticks_of(&mut c), (0..16).collect::<Vec<_>>());
+        assert_eq!(push(&mut p, ev(99), false).1, Pushed::Ok);
+        assert_eq!(ticks_of(&mut c), vec![99]);
     }
 
     #[test]
-    fn a_detached_producer_says_so_and_counts_nothing() {
-        let mut p = Producer::DETACHED;
+    fn a_detached_producer_says_so_and_closes_the_ring() {
+        let (mut p, c) = channel(16);
+        assert!(!c.is_closed());
+        p.detach();
+        assert!(c.is_closed());
         for i in 0..3 {
-            // SAFETY: no ring is attached; push must not touch one.
-            assert_eq!(unsafe { push(&mut p, ev(i), true) }, (0, Pushed::Detached));
+            assert_eq!(push(&mut p, ev(i), true), (0, Pushed::Detached));
         }
+        let mut d = Producer::DETACHED;
+        assert_eq!(push(&mut d, ev(0), false), (0, Pushed::Detached));
+        assert!(!d.is_attached());
     }
 
     #[test]
     fn half_full_is_signalled_once_per_crossing() {
-        let ring = Arc::new(Ring::new(16, 1, "t".into()));
-        let mut p = Producer::attach(&ring);
-        let push = |p: &mut Producer, i| {
-            // SAFETY: `ring` is alive and `p` is its only producer.
-            unsafe { push(p, ev(i), false) }.1
-        };
-        let first: Vec<Pushed> = (0..12).map(|i| push(&mut p, i)).collect();
+        let (mut p, mut c) = channel(16);
+        let first: Vec<Pushed> = (0..12).map(|i| push(&mut p, ev(i), false).1).collect();
         assert_eq!(first[7], Pushed::HalfFull, "the 8th of 16 slots: {first:?}");
         assert_eq!(first.iter().filter(|r| **r == Pushed::HalfFull).count(), 1);
         // Drained, then filled past half again: signalled again.
-        ring.drain(|_| {});
-        let again: Vec<Pushed> = (0..12).map(|i| push(&mut p, i)).collect();
+        c.drain(|_| {});
+        let again: Vec<Pushed> = (0..12).map(|i| push(&mut p, ev(i), false).1).collect();
         assert_eq!(
             again.iter().filter(|r| **r == Pushed::HalfFull).count(),
             1,
@@ -553,79 +619,151 @@ mod tests {
 
     #[test]
     fn concurrent_producer_and_consumer_lose_nothing_they_do_not_count() {
-        let ring = Arc::new(Ring::new(1024, 1, "t".into()));
-        let r2 = ring.clone();
+        let (mut p, mut c) = channel(1024);
         let n = 200_000u64;
         let producer = std::thread::Builder::new()
             .name("ring-test-producer".into())
             .spawn(move || {
-                let mut p = Producer::attach(&r2);
                 for i in 0..n {
-                    // SAFETY: `r2` is alive for the loop and `p` is its only producer.
-                    unsafe { push(&mut p, ev(i), false) };
+                    push(&mut p, ev(i), false);
                 }
+                p.detach();
             })
             .unwrap();
         let mut seen = 0u64;
         let mut last = None;
-        while !producer.is_finished() || !ring.is_empty() {
-            ring.drain(|e| {
+        loop {
+            let closed = c.is_closed();
+            c.drain(|e| {
                 if let Some(l) = last {
                     assert!(e.ticks > l, "order");
                 }
                 last = Some(e.ticks);
                 seen += 1;
             });
+            if closed {
+                break;
+            }
         }
         producer.join().unwrap();
-        ring.drain(|_| seen += 1);
-        assert_eq!(seen + ring.dropped()[0], n);
+        assert!(c.is_empty());
+        assert_eq!(seen + c.dropped()[0], n);
     }
 
     #[test]
     fn record_numbers_are_unique_across_drops_blocks_and_producers() {
-        let a = Arc::new(Ring::new(16, 1, "a".into()));
-        let b = Arc::new(Ring::new(16, 2, "b".into()));
-        let (mut pa, mut pb) = (Producer::attach(&a), Producer::attach(&b));
+        let (mut pa, mut ca) = channel(16);
+        let (mut pb, mut cb) = channel(16);
         let mut ids = std::collections::HashSet::new();
         let mut dropped = 0;
         // Past several blocks, with both rings overflowing between drains.
         for i in 0..(3 * SEQ_BLOCK as u64) {
-            for (p, r) in [(&mut pa, &a), (&mut pb, &b)] {
-                // SAFETY: the rings are alive and each producer is its ring's only producer.
-                let (id, pushed) = unsafe { push(p, ev(i), true) };
+            for (p, c) in [(&mut pa, &mut ca), (&mut pb, &mut cb)] {
+                let (id, pushed) = push(p, ev(i), true);
                 assert_ne!(pushed, Pushed::Detached);
                 dropped += usize::from(pushed == Pushed::Dropped);
                 assert!(ids.insert(id), "number {id} given twice");
                 if i % 40 == 39 {
-                    r.drain(|_| {});
+                    c.drain(|_| {});
                 }
             }
         }
         assert!(dropped > 0, "the test must cross full rings");
         // A record that is not numbered keeps its span.
-        a.drain(|_| {});
-        // SAFETY: as above.
-        assert_eq!(unsafe { push(&mut pa, ev(77), false) }, (77, Pushed::Ok));
+        ca.drain(|_| {});
+        assert_eq!(push(&mut pa, ev(77), false), (77, Pushed::Ok));
         // Stored records carry their number.
-        // SAFETY: as above.
-        let (id, _) = unsafe { push(&mut pa, ev(5), true) };
+        let (id, _) = push(&mut pa, ev(5), true);
         let mut spans = Vec::new();
-        a.drain(|e| spans.push(e.span));
+        ca.drain(|e| spans.push(e.span));
         assert_eq!(spans, vec![77, id]);
     }
 
     #[test]
     fn a_slow_only_producer_never_has_room_yet_stores_everything() {
-        let ring = Arc::new(Ring::new(16, 1, "t".into()));
-        let mut p = Producer::attach(&ring).slow_only();
+        let (p, mut c) = channel(16);
+        let mut p = p.slow_only();
         for i in 0..10 {
             assert!(!p.has_room());
-            // SAFETY: `ring` is alive and `p` is its only producer.
-            assert_ne!(unsafe { push(&mut p, ev(i), false) }.1, Pushed::Dropped);
+            assert_ne!(push(&mut p, ev(i), false).1, Pushed::Dropped);
         }
-        let mut got = Vec::new();
-        ring.drain(|e| got.push(e.ticks));
-        assert_eq!(got, (0..10).collect::<Vec<_>>());
+        assert_eq!(ticks_of(&mut c), (0..10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_fast_path_reads_no_tick_when_it_has_no_room() {
+        let (p, _c) = channel(16);
+        let mut p = p.slow_only();
+        let read = std::cell::Cell::new(false);
+        let r = p.try_push_fast(
+            || {
+                read.set(true);
+                1
+            },
+            0,
+            0,
+            0,
+            false,
+        );
+        assert_eq!(r, None);
+        assert!(!read.get());
+    }
+}
+
+/// The ring under loom: every interleaving of one producer and one consumer, through the
+/// wrap-around, a full ring, the half-full wake-up and the producer's exit. Run with
+/// `RUSTFLAGS="--cfg proofscope_loom" cargo test -p proofscope-probe --lib --release loom`.
+#[cfg(all(test, proofscope_loom))]
+mod tests {
+    use super::*;
+
+    fn ev(i: u64) -> RawEvent {
+        RawEvent::new(RawKind::Marker, i, 0, 0, 0, 0)
+    }
+
+    /// Pushes `n` records into a 16-slot ring while the consumer drains concurrently;
+    /// everything pushed is either received, in order, or counted as dropped.
+    fn model(n: u64, drains: usize) {
+        let mut b = loom::model::Builder::new();
+        b.preemption_bound = Some(3);
+        b.check(move || {
+            let (mut p, mut c) = channel(16);
+            let producer = loom::thread::spawn(move || {
+                let mut outcomes = Vec::new();
+                for i in 0..n {
+                    outcomes.push(p.push(i, 0, 0, ev(i).meta, false).1);
+                }
+                p.detach();
+                outcomes
+            });
+            let mut got = Vec::new();
+            for _ in 0..drains {
+                c.drain(|e| got.push(e.ticks));
+                loom::thread::yield_now();
+            }
+            let outcomes = producer.join().unwrap();
+            assert!(c.is_closed());
+            c.drain(|e| got.push(e.ticks));
+            assert!(got.windows(2).all(|w| w[0] < w[1]), "order: {got:?}");
+            let dropped = outcomes.iter().filter(|o| **o == Pushed::Dropped).count() as u64;
+            assert_eq!(got.len() as u64 + dropped, n);
+            assert_eq!(c.dropped()[RawKind::Marker as usize], dropped);
+            let stored: Vec<u64> = (0..n)
+                .filter(|&i| outcomes[i as usize] != Pushed::Dropped)
+                .collect();
+            assert_eq!(got, stored, "exactly the stored records arrive");
+        });
+    }
+
+    #[test]
+    fn loom_ring_half_full_wake_and_drain() {
+        // 9 pushes cross the half-full mark of a 16-slot ring (wake-up) with a drain racing.
+        model(9, 1);
+    }
+
+    #[test]
+    fn loom_ring_full_then_wraps() {
+        // 18 pushes: the ring fills (drops) unless a drain frees slots, then wraps around.
+        model(18, 1);
     }
 }

@@ -2,14 +2,15 @@
 //! is checked (same uid only, refusals logged), reads its `Subscribe`, and then gets its own
 //! bounded queue from the collector and a writer task.
 
-use super::error::ProbeError;
-use super::fanout::SubQueue;
-use super::log;
-use super::session::Shared;
+use crate::error::ProbeError;
+use crate::log::{clean, log};
+use crate::session::{Arrival, Session};
+use crate::subscriber::SubQueue;
 use interprocess::local_socket::tokio::Stream;
 use interprocess::local_socket::traits::tokio::Listener as _;
 use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
 use interprocess::os::unix::local_socket::ListenerOptionsExt;
+use probe_protocol::discovery::{self, SocketState};
 use probe_protocol::{Event, FrameSplitter, decode_frame};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -67,20 +68,15 @@ fn prepare_dir(dir: &Path, strict: bool) -> Result<(), ProbeError> {
 
 /// A socket file left by a dead prover is replaced; a live one is never stolen.
 fn clear_stale(path: &Path) -> Result<(), ProbeError> {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return Ok(());
-    };
-    use std::os::unix::fs::FileTypeExt;
-    if !meta.file_type().is_socket() {
-        return Err(ProbeError::NotASocket {
-            path: path.to_owned(),
-        });
-    }
-    match std::os::unix::net::UnixStream::connect(path) {
-        Ok(_) => Err(ProbeError::SocketInUse {
+    match discovery::socket_state(path) {
+        SocketState::Missing => Ok(()),
+        SocketState::NotASocket => Err(ProbeError::NotASocket {
             path: path.to_owned(),
         }),
-        Err(_) => {
+        SocketState::Live => Err(ProbeError::SocketInUse {
+            path: path.to_owned(),
+        }),
+        SocketState::Stale => {
             log(&format!("replacing stale socket {}", path.display()));
             std::fs::remove_file(path).map_err(|source| ProbeError::Bind {
                 path: path.to_owned(),
@@ -92,7 +88,7 @@ fn clear_stale(path: &Path) -> Result<(), ProbeError> {
 
 impl Server {
     pub fn start(
-        shared: Arc<Shared>,
+        session: Arc<Session>,
         path: PathBuf,
         default_dir: bool,
     ) -> Result<Server, ProbeError> {
@@ -135,7 +131,7 @@ impl Server {
         let thread = std::thread::Builder::new()
             .name("probe-server".into())
             .spawn(move || {
-                rt.block_on(accept_loop(listener, shared, stop2));
+                rt.block_on(accept_loop(listener, session, stop2));
             })
             .map_err(|source| ProbeError::Thread {
                 what: "server",
@@ -166,7 +162,7 @@ impl Server {
 
 async fn accept_loop(
     listener: interprocess::local_socket::tokio::Listener,
-    shared: Arc<Shared>,
+    session: Arc<Session>,
     stop: Arc<tokio::sync::Notify>,
 ) {
     let mut clients = tokio::task::JoinSet::new();
@@ -174,7 +170,7 @@ async fn accept_loop(
         tokio::select! {
             conn = listener.accept() => match conn {
                 Ok(stream) => {
-                    clients.spawn(serve_client(stream, shared.clone()));
+                    clients.spawn(serve_client(stream, session.clone()));
                 }
                 Err(e) => {
                     log(&format!("accept failed: {e}"));
@@ -217,7 +213,7 @@ async fn read_subscribe(stream: &Stream) -> Result<(bool, String), String> {
     }
 }
 
-async fn serve_client(stream: Stream, shared: Arc<Shared>) {
+async fn serve_client(stream: Stream, session: Arc<Session>) {
     use interprocess::local_socket::traits::StreamCommon;
     match stream.peer_creds() {
         Ok(c) => {
@@ -251,13 +247,12 @@ async fn serve_client(stream: Stream, shared: Arc<Shared>) {
                 return;
             }
         };
-    let sub = SubQueue::new(client, shared.config.subscriber_bytes);
-    shared
-        .new_subscribers
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push((sub.clone(), history));
-    shared.wake_collector();
+    let sub = SubQueue::new(clean(&client), session.config.subscriber_bytes);
+    session.arrivals.arrive(Arrival {
+        queue: sub.clone(),
+        history,
+    });
+    session.control.wake_collector();
     let writer = async {
         while let Some(f) = sub.pop().await {
             let mut w = &stream;

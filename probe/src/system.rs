@@ -52,3 +52,8 @@ pub fn thread_name(os_tid: u32) -> Option<String> {
         .ok()
         .map(|s| s.trim_end().to_owned())
 }
+
+/// Whether a thread of this process with this kernel id still exists.
+pub fn thread_alive(os_tid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/self/task/{os_tid}")).exists()
+}

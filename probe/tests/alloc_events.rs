@@ -4,8 +4,8 @@ mod common;
 
 use common::*;
 use probe_protocol::*;
-use proofscope_probe::{self, CountingAllocator, Probe, ProbeConfig, SessionInfo, SocketChoice};
 use proofscope_probe::span;
+use proofscope_probe::{self, CountingAllocator, Probe, ProbeConfig, SessionInfo, SocketChoice};
 use std::time::Duration;
 
 #[global_allocator]

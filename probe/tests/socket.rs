@@ -123,7 +123,7 @@ fn received_plus_dropped_equals_emitted_for_every_kind() {
         ) {
             continue; // per-subscriber bookkeeping and definitions, checked below
         }
-        let t = kind.tag() as usize;
+        let t = kind;
         assert_eq!(
             g(kind) + d(kind),
             stats.emitted[t] + stats.lost[t],

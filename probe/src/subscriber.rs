@@ -1,85 +1,14 @@
-//! Subscriber queues. The collector encodes each batch once and hands the same bytes to every
-//! subscriber. Each queue is bounded in bytes: when a subscriber is slow, its frames are
-//! dropped and the dropped events counted per kind; the counts reach it as a `Dropped` event
-//! as soon as its queue has room again (or with the goodbye). The collector never waits on a
-//! subscriber, so a stalled viewer slows neither the prover nor the other viewers.
+//! Subscriber queues. The collector encodes each batch once and hands the same frame to every
+//! subscriber. Each queue is bounded by the memory its frames hold: when a subscriber is slow,
+//! its frames are dropped and the dropped events counted per kind; the counts reach it as a
+//! `Dropped` event as soon as its queue has room again (or with the goodbye). The collector
+//! never waits on a subscriber, so a stalled viewer slows neither the prover nor the others.
 
-use probe_protocol::{Dropped, Event, EventKind, FrameBuilder};
+use crate::encoded::{EncodedFrame, dropped_event};
+use probe_protocol::{FrameBuilder, KindCounts};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-
-/// Per-kind event counts, indexed by wire tag.
-pub type KindCounts = [u64; 64];
-
-/// A frame encoded once, shared by the flight recorder and every subscriber.
-#[derive(Debug)]
-pub struct EncodedFrame {
-    /// The whole frame, length prefix included.
-    pub bytes: Vec<u8>,
-    /// Events in the frame per kind (a `Dropped` event is not counted here: see `carried`).
-    pub counts: KindCounts,
-    /// Losses reported by `Dropped` events inside this frame; if the frame itself is dropped
-    /// they are passed on, so no loss goes unreported.
-    pub carried: KindCounts,
-    pub events: u64,
-    pub first_ts: u64,
-    pub last_ts: u64,
-    /// Definitions and session bookkeeping: never dropped (bounded by construction).
-    pub essential: bool,
-}
-
-impl EncodedFrame {
-    /// Encodes `events` as one frame. Events that cannot be encoded are skipped and counted
-    /// as dropped in `carried` (they cannot be sent, so they are lost and must say so).
-    pub fn encode(builder: &mut FrameBuilder, events: &[Event], essential: bool) -> EncodedFrame {
-        let base = events.iter().find_map(Event::ts).unwrap_or(0);
-        builder.reset(base);
-        let mut counts = [0u64; 64];
-        let mut carried = [0u64; 64];
-        let (mut first, mut last) = (u64::MAX, 0u64);
-        let mut n = 0;
-        for ev in events {
-            if builder.push(ev).is_err() {
-                carried[ev.kind().tag() as usize % 64] += 1;
-                continue;
-            }
-            n += 1;
-            if let Event::Dropped(d) = ev {
-                for (k, c) in &d.counts {
-                    carried[k.tag() as usize % 64] += c;
-                }
-            } else {
-                counts[ev.kind().tag() as usize % 64] += 1;
-            }
-            if let Some(ts) = ev.ts() {
-                first = first.min(ts);
-                last = last.max(ts);
-            }
-        }
-        let bytes = builder.finish().map(<[u8]>::to_vec).unwrap_or_default();
-        EncodedFrame {
-            bytes,
-            counts,
-            carried,
-            events: n,
-            first_ts: if first == u64::MAX { 0 } else { first },
-            last_ts: last,
-            essential,
-        }
-    }
-}
-
-/// Builds a `Dropped` event from per-kind counts (kinds with a zero count are left out).
-pub fn dropped_event(ts: u64, counts: &KindCounts) -> Option<Event> {
-    let list: Vec<(EventKind, u64)> = counts
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| **n > 0)
-        .filter_map(|(tag, n)| EventKind::from_tag(tag as u8).map(|k| (k, *n)))
-        .collect();
-    (!list.is_empty()).then_some(Event::Dropped(Dropped { ts, counts: list }))
-}
 
 #[derive(Debug)]
 struct Entry {
@@ -115,7 +44,7 @@ impl SubQueue {
                 queue: VecDeque::new(),
                 live_bytes: 0,
                 limit,
-                pending: [0; 64],
+                pending: KindCounts::ZERO,
                 closed: false,
                 dropped_total: 0,
                 last_ts: 0,
@@ -157,15 +86,13 @@ impl SubQueue {
             return;
         }
         s.last_ts = s.last_ts.max(frame.last_ts);
-        let len = frame.bytes.len();
+        let len = frame.held_bytes();
         if frame.essential {
             Self::flush_pending(&mut s, true);
         } else if s.live_bytes + len > s.limit {
-            for tag in 0..64 {
-                let lost = frame.counts[tag] + frame.carried[tag];
-                s.pending[tag] += lost;
-                s.dropped_total += frame.counts[tag];
-            }
+            s.pending += &frame.counts;
+            s.pending += &frame.carried;
+            s.dropped_total += frame.counts.total();
             return;
         } else {
             Self::flush_pending(&mut s, false);
@@ -196,7 +123,7 @@ impl SubQueue {
     /// Collector: reports pending drops if the queue has room now.
     pub fn tick(&self) {
         let mut s = self.lock();
-        if !s.closed && s.pending.iter().any(|&n| n > 0) && Self::flush_pending(&mut s, false) {
+        if !s.closed && !s.pending.is_zero() && Self::flush_pending(&mut s, false) {
             drop(s);
             self.wake();
         }
@@ -209,11 +136,11 @@ impl SubQueue {
         };
         let mut b = FrameBuilder::new(s.last_ts);
         let frame = EncodedFrame::encode(&mut b, std::slice::from_ref(&ev), true);
-        if !force && s.live_bytes + frame.bytes.len() > s.limit {
+        if !force && s.live_bytes + frame.held_bytes() > s.limit {
             return false;
         }
-        s.pending = [0; 64];
-        s.live_bytes += frame.bytes.len();
+        s.pending = KindCounts::ZERO;
+        s.live_bytes += frame.held_bytes();
         s.queue.push_back(Entry {
             frame: Arc::new(frame),
             counted: true,
@@ -239,7 +166,7 @@ impl SubQueue {
     fn take(s: &mut State) -> Option<Arc<EncodedFrame>> {
         let e = s.queue.pop_front()?;
         if e.counted {
-            s.live_bytes -= e.frame.bytes.len();
+            s.live_bytes -= e.frame.held_bytes();
         }
         Some(e.frame)
     }
@@ -283,68 +210,11 @@ impl SubQueue {
     }
 }
 
-/// The flight recorder: recent data frames, bounded in bytes. Definitions are kept apart by
-/// the collector (they are few and needed to decode anything), so eviction never makes the
-/// history undecodable.
-#[derive(Debug)]
-pub struct History {
-    frames: VecDeque<Arc<EncodedFrame>>,
-    bytes: usize,
-    budget: usize,
-    pub evicted_events: u64,
-    pub evicted_from: Option<u64>,
-    pub evicted_until: u64,
-}
-
-impl History {
-    pub fn new(budget: usize) -> History {
-        History {
-            frames: VecDeque::new(),
-            bytes: 0,
-            budget,
-            evicted_events: 0,
-            evicted_from: None,
-            evicted_until: 0,
-        }
-    }
-
-    pub fn push(&mut self, frame: Arc<EncodedFrame>) {
-        self.bytes += frame.bytes.len();
-        self.frames.push_back(frame);
-        while self.bytes > self.budget {
-            let Some(old) = self.frames.pop_front() else {
-                break;
-            };
-            self.bytes -= old.bytes.len();
-            self.evicted_events += old.events;
-            self.evicted_from.get_or_insert(old.first_ts);
-            self.evicted_until = self.evicted_until.max(old.last_ts);
-        }
-    }
-
-    pub fn frames(&self) -> impl Iterator<Item = &Arc<EncodedFrame>> {
-        self.frames.iter()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use probe_protocol::{SpanEnd, decode_frame};
-
-    /// Frames of equal size for any `ts` below 2^20 (the base is always a uint32).
-    fn frame(n: u64, ts: u64) -> Arc<EncodedFrame> {
-        let ts = ts + 100_000;
-        let evs: Vec<Event> = (0..n)
-            .map(|i| {
-                Event::SpanEnd(SpanEnd {
-                    ts: ts + i,
-                    span: i + 1,
-                })
-            })
-            .collect();
-        Arc::new(EncodedFrame::encode(&mut FrameBuilder::new(0), &evs, false))
-    }
+    use crate::encoded::tests_support::frame;
+    use probe_protocol::{Event, EventKind, decode_frame};
 
     fn events_and_drops(q: &SubQueue) -> (u64, u64) {
         let (mut got, mut dropped) = (0, 0);
@@ -362,7 +232,7 @@ mod tests {
     #[test]
     fn a_full_queue_drops_counts_and_reports_when_room_returns() {
         let one = frame(100, 0);
-        let q = SubQueue::new("t".into(), one.bytes.len() * 3);
+        let q = SubQueue::new("t".into(), one.held_bytes() * 3);
         for i in 0..10 {
             q.push(frame(100, i * 1000));
         }
@@ -380,30 +250,13 @@ mod tests {
 
     #[test]
     fn losses_inside_a_dropped_frame_are_passed_on() {
-        let d = dropped_event(5, &{
-            let mut c = [0; 64];
-            c[EventKind::SpanBegin.tag() as usize] = 42;
-            c
-        })
-        .unwrap();
+        let d = dropped_event(5, &[(EventKind::SpanBegin, 42)].into_iter().collect()).unwrap();
         let carrier = Arc::new(EncodedFrame::encode(&mut FrameBuilder::new(0), &[d], false));
         let q = SubQueue::new("t".into(), 0);
         q.push(carrier);
         q.close();
         let mut s = q.lock();
-        assert_eq!(s.pending[EventKind::SpanBegin.tag() as usize], 42);
+        assert_eq!(s.pending[EventKind::SpanBegin], 42);
         assert!(SubQueue::flush_pending(&mut s, true));
-    }
-
-    #[test]
-    fn history_evicts_oldest_and_remembers_what() {
-        let f = frame(10, 0);
-        let mut h = History::new(f.bytes.len() * 2);
-        h.push(frame(10, 0));
-        h.push(frame(10, 100));
-        h.push(frame(10, 200));
-        assert_eq!(h.frames().count(), 2);
-        assert_eq!(h.evicted_events, 10);
-        assert_eq!((h.evicted_from, h.evicted_until), (Some(100_000), 100_009));
     }
 }

@@ -1,0 +1,208 @@
+//! Where provers listen, and how a viewer finds them: the one definition both sides use.
+//!
+//! A prover that does not name its socket listens on `<dir>/<prover>-<pid>.sock`, where `<dir>`
+//! is `$XDG_RUNTIME_DIR/proofscope` when that variable is set and not empty, else
+//! `/tmp/proofscope-<uid>`. Viewers search both directories. A socket file whose listener is
+//! gone (connecting is refused) is *stale*: whoever finds one may remove it.
+
+use std::io;
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+/// File extension of prover sockets.
+pub const SOCKET_EXTENSION: &str = "sock";
+
+/// Subdirectory of `$XDG_RUNTIME_DIR` that holds prover sockets.
+const RUNTIME_SUBDIR: &str = "proofscope";
+
+fn uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+fn runtime_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .filter(|d| !d.is_empty())
+        .map(|d| PathBuf::from(d).join(RUNTIME_SUBDIR))
+}
+
+fn tmp_dir() -> PathBuf {
+    PathBuf::from(format!("/tmp/proofscope-{}", uid()))
+}
+
+/// The directory a prover's default socket goes in.
+pub fn default_socket_dir() -> PathBuf {
+    runtime_dir().unwrap_or_else(tmp_dir)
+}
+
+/// Every directory a viewer searches, the default one first.
+pub fn socket_dirs() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = runtime_dir().into_iter().collect();
+    v.push(tmp_dir());
+    v
+}
+
+/// `prover` as it appears in a socket file name: characters other than ASCII letters, digits,
+/// `.`, `_` and `-` become `_`, so a name can never leave the directory; never empty.
+pub fn sanitize_prover_name(prover: &str) -> String {
+    let s: String = prover
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    match s.as_str() {
+        "" | "." | ".." => "prover".into(),
+        _ => s,
+    }
+}
+
+/// `<prover>-<pid>.sock`.
+pub fn socket_file_name(prover: &str, pid: u32) -> String {
+    format!("{}-{pid}.{SOCKET_EXTENSION}", sanitize_prover_name(prover))
+}
+
+/// Where a prover with this name and pid listens by default.
+pub fn default_socket_path(prover: &str, pid: u32) -> PathBuf {
+    default_socket_dir().join(socket_file_name(prover, pid))
+}
+
+/// The prover name and pid a socket's file name says (`None` when it is not a `.sock` file).
+pub fn parse_socket_name(path: &Path) -> Option<(String, Option<u32>)> {
+    if path.extension().and_then(|x| x.to_str()) != Some(SOCKET_EXTENSION) {
+        return None;
+    }
+    let stem = path.file_stem()?.to_str()?;
+    Some(match stem.rsplit_once('-') {
+        Some((p, pid)) if pid.parse::<u32>().is_ok() => (p.to_owned(), pid.parse().ok()),
+        _ => (stem.to_owned(), None),
+    })
+}
+
+/// What is at a socket path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketState {
+    /// Nothing there.
+    Missing,
+    /// A socket something accepts connections on.
+    Live,
+    /// A socket file nobody listens on (its prover died without removing it).
+    Stale,
+    /// A file that is not a socket: never touched.
+    NotASocket,
+}
+
+/// Looks at `path`. Liveness is tested by connecting; a listener sees a client that closes
+/// at once, and must not treat it as an error.
+pub fn socket_state(path: &Path) -> SocketState {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return SocketState::Missing;
+    };
+    if !meta.file_type().is_socket() {
+        return SocketState::NotASocket;
+    }
+    match UnixStream::connect(path) {
+        Ok(_) => SocketState::Live,
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => SocketState::Stale,
+        // Permission denied, too many files, …: something may be there; leave it.
+        Err(_) => SocketState::Live,
+    }
+}
+
+/// Removes `path` if it is a stale socket; returns whether it did.
+pub fn remove_if_stale(path: &Path) -> bool {
+    socket_state(path) == SocketState::Stale && std::fs::remove_file(path).is_ok()
+}
+
+/// A prover socket found on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub path: PathBuf,
+    /// Parsed from `<prover>-<pid>.sock`.
+    pub prover: String,
+    pub pid: Option<u32>,
+    /// Something accepted a connection on it.
+    pub alive: bool,
+    /// It was stale and has been removed.
+    pub removed: bool,
+}
+
+/// Every socket in the search directories, live ones first. Stale sockets are removed (and
+/// returned with `removed` set, so a listing can say so).
+pub fn find() -> Vec<Found> {
+    let mut out = Vec::new();
+    for dir in socket_dirs() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let path = e.path();
+            let Some((prover, pid)) = parse_socket_name(&path) else {
+                continue;
+            };
+            let state = socket_state(&path);
+            if state == SocketState::NotASocket || state == SocketState::Missing {
+                continue;
+            }
+            let removed = state == SocketState::Stale && std::fs::remove_file(&path).is_ok();
+            out.push(Found {
+                path,
+                prover,
+                pid,
+                alive: state == SocketState::Live,
+                removed,
+            });
+        }
+    }
+    out.sort_by_key(|f| (!f.alive, f.path.clone()));
+    out.dedup_by(|a, b| a.path == b.path);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_stay_inside_the_directory() {
+        let name = socket_file_name("c2-prover", 42);
+        assert_eq!(name, "c2-prover-42.sock");
+        assert_eq!(
+            parse_socket_name(Path::new(&name)),
+            Some(("c2-prover".into(), Some(42)))
+        );
+        assert_eq!(socket_file_name("../../etc/x y", 7), ".._.._etc_x_y-7.sock");
+        assert_eq!(socket_file_name("..", 7), "prover-7.sock");
+        assert_eq!(parse_socket_name(Path::new("x.txt")), None);
+        assert_eq!(
+            parse_socket_name(Path::new("prover.sock")),
+            Some(("prover".into(), None))
+        );
+    }
+
+    #[test]
+    fn a_socket_without_listener_is_stale_and_removed() {
+        let dir = std::env::temp_dir().join(format!("ps-disc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("p-1.sock");
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(socket_state(&path), SocketState::Missing);
+        let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        assert_eq!(socket_state(&path), SocketState::Live);
+        assert!(!remove_if_stale(&path));
+        drop(l); // the file stays: nobody listens now
+        assert_eq!(socket_state(&path), SocketState::Stale);
+        assert!(remove_if_stale(&path));
+        assert_eq!(socket_state(&path), SocketState::Missing);
+        std::fs::write(&path, b"not a socket").unwrap();
+        assert_eq!(socket_state(&path), SocketState::NotASocket);
+        assert!(!remove_if_stale(&path));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
