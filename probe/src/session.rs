@@ -264,6 +264,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "a quarter million events: minutes under Miri")]
     fn a_full_slow_queue_counts_drops_by_kind() {
         let q = SlowQueue::new();
         for _ in 0..SLOW_QUEUE_MAX + 3 {

@@ -156,6 +156,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri's thread ids are not the kernel's (/proc)")]
     fn live_threads_without_a_ring_stay() {
         let mut t = ThreadTable::default();
         let me = crate::thread::os_tid();

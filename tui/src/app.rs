@@ -2,7 +2,7 @@
 //! to run — the dashboard (ratatui, restores the terminal on exit and on panic) and headless.
 
 use crate::analysis::GapRule;
-use crate::demo::Demo;
+use crate::child::ChildProver;
 use crate::input::{self, Action};
 use crate::model::{LinkState, Model, Retention};
 use crate::source::SourceMsg;
@@ -33,7 +33,8 @@ pub struct App {
     pub replay: Option<Replay>,
     recorder: Option<Recorder>,
     record_path: Option<PathBuf>,
-    pub demo: Option<Demo>,
+    /// A prover this viewer started (the demo), stopped when the viewer quits.
+    pub demo: Option<ChildProver>,
     pub source: String,
     pub warnings: Vec<String>,
     dirty: bool,

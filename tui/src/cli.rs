@@ -2,7 +2,6 @@
 
 use crate::report::Format;
 use clap::{Args, Parser, Subcommand};
-use prover_core::cli::ProverArgs;
 use std::path::PathBuf;
 
 /// A live profiler for GPU Groth16 provers.
@@ -56,7 +55,8 @@ pub struct Opts {
 pub enum Command {
     /// Start the built-in prover on a small SHA-256 batch and watch it live. Prover flags
     /// (e.g. --dealloc sync, --circuit, --log-size) are passed to it.
-    Demo(DemoArgs),
+    #[cfg(feature = "demo")]
+    Demo(crate::demo::DemoArgs),
     /// Attach to a running prover (found automatically when exactly one is running).
     Attach {
         /// The prover's socket.
@@ -66,13 +66,4 @@ pub enum Command {
     List,
     /// Replay a recording with the same views (or report on it with --headless).
     Replay { file: PathBuf },
-}
-
-#[derive(Debug, Args)]
-pub struct DemoArgs {
-    #[command(flatten)]
-    pub prover: ProverArgs,
-    /// Pause between batches, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 0)]
-    pub pause_ms: u64,
 }

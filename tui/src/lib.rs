@@ -6,7 +6,9 @@
 
 pub mod analysis;
 pub mod app;
+pub mod child;
 pub mod cli;
+#[cfg(feature = "demo")]
 pub mod demo;
 pub mod format;
 pub mod input;

@@ -2,29 +2,31 @@
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
+use probe_protocol::discovery as discover;
 use proofscope::analysis::GapRule;
 use proofscope::app::{self, App, RunOpts, Until};
 use proofscope::cli::{Cli, Command};
-use proofscope::demo::Demo;
 use proofscope::model::Retention;
 use proofscope::report::{self, Format};
-use proofscope::source::discover;
-use prover_core::probe::CountingAllocator;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
 // The demo runs this binary as its prover, which then reports allocations like `prover` does.
+#[cfg(feature = "demo")]
 #[global_allocator]
-static ALLOC: CountingAllocator = CountingAllocator;
+static ALLOC: prover_core::probe::CountingAllocator = prover_core::probe::CountingAllocator;
 
 fn main() -> ExitCode {
     // `proofscope prover …` is the built-in prover (used by `demo`).
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if args.get(1).is_some_and(|a| a == "prover") {
-        return prover_core::cli::run(
-            std::iter::once("prover".into()).chain(args.into_iter().skip(2)),
-        );
+    #[cfg(feature = "demo")]
+    {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        if args.get(1).is_some_and(|a| a == "prover") {
+            return prover_core::cli::run(
+                std::iter::once("prover".into()).chain(args.into_iter().skip(2)),
+            );
+        }
     }
     match run(Cli::parse()) {
         Ok(code) => code,
@@ -41,7 +43,7 @@ fn find_one() -> Result<std::path::PathBuf> {
         [one] => Ok(one.path.clone()),
         [] => bail!(
             "no running prover found (looked in {}); start one with `prover serve`, or name its socket",
-            discover::dirs()
+            discover::socket_dirs()
                 .iter()
                 .map(|d| d.display().to_string())
                 .collect::<Vec<_>>()
@@ -83,7 +85,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if found.is_empty() {
                 println!(
                     "no prover sockets in {}",
-                    discover::dirs()
+                    discover::socket_dirs()
                         .iter()
                         .map(|d| d.display().to_string())
                         .collect::<Vec<_>>()
@@ -92,8 +94,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             for f in found {
                 println!(
-                    "{:<8} {:<12} pid {:<8} {}",
-                    if f.alive { "running" } else { "stale" },
+                    "{:<15} {:<12} pid {:<8} {}",
+                    match (f.alive, f.removed) {
+                        (true, _) => "running",
+                        (false, true) => "stale, removed",
+                        (false, false) => "stale",
+                    },
                     f.prover,
                     f.pid.map_or("?".into(), |p| p.to_string()),
                     f.path.display()
@@ -114,14 +120,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             App::replay(file.clone(), &opts)?
         }
+        #[cfg(feature = "demo")]
         Command::Demo(d) => {
-            d.prover.size().context("demo prover size")?;
             let stop_after = if o.headless {
                 o.proofs.or(Some(3))
             } else {
                 None
             };
-            let demo = Demo::start(&d.prover, d.pause_ms, stop_after)?;
+            let demo = proofscope::demo::start(d, stop_after)?;
             let mut app = App::live(demo.socket.clone(), &opts)?;
             app.view.message = Some(format!(
                 "demo prover starting (log: {})",

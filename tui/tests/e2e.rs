@@ -1,5 +1,7 @@
 //! End to end with real processes: a prover, the viewer attached headless; and the dashboard
 //! in a real terminal under tmux.
+// These run the built-in prover (`proofscope prover …`): the `demo` feature.
+#![cfg(feature = "demo")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

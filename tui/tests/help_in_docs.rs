@@ -5,6 +5,8 @@ fn docs() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/CLI.md")).unwrap()
 }
 
+// The documented help is the default build's (with `demo`).
+#[cfg(feature = "demo")]
 #[test]
 fn proofscope_help_is_in_the_docs() {
     let help = proofscope::cli::Cli::command().render_help().to_string();
@@ -15,6 +17,7 @@ fn proofscope_help_is_in_the_docs() {
     );
 }
 
+#[cfg(feature = "demo")]
 #[test]
 fn prover_help_is_in_the_docs() {
     let help = prover_core::cli::Cli::command().render_help().to_string();
@@ -25,6 +28,7 @@ fn prover_help_is_in_the_docs() {
     );
 }
 
+#[cfg(feature = "demo")]
 #[test]
 fn gpu_bench_help_is_in_the_docs() {
     let mut cmd = prover_core::cli::Cli::command();

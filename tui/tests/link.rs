@@ -1,4 +1,6 @@
 //! Connection behaviour with real processes and a fake server; retention; replay jumps.
+// These run the built-in prover (`proofscope prover …`): the `demo` feature.
+#![cfg(feature = "demo")]
 mod common;
 
 use proofscope::app::App;

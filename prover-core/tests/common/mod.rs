@@ -3,7 +3,7 @@
 
 use probe_protocol::*;
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::Mutex;
@@ -17,8 +17,7 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 pub struct Client {
-    stream: UnixStream,
-    splitter: FrameSplitter,
+    frames: FrameReader<UnixStream>,
 }
 
 impl Client {
@@ -47,24 +46,14 @@ impl Client {
             .set_read_timeout(Some(Duration::from_secs(20)))
             .unwrap();
         Client {
-            stream,
-            splitter: FrameSplitter::new(),
+            frames: FrameReader::new(stream),
         }
     }
 
     /// Reads one frame's events (blocking).
     pub fn next_events(&mut self) -> Option<Vec<Event>> {
-        let mut buf = [0u8; 65536];
-        loop {
-            if let Some(body) = self.splitter.next_body().unwrap() {
-                return Some(decode_frame(body).unwrap().events);
-            }
-            let n = self.stream.read(&mut buf).ok()?;
-            if n == 0 {
-                return None;
-            }
-            self.splitter.extend(&buf[..n]);
-        }
+        let raw = self.frames.next_raw().ok()??;
+        Some(raw.decode().unwrap().events)
     }
 
     /// Reads until `Goodbye` (inclusive) or the end of the stream, optionally pausing after

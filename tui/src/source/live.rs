@@ -5,8 +5,10 @@
 
 use super::SourceMsg;
 use crate::model::LinkState;
-use probe_protocol::{DecodeError, Event, FrameSplitter, Subscribe, decode_frame, encode_frame};
-use std::io::{Read, Write};
+use probe_protocol::{
+    DecodeError, Event, FrameReader, ReadError, ReadErrorKind, Subscribe, encode_frame,
+};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -67,62 +69,53 @@ fn session(path: &PathBuf, tx: &Sender<SourceMsg>, stop: &AtomicBool) -> Outcome
     }
     let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
     let _ = tx.send(SourceMsg::Link(LinkState::Live(path.display().to_string())));
-    let mut splitter = FrameSplitter::new();
-    let mut buf = vec![0u8; 256 * 1024];
+    let mut frames = FrameReader::new(stream);
     loop {
         if stop.load(Ordering::Relaxed) {
             return Outcome::Stopped;
         }
-        match stream.read(&mut buf) {
-            Ok(0) => return Outcome::Lost("the prover closed the connection".into(), true),
-            Ok(n) => splitter.extend(&buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock
-                        | std::io::ErrorKind::TimedOut
-                        | std::io::ErrorKind::Interrupted
-                ) =>
-            {
+        let raw = match frames.next_raw() {
+            Ok(Some(raw)) => raw,
+            Ok(None) => return Outcome::Lost("the prover closed the connection".into(), true),
+            Err(e) if e.error == ReadErrorKind::TimedOut => continue,
+            Err(e) if e.is_fatal() => {
+                return match e.error {
+                    ReadErrorKind::Io(why) => Outcome::Lost(format!("read failed: {why}"), true),
+                    _ => Outcome::Fatal(format!("corrupt stream at {e}")),
+                };
+            }
+            Err(e) => {
+                let _ = tx.send(SourceMsg::BadFrame(format!("frame at {e}")));
                 continue;
             }
-            Err(e) => return Outcome::Lost(format!("read failed: {e}"), true),
-        }
-        loop {
-            let start = splitter.offset();
-            let body = match splitter.next_body() {
-                Ok(Some(b)) => b.to_vec(),
-                Ok(None) => break,
-                Err(e) => return Outcome::Fatal(format!("corrupt stream at byte {start}: {e}")),
-            };
-            match decode_frame(&body) {
-                Ok(frame) => {
-                    let mut raw = Vec::with_capacity(body.len() + 4);
-                    raw.extend_from_slice(&(body.len() as u32).to_le_bytes());
-                    raw.extend_from_slice(&body);
-                    let bye = frame
-                        .events
-                        .iter()
-                        .any(|e| matches!(e, Event::Goodbye { .. }));
-                    if tx
-                        .send(SourceMsg::Frame {
-                            raw,
-                            events: frame.events,
-                        })
-                        .is_err()
-                    {
-                        return Outcome::Stopped;
-                    }
-                    if bye {
-                        return Outcome::Lost("the prover said goodbye".into(), true);
-                    }
+        };
+        match raw.decode() {
+            Ok(frame) => {
+                let bye = frame
+                    .events
+                    .iter()
+                    .any(|e| matches!(e, Event::Goodbye { .. }));
+                if tx
+                    .send(SourceMsg::Frame {
+                        raw: raw.into_bytes(),
+                        events: frame.events,
+                    })
+                    .is_err()
+                {
+                    return Outcome::Stopped;
                 }
-                Err(e @ DecodeError::IncompatibleVersion { .. }) => {
-                    return Outcome::Fatal(e.to_string());
+                if bye {
+                    return Outcome::Lost("the prover said goodbye".into(), true);
                 }
-                Err(e) => {
-                    let _ = tx.send(SourceMsg::BadFrame(format!("frame at byte {start}: {e}")));
-                }
+            }
+            Err(ReadError {
+                error: ReadErrorKind::Decode(e @ DecodeError::IncompatibleVersion { .. }),
+                ..
+            }) => {
+                return Outcome::Fatal(e.to_string());
+            }
+            Err(e) => {
+                let _ = tx.send(SourceMsg::BadFrame(format!("frame at {e}")));
             }
         }
     }

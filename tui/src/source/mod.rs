@@ -1,7 +1,6 @@
 //! Where events come from: a live prover's socket (with reconnection) or a recording file.
 //! Both deliver the same frames to the same model.
 
-pub mod discover;
 pub mod live;
 pub mod record;
 pub mod replay;

@@ -1,0 +1,109 @@
+//! A prover in 100 lines that depends on `proofscope-probe` alone: three phases per proof, a
+//! few large vectors, a proof scope around each proof, and the vectors released either inside
+//! the proof (`--dealloc sync`, the ghost) or on a thread of their own (`--dealloc async`).
+//!
+//! ```sh
+//! cargo run --release -p proofscope-probe --example minimal_prover -- --proofs 5 &
+//! proofscope attach --headless --proofs 3
+//! ```
+//! The probe reads `PROOFSCOPE_*` variables (e.g. `PROOFSCOPE_SOCKET=/tmp/p.sock`).
+
+use proofscope_probe::{
+    CountingAllocator, Probe, ProbeConfig, ProofInfo, ProofScope, SessionInfo, Verification, span,
+};
+use std::hint::black_box;
+
+// Counts every allocation and times the large ones (the releases the viewer explains).
+#[global_allocator]
+static ALLOC: CountingAllocator = CountingAllocator;
+
+struct Args {
+    proofs: u64,
+    vectors: usize,
+    mib: usize,
+    sync: bool,
+}
+
+fn args() -> Result<Args, String> {
+    let mut a = Args {
+        proofs: 5,
+        vectors: 4,
+        mib: 256,
+        sync: true,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--proofs" => a.proofs = value()?.parse().map_err(|e| format!("--proofs: {e}"))?,
+            "--vectors" => a.vectors = value()?.parse().map_err(|e| format!("--vectors: {e}"))?,
+            "--mib" => a.mib = value()?.parse().map_err(|e| format!("--mib: {e}"))?,
+            "--dealloc" => {
+                a.sync = match value()?.as_str() {
+                    "sync" => true,
+                    "async" => false,
+                    other => return Err(format!("--dealloc sync|async, not {other:?}")),
+                }
+            }
+            other => {
+                return Err(format!(
+                    "unknown flag {other:?} (--proofs, --vectors, --mib, --dealloc)"
+                ));
+            }
+        }
+    }
+    Ok(a)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let a = args()?;
+    let config = ProbeConfig::from_env("minimal-prover", env!("CARGO_PKG_VERSION"))?;
+    let probe = Probe::start(
+        config,
+        SessionInfo {
+            backend: "cpu".into(),
+            ..Default::default()
+        },
+    )?;
+    let words = a.mib << 17; // u64 words per vector
+    for n in 0..a.proofs {
+        let proof = ProofScope::begin(ProofInfo {
+            circuit: "toy".into(),
+            constraints: words as u64,
+            circuits: 1,
+            backend: "cpu".into(),
+            synthetic_srs: false,
+        });
+        let vectors: Vec<Vec<u64>> = {
+            let _s = span!("synthesis");
+            (0..a.vectors)
+                .map(|v| (0..words as u64).map(|i| i ^ (v as u64) ^ n).collect())
+                .collect()
+        };
+        let commitment = {
+            let _s = span!("commit");
+            vectors.iter().flatten().fold(0u64, |h, &x| {
+                h.rotate_left(5) ^ x.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            })
+        };
+        {
+            let _s = span!("open");
+            black_box(
+                vectors[0]
+                    .iter()
+                    .fold(commitment, |h, &x| h.wrapping_add(x)),
+            );
+        }
+        if a.sync {
+            drop(vectors); // inside the proof: the time no phase accounts for
+        } else {
+            std::thread::Builder::new()
+                .name("dealloc".into())
+                .spawn(move || drop(vectors))?;
+        }
+        proof.end(true, Verification::NotChecked, None);
+        println!("proof {} done", n + 1);
+    }
+    probe.shutdown("done");
+    Ok(())
+}
