@@ -69,6 +69,10 @@ pub(crate) struct Collector {
     /// Reused buffers: ring records of this cycle (with their ring's thread), slow events.
     raw: Vec<(u32, RawEvent)>,
     slow: Vec<SlowEvent>,
+    blocks: Vec<alloc::RawBlock>,
+    /// The cycle's batch, kept between cycles for its buffers.
+    batch: Batch,
+    rss: system::RssReader,
     /// `None` until the first sample (taken in the first cycle, as a baseline).
     last_alloc_sample: Option<Instant>,
     last_send: Instant,
@@ -149,6 +153,9 @@ impl Collector {
             },
             raw: Vec::new(),
             slow: Vec::new(),
+            blocks: Vec::new(),
+            batch: Batch::default(),
+            rss: system::RssReader::new(),
             last_alloc_sample: None,
             last_send: now,
             last_refit: now,
@@ -160,29 +167,45 @@ impl Collector {
         }
     }
 
-    /// Runs until the session stops, then sends the goodbye and closes every queue.
+    /// Runs until the session stops, then sends the goodbye and closes every queue. After a
+    /// cycle that moved events the next comes after the flush interval; after an idle one,
+    /// when the next allocator sample is due: on a prover that emits little, the collector
+    /// wakes at the sampling cadence only (its wake-ups were most of its cost).
     pub fn run(mut self) -> CollectorStats {
         let interval = self.session.config.flush_interval;
         loop {
             let stopping = self.session.control.stopping();
-            self.cycle();
+            let moved = self.cycle();
             if stopping {
                 break;
             }
-            std::thread::park_timeout(interval);
+            let wait = if moved {
+                interval
+            } else {
+                self.until_next_sample().max(interval)
+            };
+            std::thread::park_timeout(wait);
         }
         self.finish();
         self.stats
+    }
+
+    /// Time until the next allocator sample is due.
+    fn until_next_sample(&self) -> Duration {
+        let every = self.session.config.alloc_sample;
+        self.last_alloc_sample
+            .map_or(Duration::ZERO, |t| every.saturating_sub(t.elapsed()))
     }
 
     fn now(&self) -> u64 {
         self.session.clock.now_ns()
     }
 
-    /// One cycle: every step in order, then the batch goes out.
-    pub fn cycle(&mut self) {
+    /// One cycle: every step in order, then the batch goes out. Returns whether it moved
+    /// any event from the prover (ring records, slow events, large blocks).
+    pub fn cycle(&mut self) -> bool {
         self.welcome_arrivals();
-        let mut batch = Batch::default();
+        let mut batch = std::mem::take(&mut self.batch);
         let now = self.now();
         let conv = self.session.clock.converter();
         self.adopt_new_rings(&mut batch);
@@ -192,13 +215,18 @@ impl Collector {
         self.take_slow_events(conv, &mut batch);
         self.convert_ring_records(conv, &mut batch);
         self.take_large_blocks(conv, &mut batch);
+        let moved = !batch.data.is_empty();
         self.sample_allocator(now, &mut batch);
         self.report_losses(now, &mut batch);
         self.define_new_names(&mut batch);
-        self.send_batch(batch);
+        self.send_batch(&batch);
+        batch.defs.clear();
+        batch.data.clear();
+        self.batch = batch;
         self.heartbeat_if_idle();
         self.housekeeping();
         self.session.control.cycle_done();
+        moved
     }
 
     /// Threads that joined since the last cycle: their rings, and a wire id for each.
@@ -272,9 +300,9 @@ impl Collector {
     }
 
     fn take_large_blocks(&mut self, conv: Converter, batch: &mut Batch) {
-        let mut blocks = Vec::new();
+        let mut blocks = std::mem::take(&mut self.blocks);
         alloc::drain(|b| blocks.push(b));
-        for b in blocks {
+        for b in blocks.drain(..) {
             let thread = self.threads.id_of(b.os_tid, None, &mut batch.defs);
             let ts = conv.to_ns(b.ticks);
             let end = conv.to_ns(b.ticks + b.inside_ticks);
@@ -292,6 +320,7 @@ impl Collector {
                 Event::Alloc(be)
             });
         }
+        self.blocks = blocks;
     }
 
     fn sample_allocator(&mut self, now: u64, batch: &mut Batch) {
@@ -312,7 +341,7 @@ impl Collector {
             frees: t.frees,
             alloc_bytes: t.alloc_bytes,
             free_bytes: t.free_bytes,
-            rss_bytes: system::rss_bytes(),
+            rss_bytes: self.rss.bytes(),
         }));
     }
 
@@ -353,7 +382,7 @@ impl Collector {
     }
 
     /// Definitions first (never dropped), then data frames near the target size.
-    fn send_batch(&mut self, batch: Batch) {
+    fn send_batch(&mut self, batch: &Batch) {
         for f in encode_all(&mut self.builder, &batch.defs, true) {
             self.send(Arc::new(f), false);
         }

@@ -1,9 +1,11 @@
 //! `prover bench`: the same circuits and parameters proved by this pipeline and by bellperson's
-//! `create_random_proof_batch`, alternating, in one run; or the probe on against off.
+//! `create_random_proof_batch`, alternating, in one run; or the probe on against off
+//! (`overhead.rs`).
 
 use super::common::{ProverArgs, select_backend};
+use super::overhead::{Pairs, Side, order};
 use crate::groth16::pipeline::{BatchRequest, prove_batch};
-use crate::probe::{Probe, ProbeConfig, SessionInfo, SocketChoice};
+use crate::probe::{Probe, ProbeConfig, SessionInfo};
 use anyhow::{Result, bail};
 use clap::Args;
 use rand::SeedableRng;
@@ -13,18 +15,20 @@ use std::time::{Duration, Instant};
 pub struct BenchArgs {
     #[command(flatten)]
     pub prover: ProverArgs,
-    /// Rounds; each proves the batch once per contender. Medians are reported.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    /// Rounds; each proves the batch once per contender. Medians are reported. With
+    /// --probe-overhead: pairs of runs (at least 15 for a claim), in ABBA order.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
-    /// Compare this pipeline with the probe recording against the probe off, instead of
-    /// comparing with bellperson.
+    /// Compare this pipeline with the probe on (configured by the PROOFSCOPE_* variables) against
+    /// the probe off, instead of comparing with bellperson: pairs in ABBA order, the median of
+    /// the pairs' differences with a bootstrap 95 % interval.
     #[arg(long)]
     pub probe_overhead: bool,
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+fn median(v: Vec<Duration>) -> Duration {
+    let s: Vec<f64> = v.iter().map(Duration::as_secs_f64).collect();
+    Duration::from_secs_f64(super::overhead::median(&s).unwrap_or(0.0))
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
@@ -34,10 +38,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if ps.synthetic() && !args.probe_overhead {
         bail!("bellperson cannot prove against a synthetic SRS; use --srs real");
     }
-    let k = args.prover.circuits as usize;
+    let k_circuits = args.prover.circuits as usize;
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
     println!(
-        "bench: {k} × {} 2^{} ({} constraints), backend {} ({reason}), {} cores, {} runs",
+        "bench: {k_circuits} × {} 2^{} ({} constraints), backend {} ({reason}), {} cores, {} runs",
         size.kind.name(),
         size.log,
         ps.shape.constraints,
@@ -73,38 +77,51 @@ pub fn run(args: BenchArgs) -> Result<()> {
     };
 
     if args.probe_overhead {
-        let (mut on, mut off) = (Vec::new(), Vec::new());
-        for _ in 0..args.runs {
-            for enabled in [false, true] {
-                let probe = if enabled {
-                    Probe::start(
-                        ProbeConfig::new("prover", env!("CARGO_PKG_VERSION"))
-                            .socket(SocketChoice::None)
-                            .gpu_sample(None),
+        // One unmeasured run per side first: allocator, page cache and (GPU) modules warm.
+        let mut pairs = Pairs::default();
+        for k in 0..=args.runs as usize {
+            let circuits: Vec<_> = (0..k_circuits).map(|_| size.random(&mut rng)).collect();
+            let mut t = [Duration::ZERO; 2];
+            for side in order(k) {
+                let probe = match side {
+                    Side::On => Probe::start(
+                        ProbeConfig::from_env("prover", env!("CARGO_PKG_VERSION"))?,
                         SessionInfo::default(),
-                    )?
-                } else {
-                    Probe::disabled()
+                    )?,
+                    Side::Off => Probe::disabled(),
                 };
-                let circuits = (0..k).map(|_| size.random(&mut rng)).collect();
-                let t = ours(circuits, &mut rng)?;
+                let el = ours(circuits.clone(), &mut rng)?;
                 probe.shutdown("bench");
-                if enabled { on.push(t) } else { off.push(t) }
+                t[(side == Side::On) as usize] = el;
             }
+            if k == 0 {
+                println!(
+                    "warm-up: off {:.3} s, on {:.3} s (not counted)",
+                    t[0].as_secs_f64(),
+                    t[1].as_secs_f64()
+                );
+                continue;
+            }
+            println!(
+                "pair {k:>3} ({}): off {:.3} s, on {:.3} s, {:+.2} %",
+                if order(k)[0] == Side::Off {
+                    "off, on"
+                } else {
+                    "on, off"
+                },
+                t[0].as_secs_f64(),
+                t[1].as_secs_f64(),
+                (t[1].as_secs_f64() / t[0].as_secs_f64() - 1.0) * 100.0
+            );
+            pairs.push(t[0], t[1]);
         }
-        let (a, b) = (median(off), median(on));
-        println!("probe off: {:.3} s (median)", a.as_secs_f64());
-        println!("probe on:  {:.3} s (median)", b.as_secs_f64());
-        println!(
-            "overhead:  {:+.2} %",
-            (b.as_secs_f64() / a.as_secs_f64() - 1.0) * 100.0
-        );
+        print!("{}", pairs.report(&mut rng));
         return Ok(());
     }
 
     let (mut t_ours, mut t_bp) = (Vec::new(), Vec::new());
     for round in 0..args.runs {
-        let batch: Vec<_> = (0..k).map(|_| size.random(&mut rng)).collect();
+        let batch: Vec<_> = (0..k_circuits).map(|_| size.random(&mut rng)).collect();
         let theirs: Vec<_> = batch.iter().map(|(c, _)| c.clone()).collect();
         let inputs: Vec<_> = batch.iter().map(|(_, i)| i.clone()).collect();
         let a = ours(batch, &mut rng)?;

@@ -3,6 +3,7 @@
 mod bench;
 mod common;
 mod gpu_bench;
+mod overhead;
 mod prove;
 mod serve;
 mod signals;

@@ -20,32 +20,41 @@ use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// Host memory page-locked in place for the duration of a copy.
-struct Pinned {
-    ptr: *mut std::ffi::c_void,
+/// Host memory page-locked in place, for as long as this guard lives. It holds the exclusive
+/// borrow of what it locked, so the memory can be neither freed, moved nor resized before it
+/// is unlocked; copies reach it through [`Pinned::get`] / [`Pinned::get_mut`].
+struct Pinned<'a> {
+    mem: &'a mut [Scalar],
     ok: bool,
 }
 
-impl Pinned {
-    fn new(v: &mut [Scalar]) -> Pinned {
-        let bytes = std::mem::size_of_val(v);
-        let ptr = v.as_mut_ptr().cast();
-        // SAFETY: registers memory we own for its whole length; it is unregistered in Drop
-        // before the vector can be freed or moved (the guard borrows nothing, so callers keep
-        // the vector alive and in place until the guard is dropped — see `h_one`).
-        let rc = unsafe { cudarc::driver::sys::cuMemHostRegister_v2(ptr, bytes, 0) };
+impl<'a> Pinned<'a> {
+    fn new(mem: &'a mut [Scalar]) -> Pinned<'a> {
+        let bytes = std::mem::size_of_val(mem);
+        // SAFETY: registers memory this guard borrows exclusively for its whole length; it
+        // is unregistered in Drop, before the borrow ends.
+        let rc =
+            unsafe { cudarc::driver::sys::cuMemHostRegister_v2(mem.as_mut_ptr().cast(), bytes, 0) };
         Pinned {
-            ptr,
+            mem,
             ok: rc == cudarc::driver::sys::CUresult::CUDA_SUCCESS && bytes > 0,
         }
     }
+
+    fn get(&self) -> &[Scalar] {
+        self.mem
+    }
+
+    fn get_mut(&mut self) -> &mut [Scalar] {
+        self.mem
+    }
 }
 
-impl Drop for Pinned {
+impl Drop for Pinned<'_> {
     fn drop(&mut self) {
         if self.ok {
-            // SAFETY: `ptr` was registered by `new` and is still allocated.
-            unsafe { cudarc::driver::sys::cuMemHostUnregister(self.ptr) };
+            // SAFETY: this memory was registered by `new` and is still borrowed, so allocated.
+            unsafe { cudarc::driver::sys::cuMemHostUnregister(self.mem.as_mut_ptr().cast()) };
         }
     }
 }
@@ -209,17 +218,17 @@ impl GpuBackend {
         // Page-lock a, b, c in place: copies then run at pinned speed with no staging copy.
         // (cuMemHostRegister needs the context current on this thread.)
         d.ctx.bind_to_thread().map_err(GpuError::driver)?;
-        let pins = [
+        let mut pins = [
             Pinned::new(&mut abc.a),
             Pinned::new(&mut abc.b),
             Pinned::new(&mut abc.c),
         ];
         let names = ["upload_a", "upload_b", "upload_c"];
         let [ba, bb, bc] = &mut bufs.abc;
-        let host = [&abc.a, &abc.b, &abc.c];
         for (i, dst) in [&mut *ba, &mut *bb, &mut *bc].into_iter().enumerate() {
+            let host = pins[i].get();
             timed_op(&mut tl, names[i], 1, up, || {
-                up.memcpy_htod(tables::limbs(host[i]), &mut *dst)
+                up.memcpy_htod(tables::limbs(host), &mut *dst)
                     .map_err(GpuError::driver)
             })?;
             // The compute stream waits for this upload only; the next upload overlaps.
@@ -256,8 +265,9 @@ impl GpuBackend {
             ops.extend(msm_ops);
             return Ok((Some(p), ops));
         }
+        let h = pins[0].get_mut();
         timed_op(&mut tl, "download_h", 0, comp, || {
-            comp.memcpy_dtoh(&bufs.scratch, tables::limbs_mut(&mut abc.a))
+            comp.memcpy_dtoh(&bufs.scratch, tables::limbs_mut(h))
                 .map_err(GpuError::driver)
         })?;
         comp.synchronize().map_err(GpuError::driver)?;
@@ -408,7 +418,7 @@ pub mod bench {
         let mut dev = d.alloc(n)?;
         let bytes = (n * 32) as f64;
         let s = &d.compute;
-        let mut time = |host: &mut Vec<Scalar>, up: bool| -> Result<f64, GpuError> {
+        let mut time = |host: &mut [Scalar], up: bool| -> Result<f64, GpuError> {
             let mut v = Vec::new();
             for rep in 0..reps + 1 {
                 let mut tl = GpuTimeline::start(&d.ctx, s)?;
@@ -432,10 +442,10 @@ pub mod bench {
         let page_down = time(&mut host, false)?;
         d.ctx.bind_to_thread().map_err(GpuError::driver)?;
         let t0 = Instant::now();
-        let pin = Pinned::new(&mut host);
+        let mut pin = Pinned::new(&mut host);
         let reg_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let pin_up = time(&mut host, true)?;
-        let pin_down = time(&mut host, false)?;
+        let pin_up = time(pin.get_mut(), true)?;
+        let pin_down = time(pin.get_mut(), false)?;
         drop(pin);
         Ok([pin_up, pin_down, page_up, page_down, reg_ms])
     }

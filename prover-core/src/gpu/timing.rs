@@ -1,9 +1,11 @@
 //! Device-side timing: each kernel or copy is bracketed by CUDA events on its stream; after the
 //! work is done the pairs are resolved against an anchor event whose session time was taken on
-//! the host when it completed, giving each operation a start and end on the session clock —
-//! the "CUDA internal timing" next to the host's wrapper timer.
+//! the host when it completed ([`DeviceClock`], the probe's GPU-timeline helper), giving each
+//! operation a start and end on the session clock — the "CUDA internal timing" next to the
+//! host's wrapper timer.
 
 use super::GpuError;
+use crate::probe::DeviceClock;
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 use std::sync::Arc;
@@ -28,23 +30,8 @@ impl TimedOp {
 pub struct GpuTimeline {
     ctx: Arc<CudaContext>,
     anchor: CudaEvent,
-    anchor_ns: u64,
+    clock: DeviceClock,
     pending: Vec<(&'static str, u32, CudaEvent, CudaEvent)>,
-}
-
-/// Session nanoseconds now (monotonic nanoseconds when no probe session runs).
-fn now_ns() -> u64 {
-    if crate::probe::enabled() {
-        crate::probe::now_ns()
-    } else {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: valid timespec; CLOCK_MONOTONIC always exists.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    }
 }
 
 /// A timeline when `on`; without one, operations run untimed (no events at all).
@@ -88,7 +75,7 @@ impl GpuTimeline {
         Ok(GpuTimeline {
             ctx: ctx.clone(),
             anchor,
-            anchor_ns: now_ns(),
+            clock: DeviceClock::anchor_now(),
             pending: Vec::new(),
         })
     }
@@ -120,10 +107,9 @@ impl GpuTimeline {
     pub fn resolve(self) -> Result<Vec<TimedOp>, GpuError> {
         let mut out = Vec::with_capacity(self.pending.len());
         for (name, stream, s, e) in &self.pending {
-            let a = self.anchor.elapsed_ms(s).map_err(GpuError::driver)? as f64;
-            let b = self.anchor.elapsed_ms(e).map_err(GpuError::driver)? as f64;
-            let start_ns = self.anchor_ns + (a.max(0.0) * 1e6) as u64;
-            let end_ns = (self.anchor_ns + (b.max(0.0) * 1e6) as u64).max(start_ns);
+            let a = self.anchor.elapsed_ms(s).map_err(GpuError::driver)?;
+            let b = self.anchor.elapsed_ms(e).map_err(GpuError::driver)?;
+            let (start_ns, end_ns) = self.clock.span_ns(a, b);
             out.push(TimedOp {
                 name,
                 stream: *stream,

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs on the GPU host over the carried .gpu/ binaries: GPU correctness (kernels against the
+# CPU, proofs that verify), the probe's overhead on a real GPU proof (ABBA pairs, bootstrap
+# interval), and the probe's hot path there. Everything printed goes to $OUT/run.txt.
+# Usage (device tool): PAIRS=20 bash tools/gpu-overhead.sh
+set -uo pipefail
+B=.gpu
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export PROOFSCOPE_CACHE=/tmp/pscache
+chmod +x $B/* 2>/dev/null
+exec > >(tee "$OUT/run.txt") 2>&1
+nvidia-smi -L; nproc; date -u
+echo "== gpu tests (kernels equal the CPU up to 2^${MAX_LOG:-20}; GPU proofs verify)"
+PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 200 $B/gpu-tests --test-threads 1 2>&1 \
+  | grep -E "^test |test result|panicked"
+echo "== probe overhead: 4 × sha256 2^20, GPU backend, ${PAIRS:-20} ABBA pairs"
+timeout 420 $B/prover bench --probe-overhead --circuit sha256 --log-size 20 --circuits 4 \
+  --srs synthetic --backend gpu --runs "${PAIRS:-20}"
+echo "== probe hot path"
+timeout 90 $B/probe-bench --bench span --warm-up-time 1 --measurement-time 3 2>&1 | grep -E "^span|time:"
