@@ -14,8 +14,16 @@ nvidia-smi -L; nproc; date -u
 echo "== gpu tests (kernels equal the CPU up to 2^${MAX_LOG:-20}; GPU proofs verify)"
 PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 200 $B/gpu-tests --test-threads 1 2>&1 \
   | grep -E "^test |test result|panicked"
+overhead() {
+  timeout 420 $B/prover bench --probe-overhead --circuit sha256 --log-size 20 --circuits 4 \
+    --srs synthetic --backend gpu --runs "$1"
+}
 echo "== probe overhead: 4 × sha256 2^20, GPU backend, ${PAIRS:-20} ABBA pairs"
-timeout 420 $B/prover bench --probe-overhead --circuit sha256 --log-size 20 --circuits 4 \
-  --srs synthetic --backend gpu --runs "${PAIRS:-20}"
+overhead "${PAIRS:-20}"
+# Where a cost comes from: the same measurement with one part of the probe off.
+for knob in ${KNOBS:-}; do
+  echo "== probe overhead with $knob, ${KNOB_PAIRS:-15} pairs"
+  env "$knob" bash -c "$(declare -f overhead); B=$B overhead ${KNOB_PAIRS:-15}"
+done
 echo "== probe hot path"
 timeout 90 $B/probe-bench --bench span --warm-up-time 1 --measurement-time 3 2>&1 | grep -E "^span|time:"

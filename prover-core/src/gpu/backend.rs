@@ -201,6 +201,25 @@ impl GpuBackend {
         timed: bool,
         msm: Option<&DeviceBases>,
     ) -> Result<(Option<G1Projective>, Vec<TimedOp>), GpuError> {
+        let mut tl = self.timeline(timed)?;
+        let p = self.h_one_on(domain, abc, &mut tl, msm)?;
+        Ok((p, finish(tl)?))
+    }
+
+    /// A timeline for one phase's device work when `on` (the probe records).
+    fn timeline(&self, on: bool) -> Result<Option<GpuTimeline>, GpuError> {
+        start_if(on, &self.device.ctx, &self.device.compute)
+    }
+
+    /// [`GpuBackend::h_one`] with its device operations marked on `tl`, resolved by the
+    /// caller once the phase's work is done.
+    fn h_one_on(
+        &self,
+        domain: &Domain,
+        abc: &mut Abc,
+        tl: &mut Option<GpuTimeline>,
+        msm: Option<&DeviceBases>,
+    ) -> Result<Option<G1Projective>, GpuError> {
         let n = domain.n;
         let log = domain.log;
         for v in [&mut abc.a, &mut abc.b, &mut abc.c] {
@@ -214,7 +233,6 @@ impl GpuBackend {
         let mut guard = self.buffers(log)?;
         let bufs = guard.as_mut().ok_or(GpuError::Size(log))?;
         let (comp, up) = (&d.compute, &d.upload);
-        let mut tl = start_if(timed, &d.ctx, comp)?;
         // Page-lock a, b, c in place: copies then run at pinned speed with no staging copy.
         // (cuMemHostRegister needs the context current on this thread.)
         d.ctx.bind_to_thread().map_err(GpuError::driver)?;
@@ -227,7 +245,7 @@ impl GpuBackend {
         let [ba, bb, bc] = &mut bufs.abc;
         for (i, dst) in [&mut *ba, &mut *bb, &mut *bc].into_iter().enumerate() {
             let host = pins[i].get();
-            timed_op(&mut tl, names[i], 1, up, || {
+            timed_op(tl, names[i], 1, up, || {
                 up.memcpy_htod(tables::limbs(host), &mut *dst)
                     .map_err(GpuError::driver)
             })?;
@@ -235,16 +253,16 @@ impl GpuBackend {
             let ev = up.record_event(None).map_err(GpuError::driver)?;
             comp.wait(&ev).map_err(GpuError::driver)?;
             let name = ["intt_coset_ntt_a", "intt_coset_ntt_b", "intt_coset_ntt_c"][i];
-            timed_op(&mut tl, name, 0, comp, || {
+            timed_op(tl, name, 0, comp, || {
                 d.dif(comp, dst, &t, true)?;
                 d.scale(comp, dst, log, &t.coset_over_n, true)?;
                 d.dit(comp, dst, &t, false)
             })?;
         }
-        timed_op(&mut tl, "mul_sub_divide_z", 0, comp, || {
+        timed_op(tl, "mul_sub_divide_z", 0, comp, || {
             d.mul_sub_scale(comp, ba, bb, bc, &t)
         })?;
-        timed_op(&mut tl, "icoset_ntt", 0, comp, || {
+        timed_op(tl, "icoset_ntt", 0, comp, || {
             d.dif(comp, ba, &t, true)?;
             d.scale(comp, ba, log, &t.uncoset_over_n, true)?;
             d.bitrev_copy(comp, ba, &mut bufs.scratch, log)
@@ -253,26 +271,24 @@ impl GpuBackend {
             // The copies out of a, b, c must finish before the pins go.
             up.synchronize().map_err(GpuError::driver)?;
             drop(pins);
-            let mut ops = finish(tl)?;
             let m = (n - 1).min(bases.len);
-            let (p, msm_ops) = d.g1_msm_with(
+            let p = d.g1_msm_on(
                 MsmBases::Device(bases),
                 MsmScalars::Device(&bufs.scratch),
                 m,
                 MsmPlan::for_len(m),
-                timed,
+                tl,
             )?;
-            ops.extend(msm_ops);
-            return Ok((Some(p), ops));
+            return Ok(Some(p));
         }
         let h = pins[0].get_mut();
-        timed_op(&mut tl, "download_h", 0, comp, || {
+        timed_op(tl, "download_h", 0, comp, || {
             comp.memcpy_dtoh(&bufs.scratch, tables::limbs_mut(h))
                 .map_err(GpuError::driver)
         })?;
         comp.synchronize().map_err(GpuError::driver)?;
         drop(pins);
-        Ok((None, finish(tl)?))
+        Ok(None)
     }
 }
 
@@ -300,15 +316,14 @@ impl Backend for GpuBackend {
     ) -> Result<Vec<G1Projective>, BackendError> {
         let parent = SpanHandle::current();
         let bases = self.resident(h_bases)?;
+        let mut tl = self.timeline(super::timing::wanted())?;
         let mut out = Vec::with_capacity(abc.len());
         for v in abc.iter_mut() {
-            let (p, ops) = {
-                let _s = span!("h_gpu");
-                self.h_one(domain, v, crate::probe::enabled(), Some(&bases))?
-            };
-            report(self.device.nvml_index, &ops, parent);
+            let _s = span!("h_gpu");
+            let p = self.h_one_on(domain, v, &mut tl, Some(&bases))?;
             out.push(p.unwrap_or_else(G1Projective::identity));
         }
+        report(self.device.nvml_index, &finish(tl)?, parent);
         Ok(out)
     }
 
@@ -322,12 +337,12 @@ impl Backend for GpuBackend {
         }
         let parent = SpanHandle::current();
         let d = self.resident(bases)?;
+        let mut tl = self.timeline(super::timing::wanted())?;
         let mut out = Vec::with_capacity(ones.len());
         for idx in ones {
-            let (p, ops) = self.device.g1_sum_indices(&d, idx)?;
-            report(self.device.nvml_index, &ops, parent);
-            out.push(p);
+            out.push(self.device.g1_sum_indices(&d, idx, &mut tl)?);
         }
+        report(self.device.nvml_index, &finish(tl)?, parent);
         Ok(out)
     }
 
@@ -346,19 +361,19 @@ impl Backend for GpuBackend {
             Some(d) => d,
             None => Arc::new(self.device.upload_bases(bases)?),
         };
+        let mut tl = self.timeline(super::timing::wanted())?;
         let mut out = Vec::with_capacity(scalars.len());
         for s in scalars {
             let n = s.len().min(d.len);
-            let (p, ops) = self.device.g1_msm_with(
+            out.push(self.device.g1_msm_on(
                 MsmBases::Device(&d),
                 MsmScalars::Host(s),
                 n,
                 MsmPlan::for_len(n),
-                crate::probe::enabled(),
-            )?;
-            report(self.device.nvml_index, &ops, parent);
-            out.push(p);
+                &mut tl,
+            )?);
         }
+        report(self.device.nvml_index, &finish(tl)?, parent);
         Ok(out)
     }
 }

@@ -213,6 +213,21 @@ impl Device {
         plan: MsmPlan,
         timed_ops: bool,
     ) -> Result<(G1Projective, Vec<TimedOp>), GpuError> {
+        let mut tl = start_if(timed_ops, &self.ctx, &self.compute)?;
+        let p = self.g1_msm_on(bases, scalars, n, plan, &mut tl)?;
+        Ok((p, finish(tl)?))
+    }
+
+    /// [`Device::g1_msm_with`] with its device operations marked on `tl` (resolved by the
+    /// caller, once its work is done).
+    pub fn g1_msm_on(
+        &self,
+        bases: MsmBases<'_>,
+        scalars: MsmScalars<'_>,
+        n: usize,
+        plan: MsmPlan,
+        tl: &mut Option<GpuTimeline>,
+    ) -> Result<G1Projective, GpuError> {
         let n = n
             .min(match bases {
                 MsmBases::Host(b) => b.len(),
@@ -223,39 +238,34 @@ impl Device {
                 MsmScalars::Device(d) => d.len() / 4,
             });
         if n == 0 {
-            return Ok((G1Projective::identity(), Vec::new()));
+            return Ok(G1Projective::identity());
         }
         let s = &self.compute;
-        let mut tl = start_if(timed_ops, &self.ctx, s)?;
         let uploaded;
         let d_scalars = match scalars {
             MsmScalars::Device(d) => d,
             MsmScalars::Host(v) => {
-                uploaded = timed(&mut tl, "upload_scalars", 0, s, || {
+                uploaded = timed(tl, "upload_scalars", 0, s, || {
                     self.upload_staged(s, tables::limbs(&v[..n]))
                 })?;
                 &uploaded
             }
         };
-        let sorted = self.msm_sort(s, d_scalars, n, &plan, &mut tl)?;
+        let sorted = self.msm_sort(s, d_scalars, n, &plan, tl)?;
         let staged;
         let d_bases = match bases {
             MsmBases::Device(b) => &b.words,
             MsmBases::Host(b) => {
                 let up = &self.upload;
-                staged = timed(&mut tl, "upload_bases", 1, up, || {
-                    self.upload_bases(&b[..n])
-                })?;
+                staged = timed(tl, "upload_bases", 1, up, || self.upload_bases(&b[..n]))?;
                 let ev = up.record_event(None).map_err(GpuError::driver)?;
                 s.wait(&ev).map_err(GpuError::driver)?;
                 &staged.words
             }
         };
         let entries = plan.windows() as usize * n;
-        let parts = self.msm_reduce(s, d_bases, &sorted, entries, n, &plan, &mut tl)?;
-        let point = combine_windows(&parts, plan.c, plan.groups);
-        let ops = finish(tl)?;
-        Ok((point, ops))
+        let parts = self.msm_reduce(s, d_bases, &sorted, entries, n, &plan, tl)?;
+        Ok(combine_windows(&parts, plan.c, plan.groups))
     }
 
     /// Σ bases[i] over `idx` (the C2 batch addition of the points whose scalar is 1), with
@@ -265,7 +275,8 @@ impl Device {
         &self,
         bases: &DeviceBases,
         idx: &[u32],
-    ) -> Result<(G1Projective, Vec<TimedOp>), GpuError> {
+        tl: &mut Option<GpuTimeline>,
+    ) -> Result<G1Projective, GpuError> {
         if let Some(&bad) = idx.iter().find(|&&i| i as usize >= bases.len) {
             return Err(GpuError::Driver(format!(
                 "batch addition index {bad} past {} bases",
@@ -273,7 +284,7 @@ impl Device {
             )));
         }
         if idx.is_empty() {
-            return Ok((G1Projective::identity(), Vec::new()));
+            return Ok(G1Projective::identity());
         }
         // Two-bit windows: slot 1 (window 0, magnitude 1) holds every entry, so the result
         // is that bucket's sum; the other windows are empty.
@@ -284,24 +295,14 @@ impl Device {
         off[0] = 0;
         off[1] = 0;
         let s = &self.compute;
-        let mut tl = start_if(crate::probe::enabled(), &self.ctx, s)?;
-        let sorted = timed(&mut tl, "upload_ones", 0, s, || {
+        let sorted = timed(tl, "upload_ones", 0, s, || {
             Ok(Sorted {
                 sorted: s.clone_htod(idx).map_err(GpuError::driver)?,
                 off: s.clone_htod(&off).map_err(GpuError::driver)?,
             })
         })?;
-        let parts = self.msm_reduce(
-            s,
-            &bases.words,
-            &sorted,
-            idx.len(),
-            idx.len(),
-            &plan,
-            &mut tl,
-        )?;
-        let ops = finish(tl)?;
-        Ok((combine_windows(&parts, plan.c, plan.groups), ops))
+        let parts = self.msm_reduce(s, &bases.words, &sorted, idx.len(), idx.len(), &plan, tl)?;
+        Ok(combine_windows(&parts, plan.c, plan.groups))
     }
 
     fn scan(
