@@ -60,6 +60,8 @@ pub enum DecodeError {
     TrailingBytes { offset: usize, trailing: usize },
     #[error("not a proofscope recording: the file does not start with the magic bytes")]
     BadMagic,
+    #[error("empty recording (the writer stopped before its header)")]
+    EmptyRecording,
     #[error(
         "recording format version {found} is not supported (this build reads version {supported})"
     )]

@@ -86,6 +86,9 @@ impl<R: Read> RecordingReader<R> {
                 Err(e) => return Err(RecordingOpenError::Io(e)),
             }
         }
+        if got == 0 {
+            return Err(RecordingOpenError::Decode(DecodeError::EmptyRecording));
+        }
         if got < 8 || header[..8] != RECORDING_MAGIC {
             return Err(RecordingOpenError::Decode(DecodeError::BadMagic));
         }

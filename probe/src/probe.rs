@@ -119,7 +119,10 @@ impl Probe {
                 path: path.clone(),
                 source,
             })?;
+            // The header reaches the file now: a prover killed before its first frame still
+            // leaves a recording that says what it is.
             let writer = RecordingWriter::new(std::io::BufWriter::with_capacity(1 << 20, file))
+                .and_then(|mut w| w.flush().map(|()| w))
                 .map_err(|source| ProbeError::Record { path, source })?;
             let q = SubQueue::new("recording".into(), config::DEFAULT_RECORDER_BYTES);
             session.arrivals.arrive(Arrival {

@@ -1,30 +1,71 @@
 //! The probe's own recording: a subscriber that writes frames to a file on a named thread,
-//! so a session is captured with no viewer attached.
+//! so a session is captured with no viewer attached. A prover killed without warning must
+//! leave a readable file: the header is on disk before the first frame, and buffered frames
+//! reach the file at least every [`FLUSH_EVERY`] and at the end of every proof.
 
 use crate::log::log;
 use crate::subscriber::SubQueue;
-use probe_protocol::RecordingWriter;
+use probe_protocol::{EventKind, RecordingWriter};
+use std::fs::File;
 use std::io::BufWriter;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-pub(crate) fn run(queue: Arc<SubQueue>, mut out: RecordingWriter<BufWriter<std::fs::File>>) {
+/// Longest a written frame waits in the buffer before it reaches the file.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+/// The writer and what is still in its buffer.
+struct Output {
+    out: RecordingWriter<BufWriter<File>>,
+    /// Written since the last flush, and when that was.
+    dirty: bool,
+    flushed: Instant,
+}
+
+impl Output {
+    fn flush(&mut self) {
+        if let Err(e) = self.out.flush() {
+            log(&format!("recording could not be flushed: {e}"));
+        }
+        self.dirty = false;
+        self.flushed = Instant::now();
+    }
+
+    /// How long the queue may be waited on before the buffer is due on disk.
+    fn patience(&self) -> Duration {
+        if self.dirty {
+            FLUSH_EVERY
+                .saturating_sub(self.flushed.elapsed())
+                .max(Duration::from_millis(1))
+        } else {
+            Duration::from_millis(200)
+        }
+    }
+}
+
+pub(crate) fn run(queue: Arc<SubQueue>, out: RecordingWriter<BufWriter<File>>) {
+    let mut o = Output {
+        out,
+        dirty: false,
+        flushed: Instant::now(),
+    };
     loop {
-        match queue.pop_blocking(Duration::from_millis(200)) {
+        match queue.pop_blocking(o.patience()) {
             Ok(Some(f)) => {
-                if let Err(e) = out.write_frame(&f.bytes) {
+                if let Err(e) = o.out.write_frame(&f.bytes) {
                     log(&format!("recording stopped: {e}"));
                     queue.close();
                     return;
                 }
+                o.dirty = true;
+                if f.counts[EventKind::ProofEnd] > 0 || o.flushed.elapsed() >= FLUSH_EVERY {
+                    o.flush();
+                }
             }
-            Ok(None) => {
-                let _ = out.flush();
-            }
+            Ok(None) if o.dirty => o.flush(),
+            Ok(None) => {}
             Err(()) => break,
         }
     }
-    if let Err(e) = out.flush() {
-        log(&format!("recording could not be flushed: {e}"));
-    }
+    o.flush();
 }

@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod gpu;
 pub mod groth16;
+pub mod output;
 
 pub use proofscope_probe as probe;
 pub use proofscope_probe::{marker, span};

@@ -40,7 +40,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     let k_circuits = args.prover.circuits as usize;
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    println!(
+    crate::outln!(
         "bench: {k_circuits} × {} 2^{} ({} constraints), backend {} ({reason}), {} cores, {} runs",
         size.kind.name(),
         size.log,
@@ -95,14 +95,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 t[(side == Side::On) as usize] = el;
             }
             if k == 0 {
-                println!(
+                crate::outln!(
                     "warm-up: off {:.3} s, on {:.3} s (not counted)",
                     t[0].as_secs_f64(),
                     t[1].as_secs_f64()
                 );
                 continue;
             }
-            println!(
+            crate::outln!(
                 "pair {k:>3} ({}): off {:.3} s, on {:.3} s, {:+.2} %",
                 if order(k)[0] == Side::Off {
                     "off, on"
@@ -115,7 +115,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             );
             pairs.push(t[0], t[1]);
         }
-        print!("{}", pairs.report(&mut rng));
+        crate::out!("{}", pairs.report(&mut rng));
         return Ok(());
     }
 
@@ -136,7 +136,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         if !ok {
             bail!("bellperson's proofs did not verify");
         }
-        println!(
+        crate::outln!(
             "round {}: this pipeline {:.3} s, bellperson {:.3} s",
             round + 1,
             a.as_secs_f64(),
@@ -146,9 +146,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         t_bp.push(b);
     }
     let (a, b) = (median(t_ours), median(t_bp));
-    println!("this pipeline: {:.3} s (median)", a.as_secs_f64());
-    println!("bellperson:    {:.3} s (median)", b.as_secs_f64());
-    println!(
+    crate::outln!("this pipeline: {:.3} s (median)", a.as_secs_f64());
+    crate::outln!("bellperson:    {:.3} s (median)", b.as_secs_f64());
+    crate::outln!(
         "ratio:         {:.2} (this / bellperson)",
         a.as_secs_f64() / b.as_secs_f64()
     );

@@ -195,7 +195,7 @@ pub fn start_probe(
         Ok(p) => Ok(p),
         Err(e) if explicit => Err(e).context("the probe could not start"),
         Err(e) => {
-            eprintln!("warning: proving without the probe: {e}");
+            crate::errln!("warning: proving without the probe: {e}");
             Ok(Probe::disabled())
         }
     }
@@ -205,7 +205,7 @@ pub fn pregenerate(args: ProverArgs) -> Result<()> {
     let size = args.size()?;
     let t = std::time::Instant::now();
     let ps = args.load_params()?;
-    println!(
+    crate::outln!(
         "parameters for {} 2^{} ({} constraints) ready in {:.1} s{}",
         size.kind.name(),
         size.log,

@@ -42,7 +42,7 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(crate::groth16::params::default_cache_dir);
     let gpu = GpuBackend::new(0, &cache)?;
-    println!("{}", gpu.describe());
+    crate::outln!("{}", gpu.describe());
     if !args.msm_only {
         ntt_sections(&gpu, &args)?;
     }
@@ -55,20 +55,24 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
         return Ok(());
     }
     let threads = rayon::current_num_threads();
-    println!(
+    crate::outln!(
         "\nG1 MSM, wall ms: GPU with inputs in pageable host memory (transfers included, median of {} after a warm-up), GPU with the bases resident, blst on {threads} CPU threads (best of {}):",
         args.reps.min(5),
         args.cpu_reps
     );
-    println!(
+    crate::outln!(
         "{:>6} {:>14} {:>14} {:>14} {:>9}  plan",
-        "size", "gpu (host)", "gpu (resident)", "cpu (blst)", "gpu=cpu"
+        "size",
+        "gpu (host)",
+        "gpu (resident)",
+        "cpu (blst)",
+        "gpu=cpu"
     );
     let mut last = None;
     for &log in &args.msm {
         let f = msm_bench::msm(&gpu.device, log, args.reps.min(5), args.cpu_reps, None)
             .with_context(|| format!("MSM of 2^{log} points"))?;
-        println!(
+        crate::outln!(
             "{:>6} {:>11.1} ms {:>11.1} ms {:>11.1} ms {:>9}  c = {}, k = {}, {} windows",
             format!("2^{log}"),
             f.gpu_host_ms,
@@ -82,7 +86,7 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
         last = Some(f);
     }
     if let Some(f) = last {
-        println!(
+        crate::outln!(
             "device operations of the last host-input run at 2^{}:",
             f.log
         );
@@ -95,9 +99,9 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
                 plans.push(MsmPlan::with_c(c, k));
             }
         }
-        println!("\nMSM plans at 2^{log}, resident inputs, device ms (best of 3):");
+        crate::outln!("\nMSM plans at 2^{log}, resident inputs, device ms (best of 3):");
         for (p, ms) in msm_bench::tune(&gpu.device, log, &plans)? {
-            println!("  c = {:>2}, k = {:>3}: {ms:>8.2} ms", p.c, p.k);
+            crate::outln!("  c = {:>2}, k = {:>3}: {ms:>8.2} ms", p.c, p.k);
         }
     }
     Ok(())
@@ -106,7 +110,7 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
 fn print_ops(ops: &[crate::gpu::TimedOp]) {
     let t0 = ops.iter().map(|o| o.start_ns).min().unwrap_or(0);
     for o in ops {
-        println!(
+        crate::outln!(
             "  {:<20} stream {}  +{:>8.3} ms  {:>8.3} ms",
             o.name,
             o.stream,
@@ -117,13 +121,18 @@ fn print_ops(ops: &[crate::gpu::TimedOp]) {
 }
 
 fn ntt_sections(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
-    println!(
+    crate::outln!(
         "\nNTT device time (CUDA events, median of {} after 2 warm-ups), data on the device:",
         args.reps
     );
-    println!(
+    crate::outln!(
         "{:>6} {:>12} {:>12} {:>12} {:>12} {:>14}",
-        "size", "forward", "inverse", "coset", "inv. coset", "fwd+bitrev"
+        "size",
+        "forward",
+        "inverse",
+        "coset",
+        "inv. coset",
+        "fwd+bitrev"
     );
     for &log in &args.sizes {
         let f = bench::ntt(gpu, log, NttOp::Forward, false, args.reps)?;
@@ -131,23 +140,25 @@ fn ntt_sections(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
         let c = bench::ntt(gpu, log, NttOp::Coset, false, args.reps)?;
         let ic = bench::ntt(gpu, log, NttOp::InverseCoset, false, args.reps)?;
         let fb = bench::ntt(gpu, log, NttOp::Forward, true, args.reps)?;
-        println!(
+        crate::outln!(
             "{:>6} {f:>9.3} ms {i:>9.3} ms {c:>9.3} ms {ic:>9.3} ms {fb:>11.3} ms",
             format!("2^{log}")
         );
     }
     let [pu, pd, gu, gd, reg] = bench::transfers(gpu, args.h_log, args.reps.min(6))?;
     let mb = (32u64 << args.h_log) as f64 / 1e6;
-    println!(
+    crate::outln!(
         "\ntransfers of 2^{} elements ({mb:.0} MB), CUDA events:",
         args.h_log
     );
-    println!(
+    crate::outln!(
         "  page-locked in place (cuMemHostRegister, {reg:.1} ms): up {pu:.1} GB/s, down {pd:.1} GB/s"
     );
-    println!("  pageable:                                   up {gu:.1} GB/s, down {gd:.1} GB/s");
+    crate::outln!(
+        "  pageable:                                   up {gu:.1} GB/s, down {gd:.1} GB/s"
+    );
     let (wall, ops) = bench::h(gpu, args.h_log, 3)?;
-    println!(
+    crate::outln!(
         "\nwhole H computation, one circuit of 2^{} (a, b, c up, H down, page-locking included): {wall:.1} ms wall (median of 3)",
         args.h_log
     );
@@ -157,7 +168,7 @@ fn ntt_sections(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
         .filter(|o| o.name.starts_with("upload"))
         .map(|o| o.ms())
         .sum();
-    println!(
+    crate::outln!(
         "  uploads: {:.1} GB/s while overlapped with the transforms",
         3.0 * mb / 1e3 / (up_ms * 1e-3)
     );

@@ -63,7 +63,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            crate::errln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }

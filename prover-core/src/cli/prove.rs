@@ -105,7 +105,7 @@ pub fn run(args: ProveArgs) -> Result<()> {
         verify: args.prover.verify(),
     })?;
     crate::groth16::dealloc::flush();
-    println!(
+    crate::outln!(
         "{} × {} 2^{} ({} constraints each), backend {} ({reason}), {} SRS",
         args.prover.circuits,
         size.kind.name(),
@@ -114,20 +114,20 @@ pub fn run(args: ProveArgs) -> Result<()> {
         backend.name(),
         if ps.synthetic() { "SYNTHETIC" } else { "real" }
     );
-    print!("{}", phase_table(&out));
-    println!(
+    crate::out!("{}", phase_table(&out));
+    crate::outln!(
         "verification: {} ({:.1} ms)",
         out.verification.as_str(),
         out.verify_time.as_secs_f64() * 1e3
     );
-    println!(
+    crate::outln!(
         "released {:.1} MB of proving vectors ({:?})",
         out.released_bytes as f64 / 1e6,
         args.prover.dealloc()
     );
     if let Some(dir) = &args.out {
         write_out(dir, &ps, &out)?;
-        println!(
+        crate::outln!(
             "wrote vk.bin, proof-<i>.bin and inputs-<i>.bin (32-byte little-endian field elements) to {}",
             dir.display()
         );

@@ -31,7 +31,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     signals::install();
     let size = args.prover.size()?;
     let (backend, reason) = select_backend(args.prover.backend)?;
-    eprintln!("backend: {} ({reason})", backend.name());
+    crate::errln!("backend: {} ({reason})", backend.name());
     let explicit = args.socket.is_some() || args.record.is_some();
     let socket = args.socket.clone().map(SocketChoice::At);
     let probe = start_probe(
@@ -42,7 +42,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         explicit,
     )?;
     if let Some(p) = probe.socket_path() {
-        eprintln!(
+        crate::errln!(
             "probe: viewers attach with `proofscope attach {}`",
             p.display()
         );
@@ -70,7 +70,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         }) {
             Ok(out) => {
                 done += 1;
-                eprintln!(
+                crate::errln!(
                     "proof {}: {} × {} 2^{} in {:.3} s, {}",
                     out.proof_id,
                     args.prover.circuits,
@@ -82,19 +82,19 @@ pub fn run(args: ServeArgs) -> Result<()> {
             }
             Err(e) => {
                 failures += 1;
-                eprintln!("proof failed: {e}");
+                crate::errln!("proof failed: {e}");
                 if failures >= 3 && done == 0 {
                     break format!("giving up: {e}");
                 }
             }
         }
         if args.pause_ms > 0 {
-            std::thread::sleep(std::time::Duration::from_millis(args.pause_ms));
+            signals::pause(std::time::Duration::from_millis(args.pause_ms));
         }
     };
     // Everything handed to the dealloc thread is freed before the session ends.
     crate::groth16::dealloc::flush();
-    eprintln!("stopping: {reason}");
+    crate::errln!("stopping: {reason}");
     probe.shutdown(&reason);
     Ok(())
 }

@@ -25,6 +25,19 @@ pub fn install() {
     }
 }
 
+/// Sleeps for `d`, or until a stop is requested (looked at every 10 ms): a pause between
+/// batches never delays a stop.
+pub fn pause(d: std::time::Duration) {
+    let end = std::time::Instant::now() + d;
+    while requested().is_none() {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(10)));
+    }
+}
+
 /// Whether a stop was requested, and by which signal.
 pub fn requested() -> Option<&'static str> {
     if SIGNALS.load(Ordering::Relaxed) == 0 {

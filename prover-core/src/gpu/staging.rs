@@ -69,7 +69,7 @@ impl Stager {
                     .thread_name(move |j| format!("stage-{device}-{j}"))
                     .build()
                     .map_err(|e| {
-                        eprintln!(
+                        crate::errln!(
                             "warning: GPU {device}: no staging threads ({e}); filling on the caller"
                         )
                     })

@@ -51,7 +51,7 @@ fn queue() -> &'static Mutex<Sender<Job>> {
                 }
             });
         if let Err(e) = spawned {
-            eprintln!(
+            crate::errln!(
                 "warning: no dealloc thread ({e}); releases will run where they are handed over"
             );
         }

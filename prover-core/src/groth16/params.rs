@@ -133,7 +133,7 @@ impl Progress {
             frac * 100.0
         );
         if self.tty {
-            eprint!("\r{line}\x1b[K");
+            crate::err!("\r{line}\x1b[K");
         }
         probe::marker_with_text("status", line);
     }
@@ -146,9 +146,9 @@ impl Progress {
             self.estimate.as_secs_f64()
         );
         if self.tty {
-            eprintln!("\r{line}\x1b[K");
+            crate::errln!("\r{line}\x1b[K");
         } else {
-            eprintln!("{line}");
+            crate::errln!("{line}");
         }
         probe::marker_with_text("status", line);
     }
@@ -202,7 +202,7 @@ pub fn load_or_generate(size: CircuitSize, cache_dir: &Path) -> Result<ParamSet,
             });
         }
         Ok(None) => {}
-        Err(why) => eprintln!(
+        Err(why) => crate::errln!(
             "warning: cached parameters {} are unusable ({why}); regenerating them",
             path.display()
         ),
