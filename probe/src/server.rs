@@ -189,12 +189,22 @@ async fn accept_loop(
     clients.abort_all();
 }
 
-async fn read_subscribe(stream: &Stream) -> Result<(bool, String), String> {
+/// Why a client got no subscription.
+enum NoSubscribe {
+    /// It connected and closed without a byte: a liveness check (`proofscope list`, a stale
+    /// socket test). Not worth a log line.
+    Looked,
+    Bad(String),
+}
+
+async fn read_subscribe(stream: &Stream) -> Result<(bool, String), NoSubscribe> {
     let mut splitter = FrameSplitter::new();
     let mut buf = [0u8; 4096];
+    let mut got_any = false;
     loop {
-        if let Some(body) = splitter.next_body().map_err(|e| e.to_string())? {
-            let frame = decode_frame(body).map_err(|e| e.to_string())?;
+        let bad = |e: String| NoSubscribe::Bad(e);
+        if let Some(body) = splitter.next_body().map_err(|e| bad(e.to_string()))? {
+            let frame = decode_frame(body).map_err(|e| bad(e.to_string()))?;
             return frame
                 .events
                 .into_iter()
@@ -202,14 +212,32 @@ async fn read_subscribe(stream: &Stream) -> Result<(bool, String), String> {
                     Event::Subscribe(s) => Some((s.history, s.client)),
                     _ => None,
                 })
-                .ok_or_else(|| "first frame holds no Subscribe".to_string());
+                .ok_or_else(|| bad("first frame holds no Subscribe".to_string()));
         }
         let mut r = stream;
-        let n = r.read(&mut buf).await.map_err(|e| e.to_string())?;
+        let n = r.read(&mut buf).await.map_err(|e| bad(e.to_string()))?;
         if n == 0 {
-            return Err("closed before subscribing".into());
+            return Err(if got_any {
+                bad("closed before subscribing".into())
+            } else {
+                NoSubscribe::Looked
+            });
         }
+        got_any = true;
         splitter.extend(&buf[..n]);
+    }
+}
+
+/// Tells a refused client why, in the only way a client can read before `Hello`: a frame
+/// holding one `Goodbye` (the protocol's refusal), then the connection closes.
+async fn refuse(stream: &Stream, session: &Session, why: &str) {
+    let bye = Event::Goodbye {
+        ts: session.clock.now_ns(),
+        reason: format!("refused: {why}"),
+    };
+    if let Ok(frame) = probe_protocol::encode_frame(0, &[bye]) {
+        let mut w = stream;
+        let _ = w.write_all(&frame).await;
     }
 }
 
@@ -219,12 +247,16 @@ async fn serve_client(stream: Stream, session: Arc<Session>) {
         Ok(c) => {
             let uid = c.euid();
             if uid != Some(my_uid()) {
-                log(&format!(
-                    "refused a connection from uid {} (pid {}): only uid {} may attach",
+                let why = format!(
+                    "only uid {} may attach to this prover, and this viewer runs as uid {}",
+                    my_uid(),
                     uid.map_or("?".into(), |u| u.to_string()),
+                );
+                log(&format!(
+                    "refused a connection (pid {}): {why}",
                     c.pid().map_or("?".into(), |p| p.to_string()),
-                    my_uid()
                 ));
+                refuse(&stream, &session, &why).await;
                 return;
             }
         }
@@ -238,7 +270,8 @@ async fn serve_client(stream: Stream, session: Arc<Session>) {
     let (history, client) =
         match tokio::time::timeout(SUBSCRIBE_TIMEOUT, read_subscribe(&stream)).await {
             Ok(Ok(s)) => s,
-            Ok(Err(e)) => {
+            Ok(Err(NoSubscribe::Looked)) => return,
+            Ok(Err(NoSubscribe::Bad(e))) => {
                 log(&format!("dropped a client: {e}"));
                 return;
             }

@@ -32,12 +32,15 @@ fn cpu_fallback_happens_and_reports_its_reason() {
     // The reason travels in Hello.
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("s.psrec");
-    let p = prover_core::cli::start_probe(
-        Some(prover_core::probe::SocketChoice::None),
-        Some(rec.clone()),
+    let p = prover_core::cli::ProbeArgs {
+        socket: None,
+        record: Some(rec.clone()),
+        force: false,
+    }
+    .start(
+        prover_core::probe::SocketChoice::None,
         backend.name(),
         &reason,
-        true,
     )
     .unwrap();
     p.shutdown("done");

@@ -6,7 +6,7 @@ use crate::child::ChildProver;
 use crate::input::{self, Action};
 use crate::model::{LinkState, Model, Retention};
 use crate::source::SourceMsg;
-use crate::source::live::{self, Live};
+use crate::source::live::{self, Live, Target};
 use crate::source::record::Recorder;
 use crate::source::replay::Replay;
 use crate::view::{Screen, ViewState};
@@ -39,6 +39,8 @@ pub struct App {
     pub warnings: Vec<String>,
     dirty: bool,
     demo_exit_seen: bool,
+    /// Since when the prover has been lost without a goodbye (live).
+    lost_since: Option<Instant>,
 }
 
 impl App {
@@ -61,13 +63,17 @@ impl App {
             warnings: Vec::new(),
             dirty: true,
             demo_exit_seen: false,
+            lost_since: None,
         }
     }
 
-    /// Follows the prover listening on `socket`.
-    pub fn live(socket: PathBuf, opts: &RunOpts) -> Result<App> {
-        let mut app = App::new(opts, socket.display().to_string());
-        app.live = Some(live::start(socket, app.tx.clone())?);
+    /// Follows a live prover.
+    pub fn live(target: Target, opts: &RunOpts) -> Result<App> {
+        let source = match &target {
+            Target::Socket(p) | Target::Discovered(p) => p.display().to_string(),
+        };
+        let mut app = App::new(opts, source);
+        app.live = Some(live::start(target, app.tx.clone())?);
         if let Some(p) = opts.record.clone() {
             app.start_recording(p)?;
         }
@@ -122,7 +128,19 @@ impl App {
                     self.view.message = None;
                 }
             }
-            SourceMsg::Link(state) => self.model.link = state,
+            SourceMsg::Link(state) => {
+                match &state {
+                    LinkState::Disconnected(_) => {
+                        self.lost_since.get_or_insert_with(Instant::now);
+                    }
+                    _ => self.lost_since = None,
+                }
+                self.model.link = state;
+            }
+            SourceMsg::Notice(note) => {
+                self.view.message = Some(note.clone());
+                self.warnings.push(note);
+            }
             SourceMsg::BadFrame(why) => {
                 self.model.bad_frames += 1;
                 self.warnings.push(why);
@@ -410,8 +428,24 @@ extern "C" fn on_sigint(_: libc::c_int) {
     INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Collects until the stop condition, then leaves the model ready for a report.
-pub fn run_headless(app: &mut App, until: Until) {
+/// How long a headless live run waits for a prover lost without a goodbye to come back.
+pub const RECONNECT_WINDOW: Duration = Duration::from_secs(10);
+
+/// How a headless run ended, beyond its report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeadlessEnd {
+    /// The prover went away without a goodbye and did not come back: why the link was lost.
+    pub vanished: Option<String>,
+    /// The link failed for good (a refusal, another protocol version): why.
+    pub failed: Option<String>,
+}
+
+/// Collects until the stop condition, then leaves the model ready for a report. A live run
+/// stops after `--proofs N` proofs completed after attaching, after `--duration`, on a signal,
+/// when the prover says goodbye (unless a duration was asked for: a restarted prover is then
+/// followed until it ends), or when the prover has been gone without a goodbye for
+/// [`RECONNECT_WINDOW`].
+pub fn run_headless(app: &mut App, until: Until) -> HeadlessEnd {
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
         libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
@@ -421,24 +455,23 @@ pub fn run_headless(app: &mut App, until: Until) {
         r.set_speed(crate::source::replay::Speed::Max);
         app.pump(Duration::ZERO);
         app.finish();
-        return;
+        return HeadlessEnd::default();
     }
     let t0 = Instant::now();
-    let done_at_start: u64 = app.model.sessions.iter().map(|s| s.proofs_done).sum();
     loop {
         app.wait(Duration::from_millis(100));
-        let done: u64 = app
-            .model
-            .sessions
-            .iter()
-            .map(|s| s.proofs_done)
-            .sum::<u64>()
-            - done_at_start;
+        // Proofs completed after attaching: the prover's history does not count.
+        let done: u64 = app.model.sessions.iter().map(|s| s.proofs_done_live).sum();
+        let said_goodbye = app.model.current().is_some_and(|s| s.goodbye.is_some());
+        let gone_too_long = app
+            .lost_since
+            .is_some_and(|t| t.elapsed() >= RECONNECT_WINDOW);
         let stop = INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
             || until.proofs.is_some_and(|n| done >= n)
             || until.duration.is_some_and(|d| t0.elapsed() >= d)
             || matches!(app.model.link, LinkState::Failed(_))
-            || app.model.current().is_some_and(|s| s.goodbye.is_some())
+            || (said_goodbye && until.duration.is_none())
+            || (gone_too_long && until.duration.is_none())
             || app.demo.as_mut().is_some_and(|d| d.status().is_some());
         if stop {
             // Take what had already arrived — not what keeps arriving: a live prover sends a
@@ -447,5 +480,22 @@ pub fn run_headless(app: &mut App, until: Until) {
             break;
         }
     }
+    let vanished = match &app.model.link {
+        LinkState::Disconnected(why) if app.lost_since.is_some() => Some(why.clone()),
+        _ => None,
+    };
+    if let Some(why) = &vanished {
+        app.warnings.push(format!(
+            "the prover vanished without a goodbye ({why}); this report covers what arrived before"
+        ));
+    }
+    let failed = match &app.model.link {
+        LinkState::Failed(why) => Some(why.clone()),
+        _ => None,
+    };
+    if let Some(why) = &failed {
+        app.warnings.push(format!("the connection failed: {why}"));
+    }
     app.finish();
+    HeadlessEnd { vanished, failed }
 }

@@ -1,54 +1,18 @@
-//! The `proofscope` command line (see docs/CLI.md; `--help` is snapshot-tested).
+//! The `proofscope` command line (see docs/CLI.md; `--help` is snapshot-tested). Each
+//! subcommand takes only the options it uses, and every value is checked by the parser: a bad
+//! one is a usage error (exit 2) that says what was expected.
 
 use crate::report::Format;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// A live profiler for GPU Groth16 provers.
 #[derive(Debug, Parser)]
 #[command(name = "proofscope", version, about, long_about = None)]
 pub struct Cli {
-    #[command(flatten)]
-    pub opts: Opts,
     #[command(subcommand)]
     pub command: Command,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct Opts {
-    /// Write a report and exit instead of showing the dashboard.
-    #[arg(long, global = true)]
-    pub headless: bool,
-    /// Report format with --headless.
-    #[arg(long, global = true, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-    /// Write the report here instead of standard output.
-    #[arg(long, short = 'o', global = true, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Record the live session to this file (the socket stream, replayable).
-    #[arg(long, global = true, value_name = "FILE")]
-    pub record: Option<PathBuf>,
-    /// Headless, live: stop after this many completed proofs.
-    #[arg(long, global = true, value_name = "N")]
-    pub proofs: Option<u64>,
-    /// Headless, live: stop after this many seconds.
-    #[arg(long, global = true, value_name = "SECS")]
-    pub duration: Option<f64>,
-    /// Headless: exit with status 3 when any gap exceeds PCT percent of its span.
-    #[arg(long, global = true, value_name = "PCT")]
-    pub fail_on_gap: Option<f64>,
-    /// A gap is flagged at this fraction of its span …
-    #[arg(long, global = true, value_name = "FRACTION", default_value_t = 0.05)]
-    pub gap_fraction: f64,
-    /// … and at least this many milliseconds.
-    #[arg(long, global = true, value_name = "MS", default_value_t = 50.0)]
-    pub gap_min_ms: f64,
-    /// Keep at most this many proofs in memory.
-    #[arg(long, global = true, value_name = "N", default_value_t = 1000)]
-    pub max_proofs: usize,
-    /// Keep roughly at most this many MiB of events in memory.
-    #[arg(long, global = true, value_name = "MIB", default_value_t = 512)]
-    pub max_mib: usize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -56,14 +20,161 @@ pub enum Command {
     /// Start the built-in prover on a small SHA-256 batch and watch it live. Prover flags
     /// (e.g. --dealloc sync, --circuit, --log-size) are passed to it.
     #[cfg(feature = "demo")]
-    Demo(crate::demo::DemoArgs),
+    Demo {
+        #[command(flatten)]
+        demo: crate::demo::DemoArgs,
+        #[command(flatten)]
+        live: LiveArgs,
+        #[command(flatten)]
+        report: ReportArgs,
+        #[command(flatten)]
+        memory: MemoryArgs,
+    },
     /// Attach to a running prover (found automatically when exactly one is running).
     Attach {
-        /// The prover's socket.
+        /// The prover's socket [default: the only prover running; when it restarts under a
+        /// new pid, the viewer follows it].
         socket: Option<PathBuf>,
+        #[command(flatten)]
+        live: LiveArgs,
+        #[command(flatten)]
+        report: ReportArgs,
+        #[command(flatten)]
+        memory: MemoryArgs,
     },
-    /// List running provers.
+    /// List running provers (stale sockets found on the way are removed).
     List,
     /// Replay a recording with the same views (or report on it with --headless).
-    Replay { file: PathBuf },
+    Replay {
+        /// The recording (.psrec) to replay.
+        file: PathBuf,
+        #[command(flatten)]
+        report: ReportArgs,
+        #[command(flatten)]
+        memory: MemoryArgs,
+    },
+}
+
+/// Options of a live session.
+#[derive(Debug, Clone, Args)]
+pub struct LiveArgs {
+    /// Record the session to this file (the socket stream, replayable).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Replace the --record file if it exists.
+    #[arg(long, requires = "record")]
+    pub force: bool,
+    /// Headless: stop after this many proofs completed after attaching.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub proofs: Option<u64>,
+    /// Headless: stop after this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+}
+
+/// Options of a report.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Write a report and exit instead of showing the dashboard.
+    #[arg(long)]
+    pub headless: bool,
+    /// Report format with --headless.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Write the report here instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Headless: exit with status 3 when any gap exceeds PCT percent of its span.
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub fail_on_gap: Option<f64>,
+    /// A gap is flagged at this fraction of its span …
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.05, value_parser = parse_fraction)]
+    pub gap_fraction: f64,
+    /// … and at least this many milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 50.0, value_parser = parse_millis)]
+    pub gap_min_ms: f64,
+}
+
+/// What the viewer keeps in memory.
+#[derive(Debug, Clone, Args)]
+pub struct MemoryArgs {
+    /// Keep at most this many proofs in memory.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub max_proofs: u64,
+    /// Keep at most this many MiB of session data in memory (older proofs are evicted).
+    #[arg(long, value_name = "MIB", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub max_mib: u64,
+}
+
+/// A finite number from `s`, or what was wrong with it.
+fn finite(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number"))?;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(format!("{s:?} is not a finite number"))
+    }
+}
+
+/// Seconds: more than 0, at most a year.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    const MAX: f64 = 366.0 * 86_400.0;
+    let v = finite(s)?;
+    if v <= 0.0 || v > MAX {
+        return Err(format!(
+            "expected seconds above 0 and at most {MAX} (a year), got {s}"
+        ));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+/// A percentage, 0 to 100.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if (0.0..=100.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("expected a percentage from 0 to 100, got {s}"))
+    }
+}
+
+/// A fraction, 0 to 1.
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("expected a fraction from 0 to 1, got {s}"))
+    }
+}
+
+/// Milliseconds, 0 to a day.
+pub fn parse_millis(s: &str) -> Result<f64, String> {
+    let v = finite(s)?;
+    if (0.0..=86_400_000.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "expected milliseconds from 0 to 86400000 (a day), got {s}"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_that_are_not_values_are_refused() {
+        for bad in ["nan", "inf", "-1", "0", "1e20", "x", ""] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_percent("nan").is_err() && parse_percent("101").is_err());
+        assert!(parse_fraction("1.01").is_err() && parse_fraction("0").is_ok());
+        assert!(parse_millis("-0.5").is_err() && parse_millis("0").is_ok());
+    }
 }

@@ -5,12 +5,12 @@ use clap::Parser;
 use probe_protocol::discovery as discover;
 use proofscope::analysis::GapRule;
 use proofscope::app::{self, App, RunOpts, Until};
-use proofscope::cli::{Cli, Command};
+use proofscope::cli::{Cli, Command, LiveArgs, MemoryArgs, ReportArgs};
 use proofscope::model::Retention;
 use proofscope::report::{self, Format};
+use proofscope::source::live::Target;
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Duration;
 
 // The demo runs this binary as its prover, which then reports allocations like `prover` does.
 #[cfg(feature = "demo")]
@@ -30,8 +30,12 @@ fn main() -> ExitCode {
     }
     match run(Cli::parse()) {
         Ok(code) => code,
+        Err(e) if e.is::<Usage>() => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            ExitCode::from(2)
+        }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            let _ = writeln!(std::io::stderr(), "error: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -60,110 +64,178 @@ fn find_one() -> Result<std::path::PathBuf> {
     }
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
-    let o = &cli.opts;
-    if !(0.0..=1.0).contains(&o.gap_fraction) {
-        bail!(
-            "--gap-fraction must be between 0 and 1, got {}",
-            o.gap_fraction
-        );
+/// A mistake in how the viewer was called: reported like clap's own, with exit status 2.
+#[derive(Debug)]
+struct Usage(String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
-    let opts = RunOpts {
+}
+
+impl std::error::Error for Usage {}
+
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Usage(msg.into()))
+}
+
+fn run_opts(report: &ReportArgs, memory: &MemoryArgs, live: Option<&LiveArgs>) -> Result<RunOpts> {
+    let record = live.and_then(|l| l.record.clone());
+    if let (Some(r), Some(o)) = (&record, &report.output)
+        && r == o
+    {
+        return Err(usage(format!(
+            "--record and --output name the same file ({}): the report would replace the recording",
+            r.display()
+        )));
+    }
+    if let (Some(r), Some(l)) = (&record, live)
+        && !l.force
+        && r.exists()
+    {
+        return Err(usage(format!(
+            "{} exists; pass --force to replace it, or record to another file",
+            r.display()
+        )));
+    }
+    Ok(RunOpts {
         retention: Retention {
-            max_proofs: o.max_proofs.max(1),
-            max_bytes: o.max_mib.max(1) << 20,
+            max_proofs: memory.max_proofs as usize,
+            max_bytes: (memory.max_mib as usize) << 20,
         },
         rule: GapRule {
-            min_fraction: o.gap_fraction,
-            min_ns: (o.gap_min_ms.max(0.0) * 1e6) as u64,
+            min_fraction: report.gap_fraction,
+            min_ns: (report.gap_min_ms * 1e6) as u64,
         },
-        record: o.record.clone(),
+        record,
+    })
+}
+
+fn list() -> ExitCode {
+    let found = discover::find();
+    if found.is_empty() {
+        let _ = writeln!(
+            std::io::stdout(),
+            "no prover sockets in {}",
+            discover::socket_dirs()
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for f in found {
+        let _ = writeln!(
+            std::io::stdout(),
+            "{:<15} {:<12} pid {:<8} {}",
+            match (f.alive, f.removed) {
+                (true, _) => "running",
+                (false, true) => "stale, removed",
+                (false, false) => "stale",
+            },
+            f.prover,
+            f.pid.map_or("?".into(), |p| p.to_string()),
+            f.path.display()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    let no_live = LiveArgs {
+        record: None,
+        force: false,
+        proofs: None,
+        duration: None,
     };
-    let mut app = match &cli.command {
-        Command::List => {
-            let found = discover::find();
-            if found.is_empty() {
-                println!(
-                    "no prover sockets in {}",
-                    discover::socket_dirs()
-                        .iter()
-                        .map(|d| d.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-            for f in found {
-                println!(
-                    "{:<15} {:<12} pid {:<8} {}",
-                    match (f.alive, f.removed) {
-                        (true, _) => "running",
-                        (false, true) => "stale, removed",
-                        (false, false) => "stale",
-                    },
-                    f.prover,
-                    f.pid.map_or("?".into(), |p| p.to_string()),
-                    f.path.display()
-                );
-            }
-            return Ok(ExitCode::SUCCESS);
-        }
-        Command::Attach { socket } => {
-            let path = match socket {
-                Some(p) => p.clone(),
-                None => find_one()?,
+    let (mut app, report, live, opts) = match &cli.command {
+        Command::List => return Ok(list()),
+        Command::Attach {
+            socket,
+            live,
+            report,
+            memory,
+        } => {
+            let opts = run_opts(report, memory, Some(live))?;
+            let target = match socket {
+                Some(p) => Target::Socket(p.clone()),
+                None => Target::Discovered(find_one()?),
             };
-            App::live(path, &opts)?
+            (App::live(target, &opts)?, report, live, opts)
         }
-        Command::Replay { file } => {
-            if o.record.is_some() {
-                bail!("--record applies to live sessions; a replay is already a recording");
-            }
-            App::replay(file.clone(), &opts)?
+        Command::Replay {
+            file,
+            report,
+            memory,
+        } => {
+            let opts = run_opts(report, memory, None)?;
+            (App::replay(file.clone(), &opts)?, report, &no_live, opts)
         }
         #[cfg(feature = "demo")]
-        Command::Demo(d) => {
-            let stop_after = if o.headless {
-                o.proofs.or(Some(3))
+        Command::Demo {
+            demo,
+            live,
+            report,
+            memory,
+        } => {
+            let opts = run_opts(report, memory, Some(live))?;
+            let stop_after = if report.headless {
+                live.proofs.or(Some(3))
             } else {
                 None
             };
-            let demo = proofscope::demo::start(d, stop_after)?;
-            let mut app = App::live(demo.socket.clone(), &opts)?;
+            let child = proofscope::demo::start(demo, stop_after)?;
+            let mut app = App::live(Target::Socket(child.socket.clone()), &opts)?;
             app.view.message = Some(format!(
                 "demo prover starting (log: {})",
-                demo.log.display()
+                child.log.display()
             ));
-            app.demo = Some(demo);
-            app
+            app.demo = Some(child);
+            (app, report, live, opts)
         }
     };
-    if !o.headless {
+    if !report.headless {
         app::run_tui(app)?;
         return Ok(ExitCode::SUCCESS);
     }
-    app::run_headless(
+    let end = app::run_headless(
         &mut app,
         Until {
-            proofs: o.proofs,
-            duration: o.duration.map(Duration::from_secs_f64),
+            proofs: live.proofs,
+            duration: live.duration,
         },
     );
     let rep = report::build(&app.model, &opts.rule, &app.source, app.warnings.clone());
-    let out = match o.format {
+    let out = match report.format {
         Format::Text => report::text(&rep),
         Format::Json => report::json(&rep),
         Format::Chrome => report::chrome_trace(&app.model),
     };
-    match &o.output {
+    match &report.output {
         Some(path) => {
             std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))?
         }
         None => std::io::stdout().write_all(out.as_bytes())?,
     }
-    if let Some(pct) = o.fail_on_gap {
+    if let Some(why) = &end.failed {
+        let _ = writeln!(std::io::stderr(), "error: {why}");
+        return Ok(ExitCode::FAILURE);
+    }
+    if let Some(why) = &end.vanished {
+        let _ = writeln!(
+            std::io::stderr(),
+            "the prover vanished without a goodbye: {why}"
+        );
+        return Ok(ExitCode::from(5));
+    }
+    if let Some(pct) = report.fail_on_gap {
         let worst = rep.worst_gap_pct();
         if worst > pct {
-            eprintln!("a gap of {worst:.1}% exceeds --fail-on-gap {pct}%");
+            let _ = writeln!(
+                std::io::stderr(),
+                "a gap of {worst:.1}% exceeds --fail-on-gap {pct}%"
+            );
             return Ok(ExitCode::from(3));
         }
     }

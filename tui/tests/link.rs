@@ -6,6 +6,7 @@ mod common;
 use proofscope::app::App;
 use proofscope::input::Action;
 use proofscope::model::{LinkState, Model, Retention};
+use proofscope::source::live::Target;
 use std::io::Write;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -53,7 +54,7 @@ fn the_ui_keeps_its_data_and_reconnects_when_the_prover_returns() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("p.sock");
     let mut first = prover(&sock, 1);
-    let mut app = App::live(sock.clone(), &common::opts()).unwrap();
+    let mut app = App::live(Target::Socket(sock.clone()), &common::opts()).unwrap();
     assert!(
         pump_until(&mut app, 120, |a| a
             .model
@@ -65,10 +66,10 @@ fn the_ui_keeps_its_data_and_reconnects_when_the_prover_returns() {
     first.wait().unwrap();
     assert!(
         pump_until(&mut app, 10, |a| matches!(
-            a.model.link,
-            LinkState::Disconnected(_)
+            &a.model.link,
+            LinkState::Ended(why) if why.starts_with("prover finished: done: 1 proofs")
         )),
-        "the UI did not say the prover went away: {:?}",
+        "the UI did not say the prover finished: {:?}",
         app.model.link
     );
     let kept = app.model.sessions[0].proofs_done;
@@ -101,7 +102,7 @@ fn a_protocol_mismatch_is_a_clear_message_not_a_crash() {
             std::thread::sleep(Duration::from_millis(500));
         })
         .unwrap();
-    let mut app = App::live(sock, &common::opts()).unwrap();
+    let mut app = App::live(Target::Socket(sock), &common::opts()).unwrap();
     assert!(pump_until(&mut app, 10, |a| matches!(
         a.model.link,
         LinkState::Failed(_)
@@ -193,7 +194,7 @@ fn headless_stops_on_time_while_the_prover_keeps_streaming() {
             }
         })
         .unwrap();
-    let mut app = App::live(sock, &common::opts()).unwrap();
+    let mut app = App::live(Target::Socket(sock), &common::opts()).unwrap();
     let t0 = Instant::now();
     proofscope::app::run_headless(
         &mut app,

@@ -49,8 +49,9 @@ pub enum VerifyArg {
     Off,
 }
 
+/// What the parameters are for: the circuit, its size, the SRS and where it is cached.
 #[derive(Debug, Clone, Args)]
-pub struct ProverArgs {
+pub struct ParamsArgs {
     /// Which circuit to prove.
     #[arg(long, value_enum, default_value_t = CircuitArg::Sha256)]
     pub circuit: CircuitArg,
@@ -58,45 +59,27 @@ pub struct ProverArgs {
     /// smallest (sha256: 15, squaring: 12).
     #[arg(long = "log-size", value_name = "N")]
     pub log_size: Option<u32>,
-    /// Circuits per batch (one proof each).
-    #[arg(long, value_name = "K", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub circuits: u32,
-    /// How the proving vectors are released at the end of a proof.
-    #[arg(long, value_enum, default_value_t = DeallocArg::Async)]
-    pub dealloc: DeallocArg,
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-    pub backend: BackendChoice,
     #[arg(long, value_enum, default_value_t = SrsArg::Real)]
     pub srs: SrsArg,
-    /// Which proofs to verify.
-    #[arg(long, value_enum, default_value_t = VerifyArg::Every)]
-    pub verify: VerifyArg,
     /// Parameter cache directory [default: $PROOFSCOPE_CACHE, $XDG_CACHE_HOME/proofscope or ~/.cache/proofscope].
     #[arg(long, value_name = "DIR")]
     pub cache: Option<PathBuf>,
 }
 
-impl ProverArgs {
-    /// These flags as command-line arguments (to start another prover with them).
+fn val<T: ValueEnum>(v: &T) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_owned())
+        .unwrap_or_default()
+}
+
+impl ParamsArgs {
+    /// These flags as command-line arguments.
     pub fn to_args(&self) -> Vec<String> {
-        fn val<T: ValueEnum>(v: &T) -> String {
-            v.to_possible_value()
-                .map(|p| p.get_name().to_owned())
-                .unwrap_or_default()
-        }
         let mut a = vec![
             "--circuit".into(),
             val(&self.circuit),
-            "--circuits".into(),
-            self.circuits.to_string(),
-            "--dealloc".into(),
-            val(&self.dealloc),
-            "--backend".into(),
-            val(&self.backend),
             "--srs".into(),
             val(&self.srs),
-            "--verify".into(),
-            val(&self.verify),
         ];
         if let Some(n) = self.log_size {
             a.extend(["--log-size".into(), n.to_string()]);
@@ -123,21 +106,6 @@ impl ProverArgs {
         Ok(kind.size_for(log)?)
     }
 
-    pub fn dealloc(&self) -> DeallocMode {
-        match self.dealloc {
-            DeallocArg::Sync => DeallocMode::Sync,
-            DeallocArg::Async => DeallocMode::Async,
-        }
-    }
-
-    pub fn verify(&self) -> VerifyMode {
-        match self.verify {
-            VerifyArg::Every => VerifyMode::Every,
-            VerifyArg::One => VerifyMode::OnePerBatch,
-            VerifyArg::Off => VerifyMode::Off,
-        }
-    }
-
     pub fn srs(&self) -> SrsMode {
         match self.srs {
             SrsArg::Real => SrsMode::Real,
@@ -156,6 +124,65 @@ impl ProverArgs {
     }
 }
 
+/// How a batch is proved: its parameters, its size, where, and what happens after.
+#[derive(Debug, Clone, Args)]
+pub struct ProverArgs {
+    #[command(flatten)]
+    pub params: ParamsArgs,
+    /// Circuits per batch (one proof each).
+    #[arg(long, value_name = "K", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub circuits: u32,
+    /// How the proving vectors are released at the end of a proof.
+    #[arg(long, value_enum, default_value_t = DeallocArg::Async)]
+    pub dealloc: DeallocArg,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// Which proofs to verify.
+    #[arg(long, value_enum, default_value_t = VerifyArg::Every)]
+    pub verify: VerifyArg,
+}
+
+impl ProverArgs {
+    /// These flags as command-line arguments (to start another prover with them).
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a = self.params.to_args();
+        a.extend([
+            "--circuits".into(),
+            self.circuits.to_string(),
+            "--dealloc".into(),
+            val(&self.dealloc),
+            "--backend".into(),
+            val(&self.backend),
+            "--verify".into(),
+            val(&self.verify),
+        ]);
+        a
+    }
+
+    pub fn size(&self) -> Result<CircuitSize> {
+        self.params.size()
+    }
+
+    pub fn load_params(&self) -> Result<ParamSet> {
+        self.params.load_params()
+    }
+
+    pub fn dealloc(&self) -> DeallocMode {
+        match self.dealloc {
+            DeallocArg::Sync => DeallocMode::Sync,
+            DeallocArg::Async => DeallocMode::Async,
+        }
+    }
+
+    pub fn verify(&self) -> VerifyMode {
+        match self.verify {
+            VerifyArg::Every => VerifyMode::Every,
+            VerifyArg::One => VerifyMode::OnePerBatch,
+            VerifyArg::Off => VerifyMode::Off,
+        }
+    }
+}
+
 /// The backend to prove with, and why (for `Hello` and the log).
 pub fn select_backend(choice: BackendChoice) -> Result<(Box<dyn Backend>, String)> {
     if choice == BackendChoice::Cpu {
@@ -170,38 +197,70 @@ pub fn select_backend(choice: BackendChoice) -> Result<(Box<dyn Backend>, String
     }
 }
 
-/// Starts the probe from the environment plus these overrides. A probe that cannot start is
-/// an error only when the user asked for it explicitly (a socket path or a recording).
-pub fn start_probe(
-    socket: Option<SocketChoice>,
-    record: Option<PathBuf>,
-    backend: &str,
-    backend_reason: &str,
-    explicit: bool,
-) -> Result<Probe> {
-    let mut cfg = ProbeConfig::from_env("prover", env!("CARGO_PKG_VERSION"))?;
-    if let Some(s) = socket {
-        cfg = cfg.socket(s);
+/// How a proving subcommand is watched: its socket and its recording.
+#[derive(Debug, Clone, Args)]
+pub struct ProbeArgs {
+    /// Socket for viewers, or `none` for no socket [serve: $XDG_RUNTIME_DIR/proofscope/prover-<pid>.sock; prove: none].
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Also write the session to this recording file.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Replace the --record file if it exists.
+    #[arg(long, requires = "record")]
+    pub force: bool,
+}
+
+impl ProbeArgs {
+    /// The socket asked for; `default` when none was named.
+    fn socket_choice(&self, default: SocketChoice) -> SocketChoice {
+        match &self.socket {
+            None => default,
+            Some(p) if p.as_os_str() == "none" => SocketChoice::None,
+            Some(p) => SocketChoice::At(p.clone()),
+        }
     }
-    if record.is_some() {
-        cfg = cfg.record(record);
-    }
-    let info = SessionInfo {
-        backend: backend.into(),
-        backend_reason: backend_reason.into(),
-        command_line: std::env::args().collect(),
-    };
-    match Probe::start(cfg, info) {
-        Ok(p) => Ok(p),
-        Err(e) if explicit => Err(e).context("the probe could not start"),
-        Err(e) => {
-            crate::errln!("warning: proving without the probe: {e}");
-            Ok(Probe::disabled())
+
+    /// Starts the probe from the environment plus these options. A probe that cannot start is
+    /// an error only when the user asked for it explicitly (a socket path or a recording).
+    pub fn start(
+        &self,
+        default: SocketChoice,
+        backend: &str,
+        backend_reason: &str,
+    ) -> Result<Probe> {
+        if let Some(r) = &self.record
+            && !self.force
+            && r.exists()
+        {
+            return Err(anyhow::Error::new(super::Usage(format!(
+                "{} exists; pass --force to replace it, or record to another file",
+                r.display()
+            ))));
+        }
+        let mut cfg = ProbeConfig::from_env("prover", env!("CARGO_PKG_VERSION"))?
+            .socket(self.socket_choice(default));
+        if self.record.is_some() {
+            cfg = cfg.record(self.record.clone());
+        }
+        let info = SessionInfo {
+            backend: backend.into(),
+            backend_reason: backend_reason.into(),
+            command_line: std::env::args().collect(),
+        };
+        let explicit = self.socket.is_some() || self.record.is_some();
+        match Probe::start(cfg, info) {
+            Ok(p) => Ok(p),
+            Err(e) if explicit => Err(e).context("the probe could not start"),
+            Err(e) => {
+                crate::errln!("warning: proving without the probe: {e}");
+                Ok(Probe::disabled())
+            }
         }
     }
 }
 
-pub fn pregenerate(args: ProverArgs) -> Result<()> {
+pub fn pregenerate(args: ParamsArgs) -> Result<()> {
     let size = args.size()?;
     let t = std::time::Instant::now();
     let ps = args.load_params()?;

@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-pub use common::{BackendChoice, ProverArgs, select_backend, start_probe};
+pub use common::{BackendChoice, ParamsArgs, ProbeArgs, ProverArgs, select_backend};
 
 /// A Groth16 prover over BLS12-381, shaped like Filecoin's C2, carrying the proofscope probe.
 #[derive(Debug, Parser)]
@@ -29,12 +29,24 @@ pub enum Command {
     /// Prove one batch and print a phase table.
     Prove(prove::ProveArgs),
     /// Generate (and cache) the parameters for a circuit and size.
-    Params(common::ProverArgs),
+    Params(common::ParamsArgs),
     /// Prove the same batch with this pipeline and with bellperson, and compare.
     Bench(bench::BenchArgs),
     /// Time the GPU kernels, transfers and the H computation (needs an NVIDIA GPU).
     GpuBench(gpu_bench::GpuBenchArgs),
 }
+
+/// A mistake in how the prover was called, found after parsing: exit status 2, like clap's.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
 
 /// Runs the CLI with these arguments (the first is the program name).
 pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
@@ -62,6 +74,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<Usage>() => {
+            crate::errln!("error: {e}");
+            ExitCode::from(2)
+        }
         Err(e) => {
             crate::errln!("error: {e:#}");
             ExitCode::FAILURE

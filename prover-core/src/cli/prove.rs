@@ -1,6 +1,6 @@
 //! `prover prove`: one batch, a phase table, and optionally the artefacts for another verifier.
 
-use super::common::{ProverArgs, select_backend, start_probe};
+use super::common::{ProbeArgs, ProverArgs, select_backend};
 use crate::groth16::pipeline::{BatchOutput, BatchRequest, prove_batch};
 use crate::probe::SocketChoice;
 use anyhow::{Context, Result};
@@ -17,12 +17,8 @@ pub struct ProveArgs {
     /// Write the verifying key, the proofs and the public inputs here (bellperson's formats).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Serve the probe on this socket while proving.
-    #[arg(long, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
-    /// Record the session to this file.
-    #[arg(long, value_name = "FILE")]
-    pub record: Option<PathBuf>,
+    #[command(flatten)]
+    pub probe: ProbeArgs,
 }
 
 /// The phase table, as printed.
@@ -79,19 +75,9 @@ fn write_out(dir: &Path, ps: &crate::groth16::params::ParamSet, out: &BatchOutpu
 pub fn run(args: ProveArgs) -> Result<()> {
     let size = args.prover.size()?;
     let (backend, reason) = select_backend(args.prover.backend)?;
-    let explicit = args.socket.is_some() || args.record.is_some();
-    let socket = Some(
-        args.socket
-            .clone()
-            .map_or(SocketChoice::None, SocketChoice::At),
-    );
-    let probe = start_probe(
-        socket,
-        args.record.clone(),
-        backend.name(),
-        &reason,
-        explicit,
-    )?;
+    let probe = args
+        .probe
+        .start(SocketChoice::None, backend.name(), &reason)?;
     let ps = args.prover.load_params()?;
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
     let circuits = (0..args.prover.circuits)

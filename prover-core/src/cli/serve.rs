@@ -1,13 +1,12 @@
 //! `prover serve`: prove batches in a loop with the probe on, until N proofs or a signal.
 
-use super::common::{ProverArgs, select_backend, start_probe};
+use super::common::{ProbeArgs, ProverArgs, select_backend};
 use super::signals;
 use crate::groth16::pipeline::{BatchRequest, prove_batch};
 use crate::probe::SocketChoice;
 use anyhow::Result;
 use clap::Args;
 use rand::SeedableRng;
-use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -16,12 +15,8 @@ pub struct ServeArgs {
     /// Stop after this many proofs (batches); 0 runs until SIGINT/SIGTERM.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub proofs: u64,
-    /// Socket path for viewers [default: $XDG_RUNTIME_DIR/proofscope/prover-<pid>.sock].
-    #[arg(long, value_name = "PATH")]
-    pub socket: Option<PathBuf>,
-    /// Also write the session to this recording file.
-    #[arg(long, value_name = "FILE")]
-    pub record: Option<PathBuf>,
+    #[command(flatten)]
+    pub probe: ProbeArgs,
     /// Pause between batches, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub pause_ms: u64,
@@ -32,15 +27,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let size = args.prover.size()?;
     let (backend, reason) = select_backend(args.prover.backend)?;
     crate::errln!("backend: {} ({reason})", backend.name());
-    let explicit = args.socket.is_some() || args.record.is_some();
-    let socket = args.socket.clone().map(SocketChoice::At);
-    let probe = start_probe(
-        socket,
-        args.record.clone(),
-        backend.name(),
-        &reason,
-        explicit,
-    )?;
+    let probe = args
+        .probe
+        .start(SocketChoice::Default, backend.name(), &reason)?;
     if let Some(p) = probe.socket_path() {
         crate::errln!(
             "probe: viewers attach with `proofscope attach {}`",

@@ -142,6 +142,9 @@ impl Session {
                 if pr.end.is_none() {
                     pr.end = Some(*p);
                     self.proofs_done += 1;
+                    if self.live {
+                        self.proofs_done_live += 1;
+                    }
                     self.first_end.get_or_insert(ts);
                     self.last_end = Some(ts);
                 }
@@ -253,6 +256,7 @@ impl Session {
             }
             Event::LiveStart { .. } => {
                 self.seen_until = None;
+                self.live = true;
                 0
             }
             Event::Goodbye { ts, reason } => {

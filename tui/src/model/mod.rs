@@ -149,6 +149,11 @@ pub struct Session {
     pub now: u64,
     pub events: u64,
     pub proofs_done: u64,
+    /// Proofs completed after `LiveStart` (not replayed from the prover's history): what a
+    /// headless `--proofs N` counts.
+    pub proofs_done_live: u64,
+    /// `LiveStart` has been seen: what follows is live.
+    pub live: bool,
     /// Session time of the first and latest ProofEnd, for proofs/min.
     pub first_end: Option<u64>,
     pub last_end: Option<u64>,

@@ -16,4 +16,6 @@ pub enum SourceMsg {
     Link(crate::model::LinkState),
     /// A frame that did not decode (counted; the stream goes on).
     BadFrame(String),
+    /// Something the user should read (e.g. a restarted prover is followed now).
+    Notice(String),
 }

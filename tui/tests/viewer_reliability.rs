@@ -1,0 +1,288 @@
+//! The viewer as production breaks it: its prover killed, restarted under a new pid, or
+//! refusing it; the viewer called with nonsense. Each ends in a clear message and a status.
+// These run the built-in prover (`proofscope prover …`): the `demo` feature.
+#![cfg(feature = "demo")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
+
+fn cache() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache")
+}
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `proofscope prover serve` with `extra` arguments and environment `env`.
+fn serve(extra: &[&str], env: &[(&str, &Path)]) -> Running {
+    let mut c = Command::new(BIN);
+    c.args([
+        "prover",
+        "serve",
+        "--circuit",
+        "squaring",
+        "--log-size",
+        "10",
+        "--circuits",
+        "2",
+        "--pause-ms",
+        "200",
+    ])
+    .args(extra)
+    .arg("--cache")
+    .arg(cache())
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    Running(c.spawn().unwrap())
+}
+
+fn wait_for_socket(dir: &Path, not: Option<&Path>) -> PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(p) = std::fs::read_dir(dir).ok().and_then(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .find(|p| p.extension().is_some_and(|x| x == "sock") && Some(p.as_path()) != not)
+        }) {
+            return p;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no prover socket in {}",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn a_killed_prover_ends_a_headless_attach_with_status_5_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("k.sock");
+    let mut p = serve(&["--socket", sock.to_str().unwrap()], &[]);
+    let _ = wait_for_socket(dir.path(), None);
+    let viewer = Command::new(BIN)
+        .arg("attach")
+        .arg(&sock)
+        .arg("--headless")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    p.0.kill().unwrap();
+    let t = Instant::now();
+    let out = viewer.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "the viewer waited {:?}",
+        t.elapsed()
+    );
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{all}");
+    assert!(
+        all.contains("the prover vanished without a goodbye"),
+        "{all}"
+    );
+    assert!(
+        all.contains("== session 1 =="),
+        "the report is printed: {all}"
+    );
+}
+
+#[test]
+fn attached_by_discovery_the_viewer_follows_a_restarted_prover() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = dir.path().join("run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    let env = [("XDG_RUNTIME_DIR", runtime.as_path())];
+    let socks = runtime.join("proofscope");
+    let mut first = serve(&[], &env);
+    let old = wait_for_socket_in(&socks, None);
+    let viewer = Command::new(BIN)
+        .args([
+            "attach",
+            "--headless",
+            "--duration",
+            "25",
+            "--format",
+            "json",
+        ])
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    first.0.kill().unwrap(); // its socket file stays: stale
+    first.0.wait().unwrap();
+    let _second = serve(&[], &env);
+    let new = wait_for_socket_in(&socks, Some(&old));
+    assert_ne!(old, new);
+    let out = viewer.wait_with_output().unwrap();
+    let all = text(&out);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect(&all);
+    let pids: Vec<u64> = j["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2, "both provers' sessions: {all}");
+    assert_ne!(pids[0], pids[1]);
+    let warnings = j["warnings"].to_string();
+    assert!(
+        warnings.contains("following the prover that replaced prover (pid"),
+        "{warnings}"
+    );
+    // The second prover keeps running: the run ended on time, not as a vanished prover.
+    assert_eq!(out.status.code(), Some(0), "{all}");
+}
+
+fn wait_for_socket_in(dir: &Path, not: Option<&Path>) -> PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !dir.exists() {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let p = wait_for_socket(dir, not);
+    // Alive, not a leftover.
+    while std::os::unix::net::UnixStream::connect(&p).is_err() {
+        assert!(Instant::now() < deadline, "{} never listened", p.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    p
+}
+
+#[test]
+fn a_viewer_refused_by_the_uid_check_is_told_why_and_stops() {
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 || Command::new("setpriv").arg("--version").output().is_err()
+    {
+        println!("SKIPPED: needs root and setpriv to run the prover as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let open = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    };
+    open(dir.path());
+    let cache = dir.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    open(&cache);
+    let sock = dir.path().join("nobody.sock");
+    let _prover = Running(
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+            .args([
+                "prover",
+                "serve",
+                "--circuit",
+                "squaring",
+                "--log-size",
+                "10",
+                "--pause-ms",
+                "200",
+            ])
+            .arg("--socket")
+            .arg(&sock)
+            .arg("--cache")
+            .arg(&cache)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+        assert!(Instant::now() < deadline, "the prover never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let t = Instant::now();
+    let out = Command::new(BIN)
+        .arg("attach")
+        .arg(&sock)
+        .args(["--headless", "--duration", "60"])
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "it kept retrying: {all}"
+    );
+    assert!(
+        all.contains("the prover refused this viewer: refused: only uid 65534 may attach"),
+        "{all}"
+    );
+}
+
+/// Every option with a value it cannot take: status 2, a message, no panic.
+#[test]
+fn every_invalid_option_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("exists.psrec");
+    std::fs::write(&rec, b"").unwrap();
+    let nowhere = dir.path().join("none.sock");
+    let n = nowhere.to_str().unwrap();
+    let r = rec.to_str().unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["attach", n, "--headless", "--duration", "nan"],
+        vec!["attach", n, "--headless", "--duration=-1"],
+        vec!["attach", n, "--headless", "--duration", "1e20"],
+        vec!["attach", n, "--headless", "--duration", "0"],
+        vec!["attach", n, "--headless", "--proofs", "0"],
+        vec!["attach", n, "--headless", "--proofs", "-3"],
+        vec!["replay", r, "--headless", "--fail-on-gap", "nan"],
+        vec!["replay", r, "--headless", "--fail-on-gap", "101"],
+        vec!["replay", r, "--gap-fraction", "2"],
+        vec!["replay", r, "--gap-fraction", "inf"],
+        vec!["replay", r, "--gap-min-ms", "-1"],
+        vec!["replay", r, "--max-proofs", "0"],
+        vec!["replay", r, "--max-mib", "0"],
+        vec!["replay", r, "--format", "xml"],
+        vec!["replay", r, "--record", "x.psrec"],
+        vec!["replay"],
+        vec!["list", "--headless"],
+        vec!["attach", n, "--record", r],
+        vec!["attach", n, "--record", "same.psrec", "-o", "same.psrec"],
+        vec!["attach", n, "--force"],
+        vec!["prover", "serve", "--circuits", "0"],
+        vec!["prover", "serve", "--pause-ms", "soon"],
+        vec!["prover", "serve", "--record", r],
+        vec!["prover", "params", "--dealloc", "sync"],
+        vec!["prover", "bench", "--runs", "0"],
+    ];
+    for args in cases {
+        let out = Command::new(BIN).args(&args).output().unwrap();
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {all}");
+        assert!(!all.contains("panicked"), "{args:?}: {all}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("error"),
+            "{args:?} says nothing: {all}"
+        );
+    }
+}
