@@ -1,47 +1,52 @@
-//! The `--help` texts are part of docs/CLI.md, verbatim: this keeps the two from drifting.
+//! The `--help` texts of every command and subcommand are part of docs/CLI.md, verbatim: this
+//! keeps the two from drifting. (The documented texts are the default build's, with `demo`.)
+#![cfg(feature = "demo")]
 use clap::CommandFactory;
 
 fn docs() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/CLI.md")).unwrap()
 }
 
-// The documented help is the default build's (with `demo`).
-#[cfg(feature = "demo")]
-#[test]
-fn proofscope_help_is_in_the_docs() {
-    let help = proofscope::cli::Cli::command().render_help().to_string();
-    let help = help.trim_end();
+/// `cmd`'s help and every subcommand's (as `<bin> <sub> --help` prints it) are in the docs.
+fn all_helps_documented(mut cmd: clap::Command, bin: &str) {
+    cmd.build();
+    let docs = docs();
+    // `--help` prints the long form when any option has more to say, else the short one.
+    let top = cmd.render_long_help().to_string();
+    let short = cmd.render_help().to_string();
     assert!(
-        docs().contains(help),
-        "docs/CLI.md is out of date; `proofscope --help` says:\n{help}"
+        docs.contains(top.trim_end()) || docs.contains(short.trim_end()),
+        "docs/CLI.md is out of date; `{bin} --help` says:\n{short}"
     );
+    for sub in cmd.get_subcommands_mut() {
+        if sub.get_name() == "help" {
+            continue;
+        }
+        let name = sub.get_name().to_owned();
+        // A subcommand renders its usage under its parent's name once built.
+        let fix = |h: String| {
+            let prefixed = format!("Usage: {bin} {name}");
+            if h.contains(&prefixed) {
+                h.trim_end().to_owned()
+            } else {
+                h.trim_end().replace(&format!("Usage: {name}"), &prefixed)
+            }
+        };
+        let long = fix(sub.render_long_help().to_string());
+        let short = fix(sub.render_help().to_string());
+        assert!(
+            docs.contains(&long) || docs.contains(&short),
+            "docs/CLI.md is out of date; `{bin} {name} --help` says:\n{long}"
+        );
+    }
 }
 
-#[cfg(feature = "demo")]
 #[test]
-fn prover_help_is_in_the_docs() {
-    let help = prover_core::cli::Cli::command().render_help().to_string();
-    let help = help.trim_end();
-    assert!(
-        docs().contains(help),
-        "docs/CLI.md is out of date; `prover --help` says:\n{help}"
-    );
+fn proofscope_helps_are_in_the_docs() {
+    all_helps_documented(proofscope::cli::Cli::command(), "proofscope");
 }
 
-#[cfg(feature = "demo")]
 #[test]
-fn gpu_bench_help_is_in_the_docs() {
-    let mut cmd = prover_core::cli::Cli::command();
-    let sub = cmd
-        .find_subcommand_mut("gpu-bench")
-        .expect("prover has a gpu-bench subcommand");
-    let help = sub.render_help().to_string();
-    // The subcommand renders its own usage line; clap names it after the parent when built.
-    let help = help
-        .trim_end()
-        .replace("Usage: gpu-bench", "Usage: prover gpu-bench");
-    assert!(
-        docs().contains(&help),
-        "docs/CLI.md is out of date; `prover gpu-bench --help` says:\n{help}"
-    );
+fn prover_helps_are_in_the_docs() {
+    all_helps_documented(prover_core::cli::Cli::command(), "prover");
 }
