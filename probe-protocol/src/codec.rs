@@ -280,12 +280,11 @@ pub(crate) fn decode_event(
     let start = r.pos();
     let n = r.read_array_len("event")?;
     if n == 0 {
-        return Err(DecodeError::MissingFields {
+        return Err(DecodeError::BadPayload {
             offset: start,
             index,
             tag: 0,
-            found: 0,
-            needed: 1,
+            message: "an empty array: an event starts with its tag".into(),
         });
     }
     let tag_at = r.pos();
@@ -305,8 +304,8 @@ pub(crate) fn decode_event(
             offset: tag_at,
             index,
             tag: t,
-            found: n,
-            needed,
+            found: n - 1,
+            needed: needed - 1,
         });
     }
     let ev = match t as u8 {
@@ -340,7 +339,8 @@ pub(crate) fn decode_event(
                 let at = r.pos();
                 let d = r.read_i64("parent delta")?;
                 let p = span as i128 - d as i128;
-                if p < 0 || p > crate::codec::MAX_ABS as i128 {
+                // Span ids are never 0: a parent of 0 is as wrong as a negative one.
+                if p < 1 || p > crate::codec::MAX_ABS as i128 {
                     return Err(DecodeError::OutOfRange {
                         offset: at,
                         what: "parent delta",

@@ -40,8 +40,10 @@ pub enum DecodeError {
     )]
     FrameTooLarge { len: usize, max: usize },
     #[error(
-        "at byte {offset}: event {index} (tag {tag}) has {found} field(s), needs at least {needed}"
+        "at byte {offset}: event {index} (tag {tag}) has {found} field(s) after its tag, needs at least {needed}"
     )]
+    /// `found` and `needed` count the elements after the tag, as docs/PROTOCOL.md lists them
+    /// (in a frame header: the header's elements).
     MissingFields {
         offset: usize,
         index: usize,
@@ -66,6 +68,10 @@ pub enum DecodeError {
         "recording format version {found} is not supported (this build reads version {supported})"
     )]
     UnsupportedRecordingVersion { found: u16, supported: u16 },
+    #[error(
+        "recording header flags 0x{flags:04x}: this reader knows no flags (format version 1 defines none)"
+    )]
+    UnknownRecordingFlags { flags: u16 },
 }
 
 /// Why an event or frame could not be encoded.

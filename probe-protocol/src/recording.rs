@@ -108,6 +108,12 @@ impl<R: Read> RecordingReader<R> {
                 },
             ));
         }
+        let flags = u16::from_le_bytes([header[10], header[11]]);
+        if flags != 0 {
+            return Err(RecordingOpenError::Decode(
+                DecodeError::UnknownRecordingFlags { flags },
+            ));
+        }
         Ok(RecordingReader {
             // Offsets then count from the start of the file.
             frames: FrameReader::starting_at(input, HEADER_LEN as u64),

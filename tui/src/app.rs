@@ -83,8 +83,10 @@ impl App {
     /// Replays a recording file.
     pub fn replay(file: PathBuf, opts: &RunOpts) -> Result<App> {
         let mut app = App::new(opts, file.display().to_string());
-        let r = Replay::open(&file)?;
+        // The proof index takes at most a sixteenth of the memory budget.
+        let r = Replay::open(&file, opts.retention.max_bytes / 16)?;
         app.warnings.extend(r.warnings.iter().cloned());
+        app.model.bad_frames += r.bad_frames();
         app.replay = Some(r);
         app.update_transport();
         Ok(app)
@@ -154,11 +156,8 @@ impl App {
         let t0 = Instant::now();
         let mut n = 0;
         if let Some(r) = self.replay.as_mut() {
-            let due: Vec<_> = r.due().to_vec();
-            n += due.len();
-            for f in due {
-                self.model.ingest_all(f.events);
-            }
+            let model = &mut self.model;
+            n += r.due(|events| model.ingest_all(events));
             if n > 0 {
                 self.dirty = true;
             }
@@ -218,7 +217,7 @@ impl App {
             crate::format::dur(r.position()),
             crate::format::dur(r.end()),
             r.next,
-            r.frames.len(),
+            r.frame_count(),
             proofs
         ));
         self.model.link = LinkState::Replay {
@@ -248,22 +247,25 @@ impl App {
         }
     }
 
-    /// Re-ingests a replay up to frame `idx` (fresh model when going back).
+    /// Ingests a replay up to frame `idx` (a fresh model when going back).
     fn replay_seek(&mut self, idx: usize) {
         let Some(r) = self.replay.as_mut() else {
             return;
         };
-        let back = idx < r.next;
-        let from = if back { 0 } else { r.next };
-        if back {
-            let link = std::mem::take(&mut self.model.link);
-            self.model = Model::new(self.model.retention);
-            self.model.link = link;
+        let model = &mut self.model;
+        let sought = r.seek(idx, |frame| match frame {
+            Some(events) => model.ingest_all(events),
+            None => {
+                let link = std::mem::take(&mut model.link);
+                let bad = model.bad_frames;
+                *model = Model::new(model.retention);
+                model.link = link;
+                model.bad_frames = bad;
+            }
+        });
+        if let Err(e) = sought {
+            self.view.message = Some(format!("replay: {e:#}"));
         }
-        for f in &r.frames[from..=idx.min(r.frames.len().saturating_sub(1))] {
-            self.model.ingest_all(f.events.iter().cloned());
-        }
-        r.seek(idx);
         self.view.selected = None;
         self.view.follow = true;
         self.update_transport();
@@ -332,19 +334,9 @@ impl App {
                 let target = self
                     .replay
                     .as_ref()
-                    .and_then(|r| r.proof_boundary(a == Action::NextProof));
+                    .and_then(|r| r.proof_target(a == Action::NextProof));
                 if let Some(i) = target {
-                    // Show the proof whose begin is at `i`: ingest through its end.
-                    let end = self.replay.as_ref().and_then(|r| {
-                        let pid = r.frames[i].events.iter().find_map(|e| match e {
-                            probe_protocol::Event::ProofBegin(p) => Some(p.proof),
-                            _ => None,
-                        })?;
-                        (i..r.frames.len()).find(|&j| {
-                            r.frames[j].events.iter().any(|e| matches!(e, probe_protocol::Event::ProofEnd(p) if p.proof == pid))
-                        })
-                    });
-                    self.replay_seek(end.unwrap_or(i));
+                    self.replay_seek(i);
                 }
             }
         }

@@ -125,11 +125,13 @@ fn retention_evicts_the_oldest_proofs_and_counts_them() {
         max_bytes: usize::MAX,
     });
     // Re-ingest the recording's events into a model that keeps two proofs.
-    let r = proofscope::source::replay::Replay::open(&common::recording("cpu-sha256-sync.psrec"))
-        .unwrap();
-    for f in r.frames {
-        m.ingest_all(f.events);
-    }
+    let mut r = proofscope::source::replay::Replay::open(
+        &common::recording("cpu-sha256-sync.psrec"),
+        1 << 20,
+    )
+    .unwrap();
+    r.set_speed(proofscope::source::replay::Speed::Max);
+    r.due(|events| m.ingest_all(events));
     assert_eq!(app.model.proof_keys().len(), 4);
     let keys: Vec<u64> = m.proof_keys().iter().map(|k| k.proof).collect();
     assert_eq!(keys, vec![3, 4]);

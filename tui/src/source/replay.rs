@@ -1,10 +1,14 @@
-//! Replaying a recording: every frame is decoded up front; a virtual clock releases them at
-//! 1×, 2×, 10× or as fast as possible, and can jump to the previous or next proof (re-ingesting
-//! from the start into a fresh model when jumping back).
+//! Replaying a recording: frames are read from the file as the replay clock reaches them (1×,
+//! 2×, 10× or as fast as possible), never all held in memory, so a replay costs what the model
+//! keeps (bounded by `--max-mib`) whatever the file's size. One pass at opening checks the
+//! file (bad frames, truncation, another protocol version) and notes where each proof ends, so
+//! the transport can jump between proofs in both directions (back: re-ingest from the start).
 
-use anyhow::{Context, Result};
-use probe_protocol::{Event, RecordingReader};
-use std::path::Path;
+use anyhow::{Context, Result, bail};
+use probe_protocol::{DecodeError, Event, ReadErrorKind, RecordingReader};
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// A frame of the recording with the session time it starts at (for pacing).
@@ -52,15 +56,87 @@ impl Speed {
     }
 }
 
-/// A loaded recording and the replay position.
+/// What the opening pass learnt about the file.
+#[derive(Debug, Default)]
+struct Survey {
+    frames: usize,
+    end_ts: u64,
+    /// Frame numbers holding a `ProofEnd` (in file order), as many as the budget allows.
+    proof_ends: Vec<usize>,
+    /// Proof ends not noted (the budget was reached): jumping still works up to the last noted.
+    proof_ends_dropped: u64,
+    bad_frames: u64,
+    warnings: Vec<String>,
+}
+
+fn open_reader(path: &Path) -> Result<RecordingReader<BufReader<File>>> {
+    let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    RecordingReader::new(BufReader::with_capacity(1 << 20, f))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// Reads the whole file once, keeping nothing of the events: what a replay needs to know up
+/// front. `max_marks` bounds the proof-end index.
+fn survey(path: &Path, max_marks: usize) -> Result<Survey> {
+    let mut r = open_reader(path)?;
+    let mut s = Survey::default();
+    loop {
+        match r.next_frame() {
+            Ok(Some(f)) => {
+                if let Some(ts) = f.events.iter().filter_map(Event::ts).max() {
+                    s.end_ts = s.end_ts.max(ts);
+                }
+                if f.events.iter().any(|e| matches!(e, Event::ProofEnd(_))) {
+                    if s.proof_ends.len() < max_marks {
+                        s.proof_ends.push(s.frames);
+                    } else {
+                        s.proof_ends_dropped += 1;
+                    }
+                }
+                s.frames += 1;
+            }
+            Ok(None) => break,
+            Err(e) => {
+                if let ReadErrorKind::Decode(d @ DecodeError::IncompatibleVersion { .. }) = &e.error
+                {
+                    bail!("{}: frame at {e}: {d}", path.display());
+                }
+                s.bad_frames += 1;
+                let fatal = e.is_fatal();
+                s.warnings.push(format!("recording {e}"));
+                if fatal {
+                    break;
+                }
+            }
+        }
+    }
+    if let Some(t) = r.truncation() {
+        s.warnings.push(t.to_string());
+    }
+    if s.proof_ends_dropped > 0 {
+        s.warnings.push(format!(
+            "{} proof ends past the replay's index budget: `[` `]` stop at the last indexed proof",
+            s.proof_ends_dropped
+        ));
+    }
+    Ok(s)
+}
+
+/// An open recording and the replay position.
 #[derive(Debug)]
 pub struct Replay {
     pub file: String,
-    pub frames: Vec<ReplayFrame>,
+    path: PathBuf,
+    reader: RecordingReader<BufReader<File>>,
+    /// The next frame read from the file but not handed out yet (it was not due).
+    ahead: Option<ReplayFrame>,
+    survey: Survey,
     /// Problems met while reading (bad frames, truncation), for the report.
     pub warnings: Vec<String>,
-    /// Next frame to hand out.
+    /// Frames handed out so far.
     pub next: usize,
+    /// Session time of the last frame handed out.
+    position: u64,
     pub speed: Speed,
     pub paused: bool,
     /// Session time at the replay clock's anchor, and the wall instant of the anchor.
@@ -68,60 +144,45 @@ pub struct Replay {
 }
 
 impl Replay {
-    pub fn open(path: &Path) -> Result<Replay> {
-        let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-        let mut r = RecordingReader::new(std::io::BufReader::with_capacity(1 << 20, f))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let mut frames = Vec::new();
-        let mut warnings = Vec::new();
-        loop {
-            match r.next_frame() {
-                Ok(Some(fr)) => {
-                    let ts = fr.events.iter().find_map(Event::ts);
-                    frames.push(ReplayFrame {
-                        ts,
-                        events: fr.events,
-                    });
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    let fatal = e.is_fatal();
-                    warnings.push(e.to_string());
-                    if fatal {
-                        break;
-                    }
-                }
-            }
-        }
-        if let Some(t) = r.truncation() {
-            warnings.push(t.to_string());
-        }
+    /// Opens a recording; `index_budget` bytes bound the proof index (16 bytes a proof).
+    pub fn open(path: &Path, index_budget: usize) -> Result<Replay> {
+        let survey = survey(path, (index_budget / 16).max(64))?;
         Ok(Replay {
             file: path.display().to_string(),
-            frames,
-            warnings,
+            path: path.to_owned(),
+            reader: open_reader(path)?,
+            ahead: None,
+            warnings: survey.warnings.clone(),
+            survey,
             next: 0,
+            position: 0,
             speed: Speed::X1,
             paused: false,
             anchor: None,
         })
     }
 
+    /// Frames in the file that decode.
+    pub fn frame_count(&self) -> usize {
+        self.survey.frames
+    }
+
+    /// Frames that did not decode (also in `warnings`).
+    pub fn bad_frames(&self) -> u64 {
+        self.survey.bad_frames
+    }
+
     pub fn done(&self) -> bool {
-        self.next >= self.frames.len()
+        self.next >= self.survey.frames
     }
 
     /// Session time of the last frame handed out.
     pub fn position(&self) -> u64 {
-        self.frames[..self.next]
-            .iter()
-            .rev()
-            .find_map(|f| f.ts)
-            .unwrap_or(0)
+        self.position
     }
 
     pub fn end(&self) -> u64 {
-        self.frames.iter().rev().find_map(|f| f.ts).unwrap_or(0)
+        self.survey.end_ts
     }
 
     pub fn set_speed(&mut self, s: Speed) {
@@ -134,50 +195,177 @@ impl Replay {
         self.anchor = None;
     }
 
-    /// Frames due now by the replay clock.
-    pub fn due(&mut self) -> &[ReplayFrame] {
-        let from = self.next;
-        if self.paused || self.done() {
-            return &[];
+    /// The next decodable frame of the file (bad frames were counted by the survey).
+    fn read_frame(&mut self) -> Option<ReplayFrame> {
+        if let Some(f) = self.ahead.take() {
+            return Some(f);
         }
+        loop {
+            match self.reader.next_frame() {
+                Ok(Some(f)) => {
+                    return Some(ReplayFrame {
+                        ts: f.events.iter().find_map(Event::ts),
+                        events: f.events,
+                    });
+                }
+                Ok(None) => return None,
+                Err(e) if e.is_fatal() => return None,
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Hands the frame to `f` and moves past it.
+    fn hand_out(&mut self, frame: ReplayFrame, f: &mut impl FnMut(Vec<Event>)) {
+        if let Some(ts) = frame.ts {
+            self.position = self.position.max(ts);
+        }
+        self.next += 1;
+        f(frame.events);
+    }
+
+    /// Hands every frame due by the replay clock to `f`; returns how many.
+    pub fn due(&mut self, mut f: impl FnMut(Vec<Event>)) -> usize {
+        if self.paused || self.done() {
+            return 0;
+        }
+        let from = self.next;
         let Some(factor) = self.speed.factor() else {
-            self.next = self.frames.len();
-            return &self.frames[from..];
+            while let Some(frame) = self.read_frame() {
+                self.hand_out(frame, &mut f);
+            }
+            self.next = self.next.max(self.survey.frames);
+            return self.next - from;
         };
         let now = Instant::now();
-        let (t0, w0) = *self.anchor.get_or_insert((self.position(), now));
+        let (t0, w0) = *self.anchor.get_or_insert((self.position, now));
         let virtual_now = t0 + (now.duration_since(w0).as_nanos() as f64 * factor) as u64;
-        while self.next < self.frames.len()
-            && self.frames[self.next].ts.is_none_or(|ts| ts <= virtual_now)
-        {
-            self.next += 1;
-        }
-        &self.frames[from..self.next]
-    }
-
-    /// Index of the frame holding the `ProofBegin` after (or before) the current position.
-    pub fn proof_boundary(&self, forward: bool) -> Option<usize> {
-        let is_begin = |f: &ReplayFrame| f.events.iter().any(|e| matches!(e, Event::ProofBegin(_)));
-        if forward {
-            (self.next..self.frames.len()).find(|&i| is_begin(&self.frames[i]))
-        } else {
-            // The begin of the proof before the one in progress.
-            let mut found = 0;
-            for i in (0..self.next.saturating_sub(1)).rev() {
-                if is_begin(&self.frames[i]) {
-                    found += 1;
-                    if found == 2 {
-                        return Some(i);
-                    }
-                }
+        while let Some(frame) = self.read_frame() {
+            if frame.ts.is_some_and(|ts| ts > virtual_now) {
+                self.ahead = Some(frame);
+                break;
             }
-            (found == 1).then_some(0)
+            self.hand_out(frame, &mut f);
+        }
+        if self.ahead.is_none() {
+            self.next = self.next.max(self.survey.frames);
+        }
+        self.next - from
+    }
+
+    /// The frame a proof jump goes to: the end of the next proof not yet shown (forward), or of
+    /// the proof before the last one shown (back). `None` when there is none that way.
+    pub fn proof_target(&self, forward: bool) -> Option<usize> {
+        let ends = &self.survey.proof_ends;
+        if forward {
+            ends.iter().copied().find(|&e| e >= self.next)
+        } else {
+            // Ends already shown are < next; the last of them is the proof on screen.
+            let shown = ends.partition_point(|&e| e < self.next);
+            shown.checked_sub(2).map(|i| ends[i])
         }
     }
 
-    /// Moves the position to just after frame `index` (the caller re-ingests as needed).
-    pub fn seek(&mut self, index: usize) {
-        self.next = (index + 1).min(self.frames.len());
+    /// Moves so that frame `index` is the last handed out, handing the frames in between to
+    /// `f`. Going back starts over from the file's beginning: `f` is then called with `None`
+    /// first (the caller starts a fresh model).
+    pub fn seek(&mut self, index: usize, mut f: impl FnMut(Option<Vec<Event>>)) -> Result<()> {
+        let target = (index + 1).min(self.survey.frames);
+        if target < self.next {
+            self.reader = open_reader(&self.path)?;
+            self.ahead = None;
+            self.next = 0;
+            self.position = 0;
+            f(None);
+        }
+        while self.next < target {
+            let Some(frame) = self.read_frame() else {
+                break;
+            };
+            self.hand_out(frame, &mut |evs| f(Some(evs)));
+        }
         self.anchor = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use probe_protocol::{ProofEnd, RecordingWriter, encode_frame};
+
+    /// A recording of `n` proofs, each ending in a frame of its own between heartbeats.
+    fn recording(dir: &Path, n: u64) -> PathBuf {
+        let path = dir.join("r.psrec");
+        let mut w = RecordingWriter::new(File::create(&path).unwrap()).unwrap();
+        for p in 1..=n {
+            w.write_frame(&encode_frame(0, &[Event::Heartbeat { ts: p * 100 }]).unwrap())
+                .unwrap();
+            let end = Event::ProofEnd(Box::new(ProofEnd {
+                ts: p * 100 + 50,
+                proof: p,
+                ..Default::default()
+            }));
+            w.write_frame(&encode_frame(0, &[end]).unwrap()).unwrap();
+        }
+        path
+    }
+
+    fn ended(evs: &[Event]) -> Vec<u64> {
+        evs.iter()
+            .filter_map(|e| match e {
+                Event::ProofEnd(p) => Some(p.proof),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_proof_is_reachable_both_ways_even_after_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Replay::open(&recording(dir.path(), 4), 1 << 20).unwrap();
+        let mut shown: Vec<u64> = Vec::new();
+        let walk = |r: &mut Replay, forward: bool, shown: &mut Vec<u64>| -> bool {
+            let Some(t) = r.proof_target(forward) else {
+                return false;
+            };
+            r.seek(t, |evs| match evs {
+                None => shown.clear(),
+                Some(e) => shown.extend(ended(&e)),
+            })
+            .unwrap();
+            true
+        };
+        for want in 1..=4 {
+            assert!(walk(&mut r, true, &mut shown));
+            assert_eq!(shown.last(), Some(&want), "forward to proof {want}");
+        }
+        assert!(!walk(&mut r, true, &mut shown), "nothing after the last proof");
+        for want in (1..=3).rev() {
+            assert!(walk(&mut r, false, &mut shown));
+            assert_eq!(shown.last(), Some(&want), "back to proof {want}");
+        }
+        assert!(!walk(&mut r, false, &mut shown), "nothing before the first");
+        // Played to the end, then back again.
+        r.set_speed(Speed::Max);
+        r.due(|e| shown.extend(ended(&e)));
+        assert!(r.done());
+        assert!(walk(&mut r, false, &mut shown));
+        assert_eq!(shown.last(), Some(&3));
+    }
+
+    #[test]
+    fn another_major_version_stops_the_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.psrec");
+        let mut w = RecordingWriter::new(File::create(&path).unwrap()).unwrap();
+        // A frame of protocol 2.0 holding a heartbeat: [2, 0, 0, [15, 0]].
+        let body = [0xdd, 0, 0, 0, 4, 0x02, 0x00, 0x00, 0x92, 0x0f, 0x00];
+        let mut f = (body.len() as u32).to_le_bytes().to_vec();
+        f.extend_from_slice(&body);
+        w.write_frame(&f).unwrap();
+        drop(w);
+        let err = Replay::open(&path, 1 << 20).unwrap_err().to_string();
+        assert!(err.contains("this build speaks 1.0, the peer sent 2.0"), "{err}");
     }
 }
