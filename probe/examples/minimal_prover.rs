@@ -79,7 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let vectors: Vec<Vec<u8>> = {
             let _s = span!("synthesis");
             (0..a.vectors)
-                .map(|v| vec![1 + v as u8 ^ n as u8; bytes])
+                .map(|v| vec![(1 + v as u8) ^ n as u8; bytes])
                 .collect()
         };
         let commitment = {

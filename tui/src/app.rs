@@ -41,6 +41,8 @@ pub struct App {
     demo_exit_seen: bool,
     /// Since when the prover has been lost without a goodbye (live).
     lost_since: Option<Instant>,
+    /// Frames that arrived while the live view was paused.
+    hold: crate::hold::Hold,
 }
 
 impl App {
@@ -64,6 +66,7 @@ impl App {
             dirty: true,
             demo_exit_seen: false,
             lost_since: None,
+            hold: crate::hold::Hold::default(),
         }
     }
 
@@ -118,7 +121,12 @@ impl App {
                     self.view.message = Some(format!("recording stopped: {e}"));
                     self.stop_recording();
                 }
-                self.model.ingest_all(events);
+                if self.view.paused {
+                    self.hold.push(events, self.model.retention.max_bytes);
+                    self.view.held = (self.hold.events, self.hold.dropped);
+                } else {
+                    self.model.ingest_all(events);
+                }
                 if self.demo.is_some()
                     && self
                         .view
@@ -164,9 +172,8 @@ impl App {
             self.update_transport();
             return n;
         }
-        if self.view.paused {
-            return 0;
-        }
+        // Paused, frames are still taken (recorded, and held within the memory bound), so the
+        // channel from the source never grows without bound.
         while t0.elapsed() < budget {
             match self.rx.try_recv() {
                 Ok(m) => {
@@ -303,7 +310,12 @@ impl App {
                     r.set_paused(p);
                     self.update_transport();
                 }
-                None => self.view.paused = !self.view.paused,
+                None => {
+                    self.view.paused = !self.view.paused;
+                    if !self.view.paused {
+                        self.resume();
+                    }
+                }
             },
             Action::Record => {
                 if self.replay.is_some() {
@@ -341,6 +353,20 @@ impl App {
             }
         }
         false
+    }
+
+    /// Applies what was held while paused.
+    fn resume(&mut self) {
+        for events in self.hold.take() {
+            self.model.ingest_all(events);
+        }
+        if self.hold.dropped > 0 {
+            self.warnings.push(format!(
+                "{} events that arrived while the view was paused were dropped (the hold was full)",
+                self.hold.dropped
+            ));
+        }
+        self.view.held = (0, self.hold.dropped);
     }
 
     /// Follow mode keeps the newest proof shown.

@@ -11,6 +11,7 @@ pub mod cli;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod format;
+pub mod hold;
 pub mod input;
 pub mod model;
 pub mod report;

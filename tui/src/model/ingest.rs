@@ -1,8 +1,70 @@
 //! Applying events to the model. Idempotent where a reconnection to the same prover replays
 //! history: spans are keyed by id, and time series skip what was already seen.
+//!
+//! Memory is bounded by `Retention` whatever the input (a hostile recording included): every
+//! event adds an estimate of what it costs to keep, strings from the wire are cut to a few KiB,
+//! and when the model is over its budget it evicts, oldest first: whole proofs, then samples
+//! and spans outside proofs, then sessions that have nothing else left. A session's names and
+//! threads take at most an eighth of the budget; definitions past that are refused (counted).
 
 use super::{Model, Proof, Session, Span};
 use probe_protocol::{Event, Hello};
+
+/// Longest string kept from the wire, per kind of string.
+const MAX_NAME: usize = 1024;
+const MAX_TEXT: usize = 4096;
+
+/// What keeping one item costs, roughly (the struct, its place in a map or vector and the
+/// vector's spare capacity).
+pub(crate) const SPAN_BYTES: usize = std::mem::size_of::<Span>() + 96;
+const SAMPLE_BYTES: usize = 160;
+const BLOCK_BYTES: usize = 96;
+const MARKER_BYTES: usize = 128;
+const DEF_BYTES: usize = 64;
+const SESSION_BYTES: usize = 4096;
+/// Dropped-event entries kept per session (their totals are kept whatever happens).
+const MAX_DROPPED_ENTRIES: usize = 10_000;
+
+/// `s` cut to at most `max` bytes (on a character boundary).
+fn cut(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut at = max;
+        while !s.is_char_boundary(at) {
+            at -= 1;
+        }
+        s.truncate(at);
+        s.push('…');
+    }
+    s
+}
+
+/// A `Hello` with its strings and lists cut to size; and what it costs.
+fn bounded_hello(mut h: Hello) -> (Hello, usize) {
+    h.prover_name = cut(h.prover_name, MAX_NAME);
+    h.prover_version = cut(h.prover_version, MAX_NAME);
+    h.hostname = cut(h.hostname, MAX_NAME);
+    h.clock = cut(h.clock, MAX_NAME);
+    h.backend = cut(h.backend, MAX_NAME);
+    h.backend_reason = cut(h.backend_reason, MAX_TEXT);
+    h.gpu_unavailable_reason = h.gpu_unavailable_reason.map(|r| cut(r, MAX_TEXT));
+    h.gpu_driver_version = h.gpu_driver_version.map(|r| cut(r, MAX_NAME));
+    h.gpus.truncate(64);
+    for g in &mut h.gpus {
+        g.name = cut(std::mem::take(&mut g.name), MAX_NAME);
+        g.uuid = cut(std::mem::take(&mut g.uuid), MAX_NAME);
+        g.pci_bus_id = cut(std::mem::take(&mut g.pci_bus_id), MAX_NAME);
+    }
+    h.command_line.truncate(256);
+    for a in &mut h.command_line {
+        *a = cut(std::mem::take(a), MAX_NAME);
+    }
+    let strings: usize = h.command_line.iter().map(String::len).sum::<usize>()
+        + h.gpus.len() * 256
+        + h.backend_reason.len()
+        + 1024;
+    // Each string's allocation, its `String` and the vector that holds it: half as much again.
+    (h, SESSION_BYTES + strings * 3 / 2)
+}
 
 impl Model {
     /// Applies one event to the current session (a `Hello` may open a new one).
@@ -10,13 +72,16 @@ impl Model {
         self.events += 1;
         if let Event::Hello(h) = ev {
             self.hello(*h);
+            self.enforce_retention();
             return;
         }
         if self.sessions.is_empty() {
             self.sessions.push(Session::default());
+            self.approx_bytes += SESSION_BYTES;
         }
+        let budget = self.retention.max_bytes / 8;
         let grew = match self.sessions.last_mut() {
-            Some(s) => s.apply(ev),
+            Some(s) => s.apply(ev, budget),
             None => 0,
         };
         self.approx_bytes += grew;
@@ -31,6 +96,7 @@ impl Model {
     }
 
     fn hello(&mut self, h: Hello) {
+        let (h, cost) = bounded_hello(h);
         let same = self.sessions.last_mut().and_then(|s| {
             let old = s.hello.as_ref()?;
             (old.pid == h.pid
@@ -47,56 +113,130 @@ impl Model {
             None => {
                 self.sessions.push(Session {
                     hello: Some(h),
+                    bytes: cost,
                     ..Session::default()
                 });
+                self.approx_bytes += cost;
             }
         }
+    }
+
+    fn over(&self) -> bool {
+        let proofs: usize = self.sessions.iter().map(|s| s.proofs.len()).sum();
+        proofs > self.retention.max_proofs || self.approx_bytes > self.retention.max_bytes
     }
 
     fn enforce_retention(&mut self) {
-        let total: usize = self.sessions.iter().map(|s| s.proofs.len()).sum();
-        if total <= self.retention.max_proofs && self.approx_bytes <= self.retention.max_bytes {
-            return;
-        }
-        // Evict the oldest proof of the oldest session that has one.
-        let Some(si) = self.sessions.iter().position(|s| !s.proofs.is_empty()) else {
-            return;
-        };
-        let s = &mut self.sessions[si];
-        let Some((&pid, _)) = s.proofs.iter().next() else {
-            return;
-        };
-        if let Some(p) = s.proofs.remove(&pid) {
-            for sp in &p.spans {
-                s.span_proof.remove(&sp.id);
-            }
-            self.approx_bytes = self.approx_bytes.saturating_sub(p.approx_bytes());
-            self.evicted_proofs += 1;
-            self.evicted_events += (p.spans.len() * 2 + p.gpu_spans.len() + p.markers.len()) as u64;
-            // Series older than the oldest proof left go too.
-            if let Some(start) = s
-                .proofs
-                .values()
-                .next()
-                .and_then(|p| p.spans.iter().map(|x| x.start).min())
+        while self.over() {
+            if !(self.evict_oldest_proof() || self.trim_outside_proofs() || self.drop_old_session())
             {
-                let n = s.alloc.trim_before(start)
-                    + s.releases.trim_before(start)
-                    + s.allocs.trim_before(start)
-                    + s.gpu
-                        .values_mut()
-                        .map(|g| g.trim_before(start))
-                        .sum::<usize>();
-                self.evicted_events += n as u64;
-                self.approx_bytes = self.approx_bytes.saturating_sub(n * 64);
+                break;
             }
         }
     }
-}
 
-/// Bytes an event adds to the model, roughly.
-const SPAN_BYTES: usize = std::mem::size_of::<Span>() + 48;
-const SAMPLE_BYTES: usize = 64;
+    fn release(&mut self, si: usize, bytes: usize) {
+        self.approx_bytes = self.approx_bytes.saturating_sub(bytes);
+        let s = &mut self.sessions[si];
+        s.bytes = s.bytes.saturating_sub(bytes);
+    }
+
+    /// Evicts the oldest proof of the oldest session that has one (and the samples older than
+    /// what is left of that session). False when no proof is left.
+    fn evict_oldest_proof(&mut self) -> bool {
+        let Some(si) = self.sessions.iter().position(|s| !s.proofs.is_empty()) else {
+            return false;
+        };
+        let s = &mut self.sessions[si];
+        let Some((&pid, _)) = s.proofs.iter().next() else {
+            return false;
+        };
+        let Some(p) = s.proofs.remove(&pid) else {
+            return false;
+        };
+        for sp in &p.spans {
+            s.span_proof.remove(&sp.id);
+        }
+        let mut freed = p.approx_bytes();
+        self.evicted_proofs += 1;
+        let mut events = (p.spans.len() * 2 + p.gpu_spans.len() + p.markers.len()) as u64;
+        // Series older than the oldest proof left go too.
+        if let Some(start) = s
+            .proofs
+            .values()
+            .next()
+            .and_then(|p| p.spans.iter().map(|x| x.start).min())
+        {
+            let n = s.alloc.trim_before(start)
+                + s.releases.trim_before(start)
+                + s.allocs.trim_before(start)
+                + s.gpu
+                    .values_mut()
+                    .map(|g| g.trim_before(start))
+                    .sum::<usize>();
+            events += n as u64;
+            freed += n * SAMPLE_BYTES;
+        }
+        self.evicted_events += events;
+        self.release(si, freed);
+        true
+    }
+
+    /// With no proof left to evict: halves the oldest session's largest store outside proofs
+    /// (a time series, or the spans and markers that belong to no proof). False when there is
+    /// nothing outside proofs.
+    fn trim_outside_proofs(&mut self) -> bool {
+        for si in 0..self.sessions.len() {
+            let s = &mut self.sessions[si];
+            let series = [
+                s.alloc.len(),
+                s.releases.len(),
+                s.allocs.len(),
+                s.gpu.values().map(|g| g.len()).max().unwrap_or(0),
+                s.loose.spans.len() + s.loose.markers.len() + s.loose.gpu_spans.len(),
+                s.dropped.len(),
+            ];
+            let Some((which, &n)) = series.iter().enumerate().max_by_key(|(_, n)| **n) else {
+                continue;
+            };
+            if n == 0 {
+                continue;
+            }
+            let (removed, each) = match which {
+                0 => (s.alloc.trim_half(), SAMPLE_BYTES),
+                1 => (s.releases.trim_half(), BLOCK_BYTES),
+                2 => (s.allocs.trim_half(), BLOCK_BYTES),
+                3 => {
+                    let g = s.gpu.values_mut().max_by_key(|g| g.len());
+                    (g.map_or(0, |g| g.trim_half()), SAMPLE_BYTES)
+                }
+                4 => (s.trim_loose(), SPAN_BYTES),
+                _ => {
+                    let n = s.dropped.len().div_ceil(2);
+                    s.dropped.drain(..n);
+                    (n, BLOCK_BYTES)
+                }
+            };
+            self.evicted_events += removed as u64;
+            self.release(si, removed * each);
+            return true;
+        }
+        false
+    }
+
+    /// Removes the oldest session when it is not the current one. False when only the current
+    /// session is left.
+    fn drop_old_session(&mut self) -> bool {
+        if self.sessions.len() < 2 {
+            return false;
+        }
+        let s = self.sessions.remove(0);
+        self.approx_bytes = self.approx_bytes.saturating_sub(s.bytes);
+        self.evicted_events += s.events;
+        self.evicted_sessions += 1;
+        true
+    }
+}
 
 impl Session {
     fn proof_mut(&mut self, id: u64) -> &mut Proof {
@@ -113,8 +253,42 @@ impl Session {
         self.seen_until.is_none_or(|t| ts > t)
     }
 
-    /// Applies one event; returns the bytes it added.
-    pub(crate) fn apply(&mut self, ev: Event) -> usize {
+    /// Drops the older half of the spans, markers and GPU spans that belong to no proof;
+    /// returns how many went.
+    fn trim_loose(&mut self) -> usize {
+        let l = &mut self.loose;
+        let n = l.spans.len().div_ceil(2);
+        for sp in l.spans.drain(..n) {
+            self.span_proof.remove(&sp.id);
+        }
+        l.index = l.spans.iter().enumerate().map(|(i, s)| (s.id, i)).collect();
+        let m = l.markers.len().div_ceil(2);
+        l.markers.drain(..m);
+        let g = l.gpu_spans.len().div_ceil(2);
+        l.gpu_spans.drain(..g);
+        n + m + g
+    }
+
+    /// A definition is kept while the session's definitions take less than `budget`.
+    fn room_for_def(&mut self, len: usize, budget: usize) -> Option<usize> {
+        let cost = DEF_BYTES + len;
+        if self.def_bytes + cost > budget {
+            self.defs_refused += 1;
+            return None;
+        }
+        self.def_bytes += cost;
+        Some(cost)
+    }
+
+    /// Applies one event; returns the bytes it added. `def_budget` bounds the bytes of names
+    /// and threads.
+    pub(crate) fn apply(&mut self, ev: Event, def_budget: usize) -> usize {
+        let grew = self.apply_inner(ev, def_budget);
+        self.bytes += grew;
+        grew
+    }
+
+    fn apply_inner(&mut self, ev: Event, def_budget: usize) -> usize {
         self.events += 1;
         if let Some(ts) = ev.ts() {
             self.now = self.now.max(ts);
@@ -122,21 +296,43 @@ impl Session {
         match ev {
             Event::Hello(_) | Event::Subscribe(_) | Event::Heartbeat { .. } => 0,
             Event::NameDef { id, name } => {
+                let name = cut(name, MAX_NAME);
+                // A redefinition replaces the name (the later definition wins).
+                if let Some(old) = self.names.get_mut(&id) {
+                    *old = name;
+                    return 0;
+                }
+                let Some(cost) = self.room_for_def(name.len(), def_budget) else {
+                    return 0;
+                };
                 self.names.insert(id, name);
-                0
+                cost
             }
             Event::ThreadDef { id, name, os_tid } => {
+                let name = cut(name, MAX_NAME);
+                if let Some(old) = self.threads.get_mut(&id) {
+                    *old = (name, os_tid);
+                    return 0;
+                }
+                let Some(cost) = self.room_for_def(name.len(), def_budget) else {
+                    return 0;
+                };
                 self.threads.insert(id, (name, os_tid));
-                0
+                cost
             }
-            Event::ProofBegin(p) => {
+            Event::ProofBegin(mut p) => {
+                p.circuit = cut(std::mem::take(&mut p.circuit), MAX_NAME);
+                p.backend = cut(std::mem::take(&mut p.backend), MAX_NAME);
+                let cost = 256 + p.circuit.len() + p.backend.len();
                 let pr = self.proof_mut(p.proof);
                 if pr.begin.is_none() {
                     pr.begin = Some(*p);
                 }
-                0
+                cost
             }
-            Event::ProofEnd(p) => {
+            Event::ProofEnd(mut p) => {
+                p.error = p.error.map(|e| cut(e, MAX_TEXT));
+                let cost = 128 + p.error.as_ref().map_or(0, String::len);
                 let ts = p.ts;
                 let pr = self.proof_mut(p.proof);
                 if pr.end.is_none() {
@@ -148,7 +344,7 @@ impl Session {
                     self.first_end.get_or_insert(ts);
                     self.last_end = Some(ts);
                 }
-                0
+                cost
             }
             Event::SpanBegin(b) => {
                 if self.span_proof.contains_key(&b.span) {
@@ -166,21 +362,6 @@ impl Session {
                     start: b.ts,
                     end: None,
                 });
-                if pid == 0 && self.loose.spans.len() > 100_000 {
-                    // Keep loose spans bounded: drop the oldest half.
-                    let keep = self.loose.spans.split_off(50_000);
-                    for s in &self.loose.spans {
-                        self.span_proof.remove(&s.id);
-                    }
-                    self.loose.spans = keep;
-                    self.loose.index = self
-                        .loose
-                        .spans
-                        .iter()
-                        .enumerate()
-                        .map(|(i, s)| (s.id, i))
-                        .collect();
-                }
                 SPAN_BYTES
             }
             Event::SpanEnd(e) => {
@@ -193,44 +374,46 @@ impl Session {
                 }
                 0
             }
-            Event::Marker(m) => {
+            Event::Marker(mut m) => {
                 if !self.fresh(m.ts) {
                     return 0;
                 }
+                m.text = m.text.map(|t| cut(t, MAX_TEXT));
                 if self.name(m.name) == "status" {
                     self.status = m.text.clone();
                     return 0;
                 }
+                let cost = MARKER_BYTES + m.text.as_ref().map_or(0, String::len);
                 let pid = m
                     .span
                     .and_then(|s| self.span_proof.get(&s).copied())
                     .unwrap_or(0);
                 self.proof_mut(pid).markers.push(*m);
-                SAMPLE_BYTES
+                cost
             }
             Event::AllocSample(s) => {
-                if self.fresh(s.ts) {
-                    self.alloc.push(s);
+                if self.fresh(s.ts) && self.alloc.push(s) {
+                    return SAMPLE_BYTES;
                 }
-                SAMPLE_BYTES
+                0
             }
             Event::Alloc(b) => {
-                if self.fresh(b.ts) {
-                    self.allocs.push(b);
+                if self.fresh(b.ts) && self.allocs.push(b) {
+                    return BLOCK_BYTES;
                 }
-                SAMPLE_BYTES
+                0
             }
             Event::Release(b) => {
-                if self.fresh(b.ts) {
-                    self.releases.push(b);
+                if self.fresh(b.ts) && self.releases.push(b) {
+                    return BLOCK_BYTES;
                 }
-                SAMPLE_BYTES
+                0
             }
             Event::GpuSample(g) => {
-                if self.fresh(g.ts) {
-                    self.gpu.entry(g.device).or_default().push(*g);
+                if self.fresh(g.ts) && self.gpu.entry(g.device).or_default().push(*g) {
+                    return SAMPLE_BYTES;
                 }
-                SAMPLE_BYTES
+                0
             }
             Event::GpuSpan(g) => {
                 let pid = g
@@ -238,17 +421,24 @@ impl Session {
                     .and_then(|s| self.span_proof.get(&s).copied())
                     .unwrap_or(0);
                 let pr = self.proof_mut(pid);
-                if !pr.gpu_spans.contains(&g) {
-                    pr.gpu_spans.push(g);
+                // A replayed history repeats recent GPU spans: the newest few are compared.
+                if pr.gpu_spans.iter().rev().take(64).any(|x| *x == g) {
+                    return 0;
                 }
-                SAMPLE_BYTES
+                pr.gpu_spans.push(g);
+                BLOCK_BYTES
             }
             Event::Dropped(d) => {
-                if self.fresh(d.ts) {
-                    self.dropped_total += d.total();
-                    self.dropped.push((d.ts, d.counts));
+                if !self.fresh(d.ts) {
+                    return 0;
                 }
-                0
+                self.dropped_total += d.total();
+                let cost = BLOCK_BYTES + d.counts.len() * 16;
+                self.dropped.push((d.ts, d.counts));
+                if self.dropped.len() > MAX_DROPPED_ENTRIES {
+                    self.dropped.drain(..MAX_DROPPED_ENTRIES / 2);
+                }
+                cost
             }
             Event::HistoryGap(h) => {
                 self.history_gap = Some(h);
@@ -260,7 +450,7 @@ impl Session {
                 0
             }
             Event::Goodbye { ts, reason } => {
-                self.goodbye = Some((ts, reason));
+                self.goodbye = Some((ts, cut(reason, MAX_TEXT)));
                 0
             }
         }

@@ -92,11 +92,18 @@ impl Proof {
         self.spans.iter().filter(move |s| s.parent == Some(id))
     }
 
+    /// What keeping this proof costs, as the model counted it when its events arrived.
     pub fn approx_bytes(&self) -> usize {
-        self.spans.len() * (std::mem::size_of::<Span>() + 24)
-            + self.gpu_spans.len() * std::mem::size_of::<GpuSpan>()
-            + self.markers.len() * 64
-            + 256
+        self.spans.len() * ingest::SPAN_BYTES
+            + self.gpu_spans.len() * 96
+            + self.markers.len() * 128
+            + self
+                .markers
+                .iter()
+                .filter_map(|m| m.text.as_ref())
+                .map(String::len)
+                .sum::<usize>()
+            + 384
     }
 }
 
@@ -159,6 +166,11 @@ pub struct Session {
     pub last_end: Option<u64>,
     /// While replaying history after a reconnection: time-series events up to here are known.
     pub(crate) seen_until: Option<u64>,
+    /// What this session costs to keep, roughly (bytes).
+    pub(crate) bytes: usize,
+    /// Bytes of its names and threads, and definitions refused past their budget.
+    pub(crate) def_bytes: usize,
+    pub defs_refused: u64,
 }
 
 impl Session {
@@ -204,6 +216,8 @@ pub struct Model {
     pub recording: Option<String>,
     pub evicted_proofs: u64,
     pub evicted_events: u64,
+    /// Whole sessions evicted (older provers' streams, once nothing else was left to evict).
+    pub evicted_sessions: u64,
     /// Events ingested in total.
     pub events: u64,
     /// Frames that failed to decode.

@@ -33,11 +33,36 @@ impl<T> Default for TimeSeries<T> {
     }
 }
 
+/// How far back from the newest item an out-of-order item may be placed. Streams arrive
+/// nearly in order; an item older than this many newer ones is dropped (a crafted stream in
+/// reverse order would otherwise cost a move of the whole series per item).
+pub const REORDER_WINDOW: usize = 4096;
+
 impl<T: Timed> TimeSeries<T> {
-    pub fn push(&mut self, v: T) {
+    /// Inserts in time order; `false` (not inserted) when more than [`REORDER_WINDOW`] newer
+    /// items are already there.
+    pub fn push(&mut self, v: T) -> bool {
         let ts = v.ts();
-        let at = self.items.len() - self.items.iter().rev().take_while(|x| x.ts() > ts).count();
-        self.items.insert(at, v);
+        let later = self
+            .items
+            .iter()
+            .rev()
+            .take(REORDER_WINDOW + 1)
+            .take_while(|x| x.ts() > ts)
+            .count();
+        if later > REORDER_WINDOW {
+            return false;
+        }
+        self.items.insert(self.items.len() - later, v);
+        true
+    }
+
+    /// Drops the older half (at least one item); returns how many.
+    pub fn trim_half(&mut self) -> usize {
+        let n = self.items.len().div_ceil(2);
+        self.items.drain(..n);
+        self.items.shrink_to_fit();
+        n
     }
 
     /// Items with `from <= ts < to`.

@@ -387,7 +387,7 @@ pub fn build(model: &Model, rule: &GapRule, source: &str, warnings: Vec<String>)
                 cpu_count: h.cpu_count,
                 total_ram_bytes: h.total_ram_bytes,
                 large_block_threshold: h.large_block_threshold,
-                command_line: h.command_line.clone(),
+                command_line: report_command_line(&h.command_line),
                 proofs,
                 releases: totals,
                 dropped: dropped
@@ -430,4 +430,21 @@ impl Report {
     pub fn proofs(&self) -> usize {
         self.sessions.iter().map(|s| s.proofs.len()).sum()
     }
+}
+
+/// A command line as reports show it: at most 64 arguments of at most 200 characters (a report
+/// must fit an issue, whatever the prover was called with).
+fn report_command_line(args: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = args
+        .iter()
+        .take(64)
+        .map(|a| match a.char_indices().nth(200) {
+            Some((at, _)) => format!("{}…", &a[..at]),
+            None => a.clone(),
+        })
+        .collect();
+    if args.len() > 64 {
+        out.push(format!("… {} more arguments", args.len() - 64));
+    }
+    out
 }

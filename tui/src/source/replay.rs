@@ -340,7 +340,10 @@ mod tests {
             assert!(walk(&mut r, true, &mut shown));
             assert_eq!(shown.last(), Some(&want), "forward to proof {want}");
         }
-        assert!(!walk(&mut r, true, &mut shown), "nothing after the last proof");
+        assert!(
+            !walk(&mut r, true, &mut shown),
+            "nothing after the last proof"
+        );
         for want in (1..=3).rev() {
             assert!(walk(&mut r, false, &mut shown));
             assert_eq!(shown.last(), Some(&want), "back to proof {want}");
@@ -366,6 +369,9 @@ mod tests {
         w.write_frame(&f).unwrap();
         drop(w);
         let err = Replay::open(&path, 1 << 20).unwrap_err().to_string();
-        assert!(err.contains("this build speaks 1.0, the peer sent 2.0"), "{err}");
+        assert!(
+            err.contains("this build speaks 1.0, the peer sent 2.0"),
+            "{err}"
+        );
     }
 }

@@ -67,6 +67,16 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     }
     if state.paused {
         l2.push(Span::styled(" │ PAUSED", warn()));
+        let (held, lost) = state.held;
+        if held > 0 {
+            l2.push(Span::styled(format!(", {held} events held"), warn()));
+        }
+        if lost > 0 {
+            l2.push(Span::styled(
+                format!(", {lost} dropped (hold full)"),
+                warn(),
+            ));
+        }
     }
     if let Some(g) = s.and_then(|s| s.history_gap.as_ref()) {
         l2.push(Span::styled(

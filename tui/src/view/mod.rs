@@ -56,6 +56,9 @@ pub struct ViewState {
     /// Select the latest proof as proofs arrive.
     pub follow: bool,
     pub paused: bool,
+    /// While paused (live): events held for the resume, and events dropped because the hold
+    /// was full.
+    pub held: (u64, u64),
     /// 1.0 shows the whole proof; 2.0 half of it, …
     pub zoom: f64,
     /// Left edge of the visible window, as a fraction of the proof's length.
@@ -75,6 +78,7 @@ impl Default for ViewState {
             selected: None,
             follow: true,
             paused: false,
+            held: (0, 0),
             zoom: 1.0,
             pan: 0.0,
             help: false,

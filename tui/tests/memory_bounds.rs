@@ -1,0 +1,172 @@
+//! `--max-mib` bounds the viewer's memory whatever it replays: hostile recordings of about
+//! 20 MiB each (loose spans, samples, definitions, sessions, proofs, marker texts) replay in
+//! at most the budget × 1.25 plus the viewer's fixed footprint, read as the process's peak RSS.
+
+use probe_protocol::{
+    AllocSample, Event, FrameBuilder, Hello, Marker, ProofBegin, ProofEnd, RecordingWriter,
+    SpanBegin, SpanEnd,
+};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
+const FILE_BYTES: usize = 20 << 20;
+const BUDGET_MIB: u64 = 32;
+
+/// Writes frames of events from `next` (called with a running counter) until the file holds
+/// about `FILE_BYTES`.
+fn craft(path: &Path, mut next: impl FnMut(u64) -> Vec<Event>) {
+    let mut w = RecordingWriter::new(std::io::BufWriter::new(
+        std::fs::File::create(path).unwrap(),
+    ))
+    .unwrap();
+    let mut n = 0u64;
+    while w.bytes_written() < FILE_BYTES as u64 {
+        // About 48 KiB of events per frame.
+        let mut b = FrameBuilder::new(n * 1000);
+        while b.body_len() < 48 << 10 {
+            for e in next(n) {
+                b.push(&e).unwrap();
+            }
+            n += 1;
+        }
+        w.write_frame(b.finish().unwrap()).unwrap();
+    }
+}
+
+fn hello(pid: u32, args: usize) -> Event {
+    Event::Hello(Box::new(Hello {
+        protocol_major: 1,
+        pid,
+        prover_name: "hostile".into(),
+        command_line: (0..args)
+            .map(|i| format!("--arg-{i}-{}", "x".repeat(900)))
+            .collect(),
+        ..Default::default()
+    }))
+}
+
+fn recordings(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+    let mut out = Vec::new();
+    let mut add = |name: &'static str, f: &mut dyn FnMut(u64) -> Vec<Event>| {
+        let p = dir.join(format!("{name}.psrec"));
+        craft(&p, f);
+        out.push((name, p));
+    };
+    add("loose spans", &mut |i| {
+        let mut v = if i == 0 { vec![hello(1, 1)] } else { vec![] };
+        v.push(Event::SpanBegin(SpanBegin {
+            ts: i * 1000 + 1,
+            span: i + 1,
+            parent: None,
+            proof: None,
+            name: 1,
+            thread: 1,
+        }));
+        v
+    });
+    add("samples", &mut |i| {
+        vec![Event::AllocSample(AllocSample {
+            ts: i * 1000 + 1,
+            live_bytes: i,
+            ..Default::default()
+        })]
+    });
+    add("definitions", &mut |i| {
+        vec![Event::NameDef {
+            id: i as u32 + 1,
+            name: format!("{i}-{}", "n".repeat(200)),
+        }]
+    });
+    add("sessions", &mut |i| vec![hello(i as u32 + 1, 20)]);
+    add("proofs", &mut |i| {
+        let (p, s) = (i + 1, i * 10 + 1);
+        vec![
+            Event::ProofBegin(Box::new(ProofBegin {
+                ts: i * 1000 + 1,
+                proof: p,
+                span: s,
+                circuit: "c".repeat(100),
+                ..Default::default()
+            })),
+            Event::SpanBegin(SpanBegin {
+                ts: i * 1000 + 1,
+                span: s,
+                parent: None,
+                proof: Some(p),
+                name: 1,
+                thread: 1,
+            }),
+            Event::SpanEnd(SpanEnd {
+                ts: i * 1000 + 900,
+                span: s,
+            }),
+            Event::ProofEnd(Box::new(ProofEnd {
+                ts: i * 1000 + 901,
+                proof: p,
+                ok: true,
+                ..Default::default()
+            })),
+        ]
+    });
+    add("marker texts", &mut |i| {
+        vec![Event::Marker(Box::new(Marker {
+            ts: i * 1000 + 1,
+            name: 1,
+            thread: 1,
+            span: None,
+            text: Some("t".repeat(3000)),
+        }))]
+    });
+    out
+}
+
+/// Peak RSS (bytes) and exit status of `proofscope replay FILE --headless` with `args`. The
+/// child is reaped by `wait4` (which reports its peak RSS), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
+fn peak_rss(file: &Path, args: &[&str]) -> (u64, i32) {
+    let child = Command::new(BIN)
+        .arg("replay")
+        .arg(file)
+        .args(["--headless", "-o", "/dev/null"])
+        .args(args)
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child; `status` and `usage` are valid for writes.
+    let r = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(r, child.id() as i32);
+    (usage.ru_maxrss as u64 * 1024, libc::WEXITSTATUS(status))
+}
+
+#[test]
+fn max_mib_bounds_the_replay_of_hostile_recordings() {
+    let dir = tempfile::tempdir().unwrap();
+    let small =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../recordings/cpu-sha256-sync.psrec");
+    let (base, code) = peak_rss(&small, &["--max-mib", "1"]);
+    assert_eq!(code, 0);
+    let bound = base + BUDGET_MIB * (1 << 20) * 5 / 4;
+    let mut seen = Vec::new();
+    for (name, file) in recordings(dir.path()) {
+        let size = std::fs::metadata(&file).unwrap().len();
+        let (rss, code) = peak_rss(&file, &["--max-mib", &BUDGET_MIB.to_string()]);
+        assert_eq!(code, 0, "{name}");
+        seen.push(format!(
+            "{name}: {} MiB file, peak {} MiB",
+            size >> 20,
+            rss >> 20
+        ));
+        assert!(
+            rss <= bound,
+            "{name}: peak RSS {} MiB over {} MiB (fixed footprint {} MiB + {BUDGET_MIB} MiB × 1.25)\n{}",
+            rss >> 20,
+            bound >> 20,
+            base >> 20,
+            seen.join("\n")
+        );
+    }
+    println!("{}", seen.join("\n"));
+}
