@@ -362,3 +362,78 @@ fn a_peer_of_another_uid_is_refused() {
         "the other uid received bytes"
     );
 }
+
+/// A server that starts threads for every proof, 200,000 proofs long: a viewer that attaches
+/// afterwards still gets `Hello` and every definition it needs, in frames of bounded size, and
+/// the definitions of threads that exited long ago are not among them.
+#[test]
+fn definitions_stay_bounded_over_200k_proofs_of_short_lived_threads() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("long.sock");
+    let p = start(config(&sock).history_bytes(1 << 20));
+    let proofs = 200_000;
+    for i in 0..proofs {
+        let outer = span!("prove");
+        let h = outer.handle();
+        std::thread::Builder::new()
+            .name(if i % 2 == 0 { "prep_msm" } else { "compute-0" }.into())
+            .spawn(move || {
+                let _s = span!("work", parent = h);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+    // Housekeeping retires definitions about once a second.
+    std::thread::sleep(Duration::from_millis(2500));
+    let mut late = Client::connect(&sock, true);
+    let mut welcome = Vec::new();
+    let mut frames = 0;
+    loop {
+        let evs = late.next_events().expect("the welcome arrives");
+        frames += 1;
+        let live = evs.iter().any(|e| matches!(e, Event::LiveStart { .. }));
+        welcome.extend(evs);
+        if live {
+            break;
+        }
+    }
+    p.shutdown("done");
+    assert!(
+        matches!(welcome.first(), Some(Event::Hello(_))),
+        "Hello first"
+    );
+    let defined: HashSet<u32> = welcome
+        .iter()
+        .filter_map(|e| match e {
+            Event::ThreadDef { id, .. } => Some(*id),
+            _ => None,
+        })
+        .collect();
+    let mentioned: HashSet<u32> = welcome
+        .iter()
+        .filter_map(|e| match e {
+            Event::SpanBegin(b) => Some(b.thread),
+            Event::Marker(m) => Some(m.thread),
+            Event::Alloc(b) | Event::Release(b) => Some(b.thread),
+            _ => None,
+        })
+        .collect();
+    // Every thread the kept history mentions is defined …
+    assert!(
+        mentioned.is_subset(&defined),
+        "a thread of the history is undefined"
+    );
+    // … and hardly any other: the exited threads no kept frame mentions were forgotten. (A
+    // few are kept a little longer: retirement is conservative around the oldest kept frame,
+    // whose events are not all in time order, and runs once a second.)
+    let extra = defined.difference(&mentioned).count();
+    assert!(
+        extra <= 8 + defined.len() / 50,
+        "{extra} of {} definitions name threads no kept event mentions ({proofs} proofs)",
+        defined.len()
+    );
+    assert!(defined.len() < proofs / 2, "{} definitions", defined.len());
+    assert!(frames >= 2);
+}
