@@ -3,8 +3,10 @@
 
 Usage: python3 tools/psrec.py FILE.psrec [--summary]
 Needs the `msgpack` package (pip install msgpack). CI runs it on the recordings in
-recordings/ to keep the spec honest.
+recordings/ to keep the spec honest. Like every conforming reader, it skips a frame that does
+not decode (reporting its offset on stderr) and stops at a frame of another major version.
 """
+import argparse
 import struct
 import sys
 
@@ -38,11 +40,30 @@ def frames(data, offset=0):
         i += 4 + n
 
 
+class OtherMajor(Exception):
+    """A frame of another major version: nothing after it can be read."""
+
+
+class BadFrame(Exception):
+    """A frame that does not decode: skipped whole."""
+
+
+def check(cond, what):
+    if not cond:
+        raise BadFrame(what)
+
+
 def events(body):
-    arr = msgpack.unpackb(body, raw=False, strict_map_key=False)
+    try:
+        arr = msgpack.unpackb(body, raw=False, strict_map_key=False)
+    except Exception as e:  # any MessagePack error rejects the frame
+        raise BadFrame(f"not MessagePack: {e}") from None
+    check(isinstance(arr, list) and len(arr) >= 3, "frame body is not an array of 3+ elements")
     major, minor, base, evs = arr[0], arr[1], arr[2], arr[3:]
+    check(all(isinstance(x, int) and not isinstance(x, bool) for x in (major, minor, base)),
+          "frame header is not three integers")
     if major != 1:
-        raise ValueError(f"protocol {major}.{minor}; this decoder speaks 1.x")
+        raise OtherMajor(f"protocol {major}.{minor}; this decoder speaks 1.x")
     cur = {"t": base, "s": 0}
 
     def ts(d):
@@ -56,11 +77,12 @@ def events(body):
         return cur["s"]
 
     for e in evs:
+        check(isinstance(e, list) and len(e) >= 1, "an event is not an array with a tag")
         tag, f = e[0], e[1:]
         if tag not in KINDS:
             continue  # unknown kind: skipped
-        if len(f) < MIN_FIELDS[tag]:
-            raise ValueError(f"event tag {tag} has {len(f)} fields, needs {MIN_FIELDS[tag]}")
+        check(len(f) >= MIN_FIELDS[tag],
+              f"event tag {tag} has {len(f)} field(s) after its tag, needs {MIN_FIELDS[tag]}")
         k = KINDS[tag]
         if tag == 1:
             yield k, f[0]
@@ -116,34 +138,60 @@ def events(body):
             yield k, {"history": f[0], "client": f[1]}
 
 
-def read(path):
+def read(path, bad):
+    """Yields (kind, event); appends (offset, why) to `bad` for each frame skipped."""
     with open(path, "rb") as fh:
         data = fh.read()
+    if not data:
+        raise ValueError("empty recording (the writer stopped before its header)")
     if data[:8] != MAGIC:
         raise ValueError("not a proofscope recording")
-    (version,) = struct.unpack_from("<H", data, 8)
+    if len(data) < 12:
+        raise ValueError("recording cut inside its header")
+    version, flags = struct.unpack_from("<HH", data, 8)
     if version != 1:
         raise ValueError(f"recording version {version} not supported")
-    for _off, body in frames(data, 12):
-        yield from events(body)
+    if flags != 0:
+        raise ValueError(f"recording header flags 0x{flags:04x}: no flags are defined")
+    for off, body in frames(data, 12):
+        try:
+            # A frame is accepted or rejected whole.
+            evs = list(events(body))
+        except (BadFrame, TypeError, KeyError, IndexError, AttributeError, ValueError) as e:
+            bad.append((off, str(e) or type(e).__name__))
+            print(f"frame at byte {off} skipped: {e}", file=sys.stderr)
+            continue
+        yield from evs
 
 
 def main():
-    path = sys.argv[1]
+    ap = argparse.ArgumentParser(
+        description="Decode a proofscope recording (docs/PROTOCOL.md) and print its events.")
+    ap.add_argument("file", help="the recording (.psrec)")
+    ap.add_argument("--summary", action="store_true",
+                    help="print only the event counts and span names")
+    args = ap.parse_args()
+    path = args.file
+    bad = []
     counts = {}
     names = {}
     spans = {}
-    for kind, ev in read(path):
-        counts[kind] = counts.get(kind, 0) + 1
-        if kind == "name_def":
-            names[ev["id"]] = ev["name"]
-        elif kind == "span_begin":
-            spans[ev["span"]] = ev
-        if "--summary" not in sys.argv:
-            print(kind, ev)
+    try:
+        for kind, ev in read(path, bad):
+            counts[kind] = counts.get(kind, 0) + 1
+            if kind == "name_def":
+                names[ev["id"]] = ev["name"]
+            elif kind == "span_begin":
+                spans[ev["span"]] = ev
+            if not args.summary:
+                print(kind, ev)
+    except (OtherMajor, ValueError, OSError) as e:
+        print(f"error: {path}: {e}", file=sys.stderr)
+        sys.exit(1)
     phases = sorted({names.get(s["name"], "?") for s in spans.values()})
     print("events:", ", ".join(f"{k}={v}" for k, v in sorted(counts.items())))
     print("span names:", ", ".join(phases))
+    print("bad frames:", len(bad))
 
 
 if __name__ == "__main__":

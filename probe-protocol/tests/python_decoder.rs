@@ -53,3 +53,83 @@ fn python_decoder_from_the_spec_agrees() {
     let summary = text.lines().find(|l| l.starts_with("events:")).unwrap();
     assert_eq!(summary.matches("=1").count(), n_kinds, "{summary}");
 }
+
+fn python_ok() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import msgpack"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIPPED: python3 with msgpack not available (pip install msgpack)");
+    }
+    ok
+}
+
+/// Like the viewer, the spec's decoder skips a frame that does not decode and says so, and it
+/// never stops with a Python traceback, whatever the bytes (mutated recordings).
+#[test]
+fn python_decoder_skips_bad_frames_and_never_crashes() {
+    if !python_ok() {
+        return;
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/psrec.py");
+    let help = Command::new("python3")
+        .arg(script)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let mut good = Vec::new();
+    let mut w = RecordingWriter::new(&mut good).unwrap();
+    for chunk in common::one_of_each().chunks(3) {
+        w.write_frame(&encode_frame(500, chunk).unwrap()).unwrap();
+    }
+    drop(w);
+    // A frame whose body is garbage, between good frames.
+    let second = 12 + 4 + u32::from_le_bytes(good[12..16].try_into().unwrap()) as usize;
+    let mut one_bad = good.clone();
+    one_bad[second + 4 + 1] ^= 0xff;
+    let path = dir.path().join("one-bad.psrec");
+    std::fs::write(&path, &one_bad).unwrap();
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("frame at byte {second} skipped")),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("bad frames: 1"));
+    // Mutations: flipped bytes and cuts, from a fixed seed.
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for i in 0..120 {
+        let mut m = good.clone();
+        for _ in 0..1 + rnd() % 4 {
+            let at = 12 + (rnd() as usize) % (m.len() - 12);
+            m[at] = rnd() as u8;
+        }
+        if i % 3 == 0 {
+            m.truncate(12 + (rnd() as usize) % (m.len() - 12));
+        }
+        let p = dir.path().join(format!("m{i}.psrec"));
+        std::fs::write(&p, &m).unwrap();
+        let out = Command::new("python3")
+            .arg(script)
+            .arg(&p)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("Traceback"), "mutation {i}:\n{err}");
+    }
+}

@@ -144,3 +144,64 @@ fn rss() -> u64 {
     let s = std::fs::read_to_string("/proc/self/statm").unwrap();
     s.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
 }
+
+/// docs/PROTOCOL.md, `Alloc`/`Release`: the span is the one the thread is working in — its
+/// innermost open span, or, while it runs work adopted from another thread's span (a pool
+/// thread running a task for it, even one stolen while its own span is open), that span.
+#[test]
+fn an_allocation_carries_the_span_its_thread_works_in_adopted_ones_included() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("adopt.sock");
+    let cfg = ProbeConfig::new("alloc-test", "0")
+        .socket(SocketChoice::At(sock.clone()))
+        .gpu_sample(None)
+        .large_block(8 * MIB as u64);
+    let p = Probe::start(cfg, SessionInfo::default()).unwrap();
+    let mut client = Client::connect(&sock, true);
+    let mut events = client.read_until(|e| matches!(e, Event::LiveStart { .. }));
+    let other = span!("other_threads_phase");
+    let handle = other.handle();
+    let (own, adopted) = std::thread::Builder::new()
+        .name("pool-worker".into())
+        .spawn(move || {
+            let own = span!("own_task");
+            let mut v = vec![1u8; 10 * MIB]; // inside its own span
+            {
+                // A task stolen while `own_task` is open, run on behalf of another span.
+                let _a = handle.adopt();
+                let w = vec![2u8; 12 * MIB];
+                drop(w);
+            }
+            v[5] = 3;
+            drop(v); // back in its own span
+            (own.id(), handle.span)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    drop(other);
+    std::thread::sleep(Duration::from_millis(30));
+    p.shutdown("done");
+    events.extend(client.read_until_goodbye(None));
+    let blocks: Vec<(bool, u64, Option<u64>)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Alloc(b) => Some((false, b.bytes, b.span)),
+            Event::Release(b) => Some((true, b.bytes, b.span)),
+            _ => None,
+        })
+        .collect();
+    let ten = 10 * MIB as u64;
+    let twelve = 12 * MIB as u64;
+    assert!(blocks.contains(&(false, ten, Some(own))), "{blocks:?}");
+    assert!(blocks.contains(&(true, ten, Some(own))), "{blocks:?}");
+    assert!(
+        blocks.contains(&(false, twelve, Some(adopted))),
+        "{blocks:?}"
+    );
+    assert!(
+        blocks.contains(&(true, twelve, Some(adopted))),
+        "{blocks:?}"
+    );
+}

@@ -286,3 +286,35 @@ fn every_invalid_option_is_a_usage_error() {
         );
     }
 }
+
+/// A rejected frame is counted in `bad_frames` and named in `warnings`, the same one.
+#[test]
+fn a_corrupt_frame_is_counted_and_named() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../recordings/cpu-sha256-sync.psrec");
+    let mut bytes = std::fs::read(&src).unwrap();
+    // The second frame's body: its first byte after the array header, made a float marker.
+    let first = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let second = 12 + 4 + first;
+    bytes[second + 4 + 5] = 0xca;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("one-bad.psrec");
+    std::fs::write(&f, &bytes).unwrap();
+    let out = Command::new(BIN)
+        .arg("replay")
+        .arg(&f)
+        .args(["--headless", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["bad_frames"], 1, "{}", j["warnings"]);
+    let warnings = j["warnings"].as_array().unwrap();
+    assert_eq!(
+        warnings
+            .iter()
+            .filter(|w| w.as_str().unwrap().contains(&format!("byte {second}")))
+            .count(),
+        1,
+        "{warnings:?}"
+    );
+}

@@ -66,7 +66,7 @@ pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) ->
     by_thread.sort_by_key(|x| std::cmp::Reverse(x.1));
     d.releases.threads = by_thread
         .iter()
-        .map(|(t, _)| session.thread_name(*t).to_owned())
+        .map(|(t, _)| session.thread_name(*t).into_owned())
         .collect();
 
     // GPU utilisation during a GPU phase.
@@ -93,7 +93,7 @@ pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) ->
         let ov = Interval::new(s.start, s.end_or(session.now)).overlap(&gap);
         if ov * 10 >= len {
             others.push((
-                session.thread_name(s.thread).to_owned(),
+                session.thread_name(s.thread).into_owned(),
                 session.name(s.name).to_owned(),
                 ov,
             ));
@@ -112,7 +112,7 @@ pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) ->
         .map(|(_, c)| c.iter().map(|(_, n)| n).sum::<u64>())
         .sum();
 
-    d.sentence = sentence(&d, len, session.thread_name(span.thread));
+    d.sentence = sentence(&d, len, &session.thread_name(span.thread));
     d
 }
 

@@ -293,6 +293,19 @@ impl Session {
         if let Some(ts) = ev.ts() {
             self.now = self.now.max(ts);
         }
+        let active = match &ev {
+            Event::SpanBegin(b) => Some((b.thread, b.ts)),
+            Event::Marker(m) => Some((m.thread, m.ts)),
+            Event::Alloc(b) | Event::Release(b) => Some((b.thread, b.ts)),
+            _ => None,
+        };
+        if let Some((t, ts)) = active
+            && self.threads.contains_key(&t)
+        {
+            let life = self.thread_life.entry(t).or_insert((ts, ts));
+            life.0 = life.0.min(ts);
+            life.1 = life.1.max(ts);
+        }
         match ev {
             Event::Hello(_) | Event::Subscribe(_) | Event::Heartbeat { .. } => 0,
             Event::NameDef { id, name } => {
@@ -311,14 +324,21 @@ impl Session {
             Event::ThreadDef { id, name, os_tid } => {
                 let name = cut(name, MAX_NAME);
                 if let Some(old) = self.threads.get_mut(&id) {
+                    if old.0 != name {
+                        if let Some(ids) = self.thread_names.get_mut(&old.0) {
+                            ids.retain(|&i| i != id);
+                        }
+                        self.thread_names.entry(name.clone()).or_default().push(id);
+                    }
                     *old = (name, os_tid);
                     return 0;
                 }
                 let Some(cost) = self.room_for_def(name.len(), def_budget) else {
                     return 0;
                 };
+                self.thread_names.entry(name.clone()).or_default().push(id);
                 self.threads.insert(id, (name, os_tid));
-                cost
+                cost + 32
             }
             Event::ProofBegin(mut p) => {
                 p.circuit = cut(std::mem::take(&mut p.circuit), MAX_NAME);

@@ -136,6 +136,10 @@ pub struct Session {
     /// one must not make the viewer allocate gigabytes.
     pub names: HashMap<u32, String>,
     pub threads: HashMap<u32, (String, u64)>,
+    /// The thread ids that carry each name, and each thread's first and last event time:
+    /// threads of one name active at once are shown apart.
+    pub(crate) thread_names: HashMap<String, Vec<u32>>,
+    pub(crate) thread_life: HashMap<u32, (u64, u64)>,
     pub proofs: BTreeMap<u64, Proof>,
     /// Span id → proof id (0 = no proof).
     pub span_proof: HashMap<u64, u64>,
@@ -178,8 +182,26 @@ impl Session {
         self.names.get(&id).map(String::as_str).unwrap_or("?")
     }
 
-    pub fn thread_name(&self, id: u32) -> &str {
-        self.threads.get(&id).map(|t| t.0.as_str()).unwrap_or("?")
+    /// A thread as reports and views name it: its name, with `#id` appended when another
+    /// thread of the same name was active at the same time (threads are told apart by id; a
+    /// name reused by one thread after another, a per-proof `prep_msm`, needs no suffix).
+    pub fn thread_name(&self, id: u32) -> std::borrow::Cow<'_, str> {
+        let Some((name, _)) = self.threads.get(&id) else {
+            return "?".into();
+        };
+        let overlaps = |a: (u64, u64), b: (u64, u64)| a.0 <= b.1 && b.0 <= a.1;
+        let clash = self.thread_life.get(&id).is_some_and(|&mine| {
+            self.thread_names.get(name).is_some_and(|ids| {
+                ids.iter().any(|&o| {
+                    o != id && self.thread_life.get(&o).is_some_and(|&l| overlaps(mine, l))
+                })
+            })
+        });
+        if clash {
+            format!("{name}#{id}").into()
+        } else {
+            name.as_str().into()
+        }
     }
 
     /// Completed proofs per minute over the session so far.

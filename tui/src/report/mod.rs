@@ -222,7 +222,7 @@ fn proof_report(
         .children(outer.id)
         .map(|c| PhaseReport {
             name: s.name(c.name).to_owned(),
-            thread: s.thread_name(c.thread).to_owned(),
+            thread: s.thread_name(c.thread).into_owned(),
             start_offset_ns: c.start.saturating_sub(a),
             duration_ns: c.end_or(s.now) - c.start,
             memory: phase_memory(s, c.start, c.end_or(s.now)),
@@ -271,7 +271,7 @@ fn proof_report(
         } else {
             &mut rel.elsewhere_during
         };
-        group.add(r.bytes, r.inside_ns, t);
+        group.add(r.bytes, r.inside_ns, &t);
     }
     let begin = p.begin.as_ref();
     Some(ProofReport {
@@ -290,7 +290,7 @@ fn proof_report(
         error: p.end.as_ref().and_then(|e| e.error.clone()),
         start_ns: a,
         duration_ns: b - a,
-        thread: s.thread_name(outer.thread).to_owned(),
+        thread: s.thread_name(outer.thread).into_owned(),
         phases,
         unaccounted_ns,
         gaps,
@@ -360,7 +360,7 @@ pub fn build(model: &Model, rule: &GapRule, source: &str, warnings: Vec<String>)
                 totals.bytes += r.bytes;
                 totals.inside_ns += r.inside_ns;
                 *by_thread
-                    .entry(s.thread_name(r.thread).to_owned())
+                    .entry(s.thread_name(r.thread).into_owned())
                     .or_default() += r.inside_ns;
             }
             let mut bt: Vec<(String, u64)> = by_thread.into_iter().collect();

@@ -96,7 +96,7 @@ fn rows(s: &Session, p: &Proof, outer: &Span) -> Vec<Row> {
             .any(|o| o.name == ph.name && o.thread != ph.thread);
         out.push(Row {
             label: if shared {
-                phase_on_thread(name, s.thread_name(ph.thread))
+                phase_on_thread(name, &s.thread_name(ph.thread))
             } else {
                 name.to_owned()
             },
