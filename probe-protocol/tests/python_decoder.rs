@@ -81,12 +81,11 @@ fn python_decoder_skips_bad_frames_and_never_crashes() {
         .unwrap();
     assert!(help.status.success());
     let dir = tempfile::tempdir().unwrap();
-    let mut good = Vec::new();
-    let mut w = RecordingWriter::new(&mut good).unwrap();
+    let mut w = RecordingWriter::new(Vec::new()).unwrap();
     for chunk in common::one_of_each().chunks(3) {
         w.write_frame(&encode_frame(500, chunk).unwrap()).unwrap();
     }
-    drop(w);
+    let good = w.into_inner();
     // A frame whose body is garbage, between good frames.
     let second = 12 + 4 + u32::from_le_bytes(good[12..16].try_into().unwrap()) as usize;
     let mut one_bad = good.clone();
