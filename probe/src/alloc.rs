@@ -58,8 +58,11 @@ thread_local! {
 /// A large allocation or release, as queued by the allocator.
 #[derive(Debug, Clone, Copy)]
 pub struct RawBlock {
+    /// When the call started and how long it took: raw ticks, or session ns when
+    /// `session_ns` (blocks reported from outside, through the C API or the preload library).
     pub ticks: u64,
     pub inside_ticks: u64,
+    pub session_ns: bool,
     pub bytes: u64,
     pub os_tid: u32,
     pub span: u64,
@@ -190,19 +193,24 @@ fn is_large(size: usize) -> bool {
 
 #[cold]
 fn report(t0: u64, t1: u64, bytes: usize, release: bool) {
-    let live = totals().live_bytes();
-    PEAK.fetch_max(live, Ordering::Relaxed);
-    let ev = RawBlock {
+    enqueue(RawBlock {
         ticks: t0,
         inside_ticks: t1.saturating_sub(t0),
+        session_ns: false,
         bytes: bytes as u64,
         os_tid: os_tid(),
         span: current_ctx().span,
         release,
-    };
-    let pushed = QUEUE.get().is_some_and(|q| q.push(ev).is_ok());
-    if !pushed {
-        let c = if release {
+    });
+}
+
+/// Queues a large block for the collector (and notes the peak); a full queue drops it and
+/// counts the drop. Never allocates.
+fn enqueue(ev: RawBlock) {
+    let live = totals().live_bytes();
+    PEAK.fetch_max(live, Ordering::Relaxed);
+    if QUEUE.get().is_none_or(|q| q.push(ev).is_err()) {
+        let c = if ev.release {
             &DROPPED_RELEASE
         } else {
             &DROPPED_ALLOC
@@ -294,4 +302,28 @@ unsafe impl GlobalAlloc for CountingAllocator {
         }
         p
     }
+}
+
+/// Counts a block allocated or released outside this allocator (a C or C++ allocator reporting
+/// through the C API, or the preload library) that just returned after `inside_ns`, and
+/// reports it when it is large. Never allocates.
+pub fn report_external(bytes: u64, inside_ns: u64, release: bool) {
+    if release {
+        count_free(bytes as usize);
+    } else {
+        count_alloc(bytes as usize);
+    }
+    if !EVENTS_ON.load(Ordering::Relaxed) || bytes < THRESHOLD.load(Ordering::Relaxed) {
+        return;
+    }
+    let end = crate::gpu::now_ns();
+    enqueue(RawBlock {
+        ticks: end.saturating_sub(inside_ns),
+        inside_ticks: inside_ns,
+        session_ns: true,
+        bytes,
+        os_tid: os_tid(),
+        span: current_ctx().span,
+        release,
+    });
 }

@@ -304,8 +304,11 @@ impl Collector {
         alloc::drain(|b| blocks.push(b));
         for b in blocks.drain(..) {
             let thread = self.threads.id_of(b.os_tid, None, &mut batch.defs);
-            let ts = conv.to_ns(b.ticks);
-            let end = conv.to_ns(b.ticks + b.inside_ticks);
+            let (ts, end) = if b.session_ns {
+                (b.ticks, b.ticks + b.inside_ticks)
+            } else {
+                (conv.to_ns(b.ticks), conv.to_ns(b.ticks + b.inside_ticks))
+            };
             self.threads.seen(thread, end);
             let be = BlockEvent {
                 ts,

@@ -16,11 +16,13 @@
 //! the cost per span and per allocation.
 
 mod alloc;
+pub mod capi;
 mod clock;
 mod collector;
 mod config;
 mod encoded;
 mod error;
+mod fork;
 mod gpu;
 mod history;
 mod log;
@@ -43,10 +45,11 @@ mod system;
 mod thread;
 mod threads;
 
-pub use alloc::{AllocTotals, CountingAllocator, thread_totals, totals};
+pub use alloc::{AllocTotals, CountingAllocator, report_external, thread_totals, totals};
 pub use collector::CollectorStats;
 pub use config::{ConfigError, DEFAULT_LARGE_BLOCK, ProbeConfig, SocketChoice};
 pub use error::ProbeError;
+pub use fork::in_forked_child;
 pub use gpu::{DeviceClock, gpu_span, monotonic_to_session_ns, now_ns};
 pub use log::lost_lines as log_lines_lost;
 pub use names::{CallSite, intern};

@@ -69,6 +69,7 @@ impl Probe {
         if session::current().is_some() {
             return Err(ProbeError::AlreadyRunning);
         }
+        crate::fork::watch();
         let clock = Clock::start();
         let inv = nvml::inventory();
         let hello = Hello {
@@ -176,6 +177,15 @@ impl Probe {
     }
 
     fn stop(&mut self, reason: &str) -> Option<CollectorStats> {
+        if crate::fork::in_forked_child() {
+            // The threads are the parent's: forget them, leave the socket to the parent.
+            self.session.take();
+            std::mem::forget(self.collector.take());
+            std::mem::forget(self.nvml.take());
+            std::mem::forget(self.recorder.take());
+            std::mem::forget(self.server.take());
+            return None;
+        }
         let session = self.session.take()?;
         state::set_enabled(false);
         alloc::disable_events();

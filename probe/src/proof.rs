@@ -71,6 +71,20 @@ impl ProofScope {
         }
     }
 
+    /// The proof id and its outer span as plain words (see [`SpanGuard::into_raw`]), for
+    /// callers that cannot hold the scope (the C API).
+    pub(crate) fn into_raw(mut self) -> (u64, Option<(u64, u64, u64)>) {
+        (self.proof, self.guard.take().map(SpanGuard::into_raw))
+    }
+
+    /// A scope from [`ProofScope::into_raw`]'s words.
+    pub(crate) fn from_raw(proof: u64, outer: Option<(u64, u64, u64)>) -> ProofScope {
+        ProofScope {
+            proof,
+            guard: outer.map(|(s, ps, pp)| SpanGuard::from_raw(s, ps, pp)),
+        }
+    }
+
     /// The proof id (0 when the probe is off).
     pub fn id(&self) -> u64 {
         self.proof

@@ -64,6 +64,43 @@ impl SpanGuard {
         Self::begin::<true>(st, site.id(), parent.span, parent.proof, current_ctx())
     }
 
+    /// Opens a span named by an interned id (the C API's sites) under this thread's span.
+    pub(crate) fn enter_id(id: u32) -> SpanGuard {
+        let st = state::load();
+        if !st.enabled() {
+            return SpanGuard::INACTIVE;
+        }
+        let ctx = current_ctx();
+        Self::begin::<false>(st, id, ctx.span, ctx.proof, ctx)
+    }
+
+    /// Opens a span named by an interned id under an explicit parent.
+    pub(crate) fn enter_id_under(id: u32, parent: SpanHandle) -> SpanGuard {
+        let st = state::load();
+        if !st.enabled() {
+            return SpanGuard::INACTIVE;
+        }
+        Self::begin::<true>(st, id, parent.span, parent.proof, current_ctx())
+    }
+
+    /// The guard as plain words (span, previous span, previous proof), without ending it: for
+    /// callers that cannot hold a guard (the C API). [`SpanGuard::from_raw`] takes it back.
+    pub(crate) fn into_raw(self) -> (u64, u64, u64) {
+        let raw = (self.span, self.prev_span, self.prev_proof);
+        std::mem::forget(self);
+        raw
+    }
+
+    /// A guard from [`SpanGuard::into_raw`]'s words; dropping it ends the span.
+    pub(crate) fn from_raw(span: u64, prev_span: u64, prev_proof: u64) -> SpanGuard {
+        SpanGuard {
+            prev_span,
+            span,
+            prev_proof,
+            _not_send: PhantomData,
+        }
+    }
+
     /// Opens a span with a name interned at run time (slow: a lookup under a lock).
     pub fn enter_dynamic(name: &str) -> SpanGuard {
         let st = state::load();
@@ -215,11 +252,18 @@ impl Drop for Adopted {
 /// Records an instant named by `site` inside the current span.
 #[inline]
 pub fn marker(site: &CallSite) {
+    if state::enabled() {
+        marker_id(site.id());
+    }
+}
+
+/// Records an instant named by an interned id inside the current span.
+pub(crate) fn marker_id(id: u32) {
     let st = state::load();
     if !st.enabled() {
         return;
     }
-    let meta = RawEvent::meta(RawKind::Marker, 0, site.id());
+    let meta = RawEvent::meta(RawKind::Marker, 0, id);
     thread::emit(st, current_ctx().span, 0, meta, false);
 }
 
