@@ -78,6 +78,9 @@ pub(crate) struct Collector {
     last_send: Instant,
     last_refit: Instant,
     last_retire: Instant,
+    /// Cycles run: each data frame remembers the cycle that sent it, each thread the cycle of
+    /// its latest event, so a definition can be retired once no kept frame is that recent.
+    cycle_no: u64,
     stats: CollectorStats,
 }
 
@@ -160,6 +163,7 @@ impl Collector {
             last_send: now,
             last_refit: now,
             last_retire: now,
+            cycle_no: 0,
             stats: CollectorStats {
                 emitted: KindCounts::ZERO,
                 lost: KindCounts::ZERO,
@@ -204,6 +208,7 @@ impl Collector {
     /// One cycle: every step in order, then the batch goes out. Returns whether it moved
     /// any event from the prover (ring records, slow events, large blocks).
     pub fn cycle(&mut self) -> bool {
+        self.cycle_no += 1;
         self.welcome_arrivals();
         let mut batch = std::mem::take(&mut self.batch);
         let now = self.now();
@@ -272,7 +277,7 @@ impl Collector {
             };
             if let Event::Marker(m) = &mut ev {
                 m.thread = self.threads.id_of(m.thread, None, &mut batch.defs);
-                self.threads.seen(m.thread, m.ts);
+                self.threads.seen(m.thread, self.cycle_no);
             }
             batch.data.push(ev);
         }
@@ -281,21 +286,20 @@ impl Collector {
 
     fn convert_ring_records(&mut self, conv: Converter, batch: &mut Batch) {
         batch.data.reserve(self.raw.len());
-        // Records come ring by ring, each ring's in order: a thread's latest is the one
-        // before the thread changes.
-        let mut latest: Option<(u32, u64)> = None;
+        // Records come ring by ring: note each thread once, when its run of records ends.
+        let mut latest: Option<u32> = None;
         for (thread, e) in &self.raw {
             let ts = conv.to_ns(e.ticks);
             batch.data.push(ring_event(e, *thread, ts));
-            if let Some((t, last)) = latest
+            if let Some(t) = latest
                 && t != *thread
             {
-                self.threads.seen(t, last);
+                self.threads.seen(t, self.cycle_no);
             }
-            latest = Some((*thread, ts));
+            latest = Some(*thread);
         }
-        if let Some((t, last)) = latest {
-            self.threads.seen(t, last);
+        if let Some(t) = latest {
+            self.threads.seen(t, self.cycle_no);
         }
     }
 
@@ -309,7 +313,7 @@ impl Collector {
             } else {
                 (conv.to_ns(b.ticks), conv.to_ns(b.ticks + b.inside_ticks))
             };
-            self.threads.seen(thread, end);
+            self.threads.seen(thread, self.cycle_no);
             let be = BlockEvent {
                 ts,
                 bytes: b.bytes,
@@ -389,7 +393,8 @@ impl Collector {
         for f in encode_all(&mut self.builder, &batch.defs, true) {
             self.send(Arc::new(f), false);
         }
-        for f in encode_all(&mut self.builder, &batch.data, false) {
+        for mut f in encode_all(&mut self.builder, &batch.data, false) {
+            f.cycle = self.cycle_no;
             self.send(Arc::new(f), true);
         }
         for sub in &self.subs {
@@ -425,7 +430,7 @@ impl Collector {
             !done
         });
         if self.last_retire.elapsed() >= Duration::from_secs(1) {
-            self.threads.retire_before(self.history.oldest_ts());
+            self.threads.retire_before(self.history.oldest_cycle());
             self.last_retire = Instant::now();
         }
         self.subs.retain(|s| !s.is_closed());

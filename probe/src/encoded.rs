@@ -18,6 +18,8 @@ pub struct EncodedFrame {
     pub last_ts: u64,
     /// Definitions and session bookkeeping: never dropped (bounded by construction).
     pub essential: bool,
+    /// The collector cycle that sent it (data frames; 0 otherwise).
+    pub cycle: u64,
 }
 
 /// An [`EncodedFrame`] being built: the events pushed so far and their accounting.
@@ -76,6 +78,7 @@ impl Pending {
             },
             last_ts: self.last,
             essential,
+            cycle: 0,
         }
     }
 }

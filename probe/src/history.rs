@@ -47,9 +47,10 @@ impl History {
         self.frames.iter()
     }
 
-    /// The earliest timestamp of any frame kept (`None` when none is).
-    pub fn oldest_ts(&self) -> Option<u64> {
-        self.frames.iter().map(|f| f.first_ts).min()
+    /// The collector cycle of the oldest frame kept (`None` when none is): frames are kept in
+    /// the order they were sent.
+    pub fn oldest_cycle(&self) -> Option<u64> {
+        self.frames.front().map(|f| f.cycle)
     }
 
     /// Memory held by the frames kept.

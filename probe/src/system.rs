@@ -73,6 +73,19 @@ pub fn thread_name(os_tid: u32) -> Option<String> {
         .map(|s| s.trim_end().to_owned())
 }
 
+/// What to call a thread of this process that has no Rust name: `main` for the process's
+/// first thread; else the name the kernel knows it by (`pthread_setname_np`) when it is not
+/// just the program's; else `thread-<tid>`.
+pub fn thread_label(os_tid: u32) -> String {
+    if os_tid == std::process::id() {
+        return "main".into();
+    }
+    let program = thread_name(std::process::id());
+    thread_name(os_tid)
+        .filter(|n| !n.is_empty() && Some(n) != program.as_ref())
+        .unwrap_or_else(|| format!("thread-{os_tid}"))
+}
+
 /// Whether a thread of this process with this kernel id still exists.
 pub fn thread_alive(os_tid: u32) -> bool {
     std::path::Path::new(&format!("/proc/self/task/{os_tid}")).exists()

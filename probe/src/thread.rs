@@ -151,6 +151,14 @@ impl Drop for Keep {
     }
 }
 
+/// What to call this thread: its Rust name, else what the kernel says.
+fn thread_name() -> String {
+    match std::thread::current().name() {
+        Some(n) => n.to_owned(),
+        None => crate::system::thread_label(os_tid()),
+    }
+}
+
 /// Joins the session of state word `st` (recording bit set): a fresh ring. Once per thread per
 /// session; allocates the ring — the only allocation on this path.
 #[cold]
@@ -164,10 +172,7 @@ fn join(st: StateWord) -> bool {
     if session.generation != st.generation() {
         return false;
     }
-    let thread_name = std::thread::current()
-        .name()
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("thread-{}", os_tid()));
+    let thread_name = thread_name();
     let (producer, consumer) = ring::channel(session.config.ring_events);
     let mut producer = match st.tick_source() {
         crate::clock::TickSource::Tsc => producer,

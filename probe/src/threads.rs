@@ -13,8 +13,8 @@ struct ThreadInfo {
     name: String,
     /// Its ring is open (the thread has not exited as far as the probe knows).
     has_ring: bool,
-    /// Session time of its latest event sent.
-    last_ts: u64,
+    /// The collector cycle that sent its latest event.
+    last_cycle: u64,
 }
 
 #[derive(Debug, Default)]
@@ -38,8 +38,7 @@ impl ThreadTable {
         }
         let name = name
             .map(str::to_owned)
-            .or_else(|| crate::system::thread_name(os_tid))
-            .unwrap_or_else(|| format!("thread-{os_tid}"));
+            .unwrap_or_else(|| crate::system::thread_label(os_tid));
         self.next += 1;
         let id = self.next;
         self.by_tid.insert(os_tid, id);
@@ -54,7 +53,7 @@ impl ThreadTable {
                 os_tid,
                 name,
                 has_ring: false,
-                last_ts: 0,
+                last_cycle: 0,
             },
         );
         id
@@ -72,22 +71,24 @@ impl ThreadTable {
         }
     }
 
-    pub fn seen(&mut self, id: u32, ts: u64) {
+    /// Notes that cycle `cycle` sent an event of thread `id`.
+    pub fn seen(&mut self, id: u32, cycle: u64) {
         if let Some(t) = self.info.get_mut(&id) {
-            t.last_ts = t.last_ts.max(ts);
+            t.last_cycle = t.last_cycle.max(cycle);
         }
     }
 
     /// Forgets threads that have exited (ring closed, or gone from `/proc` for threads that
-    /// never had a ring) and whose latest event is older than `oldest_kept` (the earliest
-    /// timestamp of any frame still kept; `None`: no frame is kept).
+    /// never had a ring) and whose latest event went out before `oldest_kept` (the cycle of the
+    /// oldest frame still kept; `None`: no frame is kept): no frame a viewer can still receive
+    /// mentions them.
     pub fn retire_before(&mut self, oldest_kept: Option<u64>) {
         let gone: Vec<u32> = self
             .info
             .iter()
             .filter(|(_, t)| {
                 !t.has_ring
-                    && oldest_kept.is_none_or(|o| t.last_ts < o)
+                    && oldest_kept.is_none_or(|o| t.last_cycle < o)
                     && !crate::system::thread_alive(t.os_tid)
             })
             .map(|(&id, _)| id)

@@ -306,7 +306,8 @@ fn probe_off_records_nothing_and_spans_are_inert() {
 }
 
 /// Another user who can reach the socket file is still refused: the server checks the peer's
-/// uid on accept and closes without a word. Needs root (to run the peer as uid 65534) and
+/// uid on accept, tells it why in a lone `Goodbye` (no `Hello`, nothing of the session) and
+/// closes. Needs root (to run the peer as uid 65534) and
 /// python3; skipped otherwise.
 #[test]
 fn a_peer_of_another_uid_is_refused() {
@@ -333,7 +334,7 @@ fn a_peer_of_another_uid_is_refused() {
     .unwrap();
     let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
     let script = format!(
-        "import socket\ns=socket.socket(socket.AF_UNIX)\ns.connect('{}')\ntry:\n  s.sendall(bytes.fromhex('{hex}'))\nexcept (BrokenPipeError, ConnectionResetError):\n  pass\ns.settimeout(5)\nd=b''\nwhile True:\n  try:\n    c=s.recv(65536)\n  except ConnectionResetError:\n    break\n  if not c: break\n  d+=c\nprint(len(d))",
+        "import socket\ns=socket.socket(socket.AF_UNIX)\ns.connect('{}')\ntry:\n  s.sendall(bytes.fromhex('{hex}'))\nexcept (BrokenPipeError, ConnectionResetError):\n  pass\ns.settimeout(5)\nd=b''\nwhile True:\n  try:\n    c=s.recv(65536)\n  except ConnectionResetError:\n    break\n  if not c: break\n  d+=c\nprint(d.hex())",
         sock.display()
     );
     let out = std::process::Command::new("python3")
@@ -356,11 +357,22 @@ fn a_peer_of_another_uid_is_refused() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "0",
-        "the other uid received bytes"
-    );
+    let hex = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let bytes: Vec<u8> = (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let mut frames = FrameReader::new(&bytes[..]);
+    let only = frames.next_frame().unwrap().expect("one frame");
+    assert!(frames.next_frame().unwrap().is_none(), "one frame, no more");
+    match only.events.as_slice() {
+        [Event::Goodbye { reason, .. }] => {
+            assert!(
+                reason.starts_with("refused: only uid 0 may attach"),
+                "{reason}"
+            )
+        }
+        other => panic!("the other uid received {other:?}"),
+    }
 }
 
 /// A server that starts threads for every proof, 200,000 proofs long: a viewer that attaches
@@ -425,12 +437,12 @@ fn definitions_stay_bounded_over_200k_proofs_of_short_lived_threads() {
         mentioned.is_subset(&defined),
         "a thread of the history is undefined"
     );
-    // … and hardly any other: the exited threads no kept frame mentions were forgotten. (A
-    // few are kept a little longer: retirement is conservative around the oldest kept frame,
-    // whose events are not all in time order, and runs once a second.)
+    // … and hardly any other: the exited threads no kept frame mentions were forgotten. The
+    // few left are threads still running, and threads whose span began in an evicted frame
+    // and ended in a kept one (a `SpanEnd` names no thread, yet its frame is recent).
     let extra = defined.difference(&mentioned).count();
     assert!(
-        extra <= 8 + defined.len() / 50,
+        extra <= 16 + defined.len() / 20,
         "{extra} of {} definitions name threads no kept event mentions ({proofs} proofs)",
         defined.len()
     );
