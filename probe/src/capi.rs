@@ -132,6 +132,30 @@ fn forked() -> bool {
     fork::in_forked_child()
 }
 
+/// A function of `libproofscope_preload.so`, when that library is in the process.
+fn preload_fn(name: &CStr) -> *mut std::ffi::c_void {
+    // SAFETY: dlsym with a NUL-terminated name; a null result means "not there".
+    unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }
+}
+
+type PreloadAttach = extern "C" fn(Option<extern "C" fn(u64, u64, c_int)>, u64);
+
+/// What the preload library calls for each block once attached: this session's accounting,
+/// with this process's span context.
+extern "C" fn preload_report(bytes: u64, inside_ns: u64, release: c_int) {
+    crate::alloc::report_external(bytes, inside_ns, release != 0);
+}
+
+/// Tells the preload library (if loaded) where blocks go: to this session, or (None) nowhere.
+fn attach_preload(report: Option<extern "C" fn(u64, u64, c_int)>, threshold: u64) {
+    let f = preload_fn(c"proofscope_preload_attach");
+    if !f.is_null() {
+        // SAFETY: the preload library exports `proofscope_preload_attach` with this type.
+        let attach: PreloadAttach = unsafe { std::mem::transmute(f) };
+        attach(report, threshold);
+    }
+}
+
 /// Starts a session (at most one per process).
 ///
 /// # Safety
@@ -193,10 +217,21 @@ pub unsafe extern "C" fn proofscope_start(cfg: *const proofscope_config) -> proo
         backend_reason: reason.unwrap_or_default(),
         command_line: std::env::args().collect(),
     };
+    // With the preload library in the process, its own session (if any) gives way first: this
+    // one sees the program's spans, so the blocks belong here.
+    let release = preload_fn(c"proofscope_preload_release");
+    if !release.is_null() {
+        // SAFETY: the preload library exports `proofscope_preload_release` as `fn()`.
+        let release: extern "C" fn() = unsafe { std::mem::transmute(release) };
+        release();
+    }
+    let threshold = config.large_block;
     match Probe::start(config, info) {
-        Ok(p) if !p.is_enabled() => PROOFSCOPE_NOT_RUNNING, // PROOFSCOPE_OFF=1
+        // PROOFSCOPE_OFF=1: the probe is off on purpose.
+        Ok(p) if !p.is_enabled() => PROOFSCOPE_NOT_RUNNING,
         Ok(p) => {
             *slot = Some(p);
+            attach_preload(Some(preload_report), threshold);
             PROOFSCOPE_OK
         }
         Err(crate::ProbeError::AlreadyRunning) => PROOFSCOPE_ALREADY_RUNNING,
@@ -221,6 +256,7 @@ pub unsafe extern "C" fn proofscope_stop(reason: *const c_char) -> proofscope_st
     let p = PROBE.lock().unwrap_or_else(|p| p.into_inner()).take();
     match p {
         Some(p) => {
+            attach_preload(None, 0);
             p.shutdown(reason);
             PROOFSCOPE_OK
         }

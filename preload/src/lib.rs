@@ -1,0 +1,345 @@
+//! `libproofscope_preload.so`: the allocator probe for programs that do not link the probe
+//! (or link it without an allocator of their own): `LD_PRELOAD=libproofscope_preload.so prover`.
+//!
+//! It interposes the malloc family (`malloc`, `calloc`, `realloc`, `free`, `posix_memalign`,
+//! `aligned_alloc`, `memalign`, `valloc`, `pvalloc`; C++ `new`/`delete` go through them) and
+//! `mmap`/`munmap`. Every call is counted (live bytes); a block at or above the large-block
+//! threshold is timed and reported as `Alloc`/`Release` with its thread and enclosing span.
+//!
+//! - The real functions are glibc's own entry points (`__libc_malloc`, …) and raw system calls
+//!   for `mmap`/`munmap`: no `dlsym` bootstrap (dlsym itself calls calloc).
+//! - A hook never allocates and never takes a lock: counting is per-thread slots and the
+//!   report is a push into a preallocated lock-free queue; a thread-local guard keeps the
+//!   probe's own allocations from being reported twice.
+//! - Where the program links the probe (`libproofscope_probe.a`) and starts a session, that
+//!   session registers itself here (`proofscope_preload_attach`), and blocks go to it — with
+//!   the span context the program's own probe keeps per thread. Otherwise this library starts
+//!   a session of its own, named after the executable, once the program has run for
+//!   [`SELF_START_DELAY`] (so short-lived children of the prover, which inherit `LD_PRELOAD`,
+//!   do not each open a session).
+//! - After `fork`, the child's probe is off (the probe's fork handling).
+
+use libc::{c_int, c_void, off_t, size_t};
+use std::cell::Cell;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// How long the program runs before this library starts its own session.
+pub const SELF_START_DELAY: Duration = Duration::from_millis(300);
+
+unsafe extern "C" {
+    fn __libc_malloc(size: size_t) -> *mut c_void;
+    fn __libc_calloc(n: size_t, size: size_t) -> *mut c_void;
+    fn __libc_realloc(p: *mut c_void, size: size_t) -> *mut c_void;
+    fn __libc_free(p: *mut c_void);
+    fn __libc_memalign(align: size_t, size: size_t) -> *mut c_void;
+    fn __libc_valloc(size: size_t) -> *mut c_void;
+    fn __libc_pvalloc(size: size_t) -> *mut c_void;
+    fn malloc_usable_size(p: *mut c_void) -> size_t;
+}
+
+/// Where blocks go: the program's own probe once it registered, else this library's.
+type Reporter = extern "C" fn(u64, u64, c_int);
+
+/// The program's probe's reporter (null: report into this library's own probe).
+static FORWARD: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+/// Blocks at or above this many bytes are timed (the probe's default until a session says).
+static THRESHOLD: AtomicU64 = AtomicU64::new(1 << 20);
+
+thread_local! {
+    /// Inside a hook: the probe's own work calls no hook again.
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Called by a program's own probe (`proofscope_start` in libproofscope_probe) before its
+/// session starts: this library's own session, if it started one, ends now, and none starts
+/// later.
+#[unsafe(no_mangle)]
+pub extern "C" fn proofscope_preload_release() {
+    TAKEN_OVER.store(true, Ordering::Release);
+    if let Some(p) = OWN.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        p.shutdown("handed over to the program's own probe");
+    }
+}
+
+/// Called by a program's own probe once its session runs: from then on blocks are reported
+/// to it through `report(bytes, inside_ns, release)`, with the span context the program's
+/// probe keeps per thread; `None` (its session ended) stops that.
+#[unsafe(no_mangle)]
+pub extern "C" fn proofscope_preload_attach(report: Option<Reporter>, threshold: u64) {
+    if threshold > 0 {
+        THRESHOLD.store(threshold, Ordering::Relaxed);
+    }
+    let p = report.map_or(std::ptr::null_mut(), |f| f as *mut c_void);
+    FORWARD.store(p, Ordering::Release);
+}
+
+/// The program's own probe asked: this library starts no session of its own.
+static TAKEN_OVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// This library's own session, when the program has none.
+static OWN: Mutex<Option<proofscope_probe::Probe>> = Mutex::new(None);
+
+fn report(bytes: u64, inside_ns: u64, release: bool) {
+    let f = FORWARD.load(Ordering::Acquire);
+    if f.is_null() {
+        proofscope_probe::report_external(bytes, inside_ns, release);
+    } else {
+        // SAFETY: only `proofscope_preload_attach` stores here, and only a `Reporter`.
+        let f: Reporter = unsafe { std::mem::transmute::<*mut c_void, Reporter>(f) };
+        f(bytes, inside_ns, c_int::from(release));
+    }
+}
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is valid for writes; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Runs `call` (the real function) and accounts for the block it freed (`before` bytes, 0:
+/// none) and the block it returned (`after`, 0: none). The call is timed when `before` or
+/// `expect` (the size asked for) reaches the threshold; a realloc's release and allocation
+/// share its time, as the probe's own allocator does.
+#[inline(always)]
+fn hooked<T>(
+    before: u64,
+    expect: u64,
+    after: impl FnOnce(&T) -> u64,
+    call: impl FnOnce() -> T,
+) -> T {
+    let Ok(outer) = BUSY.try_with(|b| !b.replace(true)) else {
+        return call(); // thread teardown: no accounting
+    };
+    if !outer {
+        return call();
+    }
+    let threshold = THRESHOLD.load(Ordering::Relaxed);
+    let timed = before >= threshold || expect >= threshold;
+    let t0 = if timed { now_ns() } else { 0 };
+    let r = call();
+    let inside = if timed { now_ns() - t0 } else { 0 };
+    let made = after(&r);
+    if before > 0 {
+        report(before, inside, true);
+    }
+    if made > 0 {
+        report(made, inside, false);
+    }
+    let _ = BUSY.try_with(|b| b.set(false));
+    r
+}
+
+/// The usable size of a live block (0 for NULL).
+fn size_of_block(p: *mut c_void) -> u64 {
+    if p.is_null() {
+        0
+    } else {
+        // SAFETY: `p` is a live block of this allocator.
+        unsafe { malloc_usable_size(p) as u64 }
+    }
+}
+
+macro_rules! alloc_hook {
+    ($name:ident ($($arg:ident: $ty:ty),*) => $real:ident, $size:expr) => {
+        /// Interposed: forwards to glibc and accounts for the block.
+        ///
+        /// # Safety
+        /// The C contract of the function of this name.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> *mut c_void {
+            // SAFETY: forwarded unchanged to glibc's implementation.
+            hooked(0, $size, |p: &*mut c_void| size_of_block(*p), || unsafe { $real($($arg),*) })
+        }
+    };
+}
+
+alloc_hook!(malloc(size: size_t) => __libc_malloc, size as u64);
+alloc_hook!(calloc(n: size_t, size: size_t) => __libc_calloc, (n as u64).saturating_mul(size as u64));
+alloc_hook!(memalign(align: size_t, size: size_t) => __libc_memalign, size as u64);
+alloc_hook!(aligned_alloc(align: size_t, size: size_t) => __libc_memalign, size as u64);
+alloc_hook!(valloc(size: size_t) => __libc_valloc, size as u64);
+alloc_hook!(pvalloc(size: size_t) => __libc_pvalloc, size as u64);
+
+/// Interposed `free`.
+///
+/// # Safety
+/// The C contract of `free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn free(p: *mut c_void) {
+    if p.is_null() {
+        return;
+    }
+    let size = size_of_block(p);
+    // SAFETY: forwarded unchanged.
+    hooked(size, 0, |_: &()| 0, || unsafe { __libc_free(p) });
+}
+
+/// Interposed `realloc`: the old block's release and the new block's allocation.
+///
+/// # Safety
+/// The C contract of `realloc`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn realloc(p: *mut c_void, size: size_t) -> *mut c_void {
+    let old = size_of_block(p);
+    // SAFETY: forwarded unchanged.
+    hooked(
+        old,
+        size as u64,
+        |n: &*mut c_void| size_of_block(*n),
+        || unsafe { __libc_realloc(p, size) },
+    )
+}
+
+/// Interposed `posix_memalign`.
+///
+/// # Safety
+/// The C contract of `posix_memalign`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn posix_memalign(
+    out: *mut *mut c_void,
+    align: size_t,
+    size: size_t,
+) -> c_int {
+    if out.is_null() || align < std::mem::size_of::<*mut c_void>() || !align.is_power_of_two() {
+        return libc::EINVAL;
+    }
+    // SAFETY: `memalign` is the interposed one above (accounting included).
+    let p = unsafe { memalign(align, size) };
+    if p.is_null() && size != 0 {
+        return libc::ENOMEM;
+    }
+    // SAFETY: `out` is non-null and, by the contract, valid for a write.
+    unsafe { *out = p };
+    0
+}
+
+/// Interposed `mmap`: anonymous mappings at or above the threshold are reported.
+///
+/// # Safety
+/// The C contract of `mmap`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
+    let call = || {
+        // SAFETY: the system call with the caller's arguments: the same contract.
+        unsafe { libc::syscall(libc::SYS_mmap, addr, len, prot, flags, fd, off) as *mut c_void }
+    };
+    let anon = flags & libc::MAP_ANONYMOUS != 0;
+    if !anon || (len as u64) < THRESHOLD.load(Ordering::Relaxed) {
+        return call();
+    }
+    hooked(
+        0,
+        len as u64,
+        |p: &*mut c_void| {
+            if *p == libc::MAP_FAILED {
+                0
+            } else {
+                len as u64
+            }
+        },
+        call,
+    )
+}
+
+/// Interposed `mmap64` (the same call on 64-bit Linux).
+///
+/// # Safety
+/// As for `mmap`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
+    // SAFETY: forwarded.
+    unsafe { mmap(addr, len, prot, flags, fd, off) }
+}
+
+/// Interposed `munmap`: unmappings at or above the threshold are timed and reported.
+///
+/// # Safety
+/// The C contract of `munmap`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
+    let call = || {
+        // SAFETY: the system call with the caller's arguments.
+        let r = unsafe { libc::syscall(libc::SYS_munmap, addr, len) };
+        if r < 0 {
+            // SAFETY: errno is thread-local and writable.
+            unsafe { *libc::__errno_location() = -(r as c_int) };
+            -1
+        } else {
+            0
+        }
+    };
+    if (len as u64) < THRESHOLD.load(Ordering::Relaxed) {
+        return call();
+    }
+    hooked(len as u64, 0, |_: &c_int| 0, call)
+}
+
+extern "C" fn start_own_session() {
+    let _ = std::thread::Builder::new()
+        .name("proofscope-preload".into())
+        .spawn(|| {
+            std::thread::sleep(SELF_START_DELAY);
+            let mut own = OWN.lock().unwrap_or_else(|e| e.into_inner());
+            if TAKEN_OVER.load(Ordering::Acquire) {
+                return; // the program's own probe took over
+            }
+            let exe = std::env::current_exe()
+                .ok()
+                .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "program".into());
+            let config = match proofscope_probe::ProbeConfig::from_env(&exe, "") {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("[proofscope preload] {e}; no session");
+                    return;
+                }
+            };
+            THRESHOLD.store(config.large_block, Ordering::Relaxed);
+            let info = proofscope_probe::SessionInfo {
+                backend: String::new(),
+                backend_reason: "allocator probe (LD_PRELOAD): no spans".into(),
+                command_line: std::env::args().collect(),
+            };
+            match proofscope_probe::Probe::start(config, info) {
+                Ok(p) => {
+                    *own = Some(p);
+                    // SAFETY: registers a handler with no preconditions that lives forever.
+                    unsafe { libc::atexit(stop_own_session) };
+                }
+                Err(e) => eprintln!("[proofscope preload] no session: {e}"),
+            }
+        });
+}
+
+extern "C" fn stop_own_session() {
+    if let Ok(mut g) = OWN.lock()
+        && let Some(p) = g.take()
+    {
+        p.shutdown("program exited");
+    }
+}
+
+/// Runs when the library is loaded.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static INIT: extern "C" fn() = start_own_session;
