@@ -10,6 +10,7 @@
 // proofscope::allocator), or without the probe at all, to run under LD_PRELOAD of
 // libproofscope_preload.so (which sees every malloc and free).
 #include <atomic>
+#include <pthread.h>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -122,6 +123,7 @@ static std::uint64_t generate_groth16_proofs(const Options &o, int n) {
     if (!o.sync) {
         // async: the vectors go to a thread of their own; nothing waits for it.
         std::thread([a = std::move(assignments), s = std::move(split)]() mutable {
+            pthread_setname_np(pthread_self(), "dealloc");
             a.clear();
             s.clear();
         }).detach();
