@@ -44,6 +44,8 @@ mod subscriber;
 mod system;
 mod thread;
 mod threads;
+#[cfg(feature = "tracing")]
+mod tracing_layer;
 
 pub use alloc::{AllocTotals, CountingAllocator, report_external, thread_totals, totals};
 pub use collector::CollectorStats;
@@ -60,6 +62,8 @@ pub use proof::{ProofInfo, ProofScope};
 pub use span::{Adopted, SpanGuard, SpanHandle, marker, marker_with_text};
 pub use state::enabled;
 pub use system::{cpu_count, total_ram_bytes};
+#[cfg(feature = "tracing")]
+pub use tracing_layer::ProofscopeLayer;
 
 /// Opens a span until the end of the enclosing scope: `let _s = span!("ntt");`, or under an
 /// explicit parent from another thread: `let _s = span!("msm", parent = handle);`.

@@ -41,6 +41,14 @@ impl ProofScope {
 
     /// A proof whose outer span is named by `site` instead of `prove`.
     pub fn begin_named(site: &CallSite, info: ProofInfo) -> ProofScope {
+        if !state::enabled() {
+            return Self::OFF;
+        }
+        Self::begin_id(site.id(), info)
+    }
+
+    /// A proof whose outer span is named by an interned id (the `tracing` layer's call sites).
+    pub(crate) fn begin_id(name: u32, info: ProofInfo) -> ProofScope {
         let st = state::load();
         if !st.enabled() {
             return Self::OFF;
@@ -51,7 +59,7 @@ impl ProofScope {
         let proof = session.next_proof();
         let t = st.ticks();
         let ctx = current_ctx();
-        let guard = SpanGuard::begin::<true>(st, site.id(), ctx.span, proof, ctx);
+        let guard = SpanGuard::begin::<true>(st, name, ctx.span, proof, ctx);
         session.slow.push(SlowEvent::Ticks(
             t,
             Event::ProofBegin(Box::new(ProofBegin {

@@ -1,6 +1,7 @@
-//! The probe as any prover embeds it: `probe/examples/minimal_prover.rs` depends on
+//! The probe as any Rust prover embeds it: `probe/examples/minimal_prover.rs` depends on
 //! `proofscope-probe` alone; `proofscope attach --headless --proofs 3` against it reports its
 //! phases, and with `--dealloc sync` flags the tail gap and diagnoses the release.
+//! `probe/examples/tracing_prover.rs` speaks only `tracing`, through the probe's layer.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -8,27 +9,25 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
 
-/// The example's binary: `cargo test --workspace` builds it beside this package's binaries;
+/// An example's binary: `cargo test --workspace` builds it beside this package's binaries;
 /// when it is missing (this package's tests alone), it is built now.
-fn example() -> PathBuf {
+fn example(name: &str) -> PathBuf {
     let dir = Path::new(BIN).parent().unwrap().to_owned();
-    let exe = dir.join("examples").join("minimal_prover");
+    let exe = dir.join("examples").join(name);
     if !exe.exists() {
         let status = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "-p",
-                "proofscope-probe",
-                "--example",
-                "minimal_prover",
-            ])
+            .args(["build", "-p", "proofscope-probe", "--example", name])
             .env("CARGO_TARGET_DIR", dir.parent().unwrap())
             .status()
             .expect("running cargo");
-        assert!(status.success(), "building the minimal_prover example");
+        assert!(status.success(), "building the {name} example");
     }
     exe
 }
+
+/// One example at a time: the ghost's share of a proof is what the test reads, and a second
+/// prover paging in its vectors on the same 2 cores would dilute it.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 struct Running(Child);
 
@@ -39,13 +38,22 @@ impl Drop for Running {
     }
 }
 
-/// Runs the example with `dealloc` and returns the headless report of 3 proofs.
+/// Runs the minimal prover with `dealloc` and returns the headless report of 3 proofs.
 fn report(dealloc: &str) -> String {
+    report_of(
+        "minimal_prover",
+        &["--proofs", "6", "--vectors", "6", "--dealloc", dealloc],
+    )
+}
+
+/// Runs example `name` with `args` and returns the headless report of 3 proofs.
+fn report_of(name: &str, args: &[&str]) -> String {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("minimal.sock");
+    let sock = dir.path().join("example.sock");
     let _prover = Running(
-        Command::new(example())
-            .args(["--proofs", "6", "--vectors", "6", "--dealloc", dealloc])
+        Command::new(example(name))
+            .args(args)
             .env("PROOFSCOPE_SOCKET", &sock)
             .env("PROOFSCOPE_GPU_SAMPLE_MS", "0")
             .stdout(Stdio::null())
@@ -116,5 +124,24 @@ fn a_prover_with_only_the_probe_shows_its_phases_and_its_ghost() {
             !p.contains("! gap"),
             "async release flagged a gap in proof {n}:\n{p}"
         );
+    }
+}
+
+#[test]
+fn a_prover_that_speaks_only_tracing_shows_its_phases() {
+    let r = report_of("tracing_prover", &["--proofs", "6"]);
+    assert!(r.contains("prover:   tracing-prover"), "{r}");
+    for n in 1..=3 {
+        let p = proof(&r, n);
+        assert!(
+            p.contains("toy-tracing"),
+            "proof {n} lacks its circuit:\n{p}"
+        );
+        for phase in ["synthesis", "commit", "open"] {
+            assert!(
+                p.contains(&format!("    {phase} ")),
+                "proof {n} lacks {phase}:\n{p}"
+            );
+        }
     }
 }
