@@ -36,7 +36,6 @@ unsafe extern "C" {
     fn __libc_memalign(align: size_t, size: size_t) -> *mut c_void;
     fn __libc_valloc(size: size_t) -> *mut c_void;
     fn __libc_pvalloc(size: size_t) -> *mut c_void;
-    fn malloc_usable_size(p: *mut c_void) -> size_t;
 }
 
 /// Where blocks go: the program's own probe once it registered, else this library's.
@@ -106,6 +105,12 @@ fn now_ns() -> u64 {
 /// none) and the block it returned (`after`, 0: none). The call is timed when `before` or
 /// `expect` (the size asked for) reaches the threshold; a realloc's release and allocation
 /// share its time, as the probe's own allocator does.
+///
+/// A small block is only counted: that path touches no thread-local of this library (in a
+/// shared library each one is a `__tls_get_addr` call) and cannot re-enter, since counting
+/// neither allocates nor frees. Only the timed path, which reaches the probe's queue, sets the
+/// re-entry guard. Measured with `cargo bench -p proofscope-preload --bench hooks`: the guard
+/// on every call cost a 64 B malloc+free pair +27 ns over glibc; see docs/BENCHMARKS.md.
 #[inline(always)]
 fn hooked<T>(
     before: u64,
@@ -113,17 +118,35 @@ fn hooked<T>(
     after: impl FnOnce(&T) -> u64,
     call: impl FnOnce() -> T,
 ) -> T {
+    let threshold = THRESHOLD.load(Ordering::Relaxed);
+    if before < threshold && expect < threshold {
+        let r = call();
+        let made = after(&r);
+        if before > 0 {
+            report(before, 0, true);
+        }
+        if made > 0 {
+            report(made, 0, false);
+        }
+        return r;
+    }
+    timed(before, after, call)
+}
+
+/// [`hooked`]'s path for a large block, out of line so that the small path's frame stays
+/// small (as one function, every malloc paid this path's six register saves).
+#[cold]
+#[inline(never)]
+fn timed<T>(before: u64, after: impl FnOnce(&T) -> u64, call: impl FnOnce() -> T) -> T {
     let Ok(outer) = BUSY.try_with(|b| !b.replace(true)) else {
         return call(); // thread teardown: no accounting
     };
     if !outer {
         return call();
     }
-    let threshold = THRESHOLD.load(Ordering::Relaxed);
-    let timed = before >= threshold || expect >= threshold;
-    let t0 = if timed { now_ns() } else { 0 };
+    let t0 = now_ns();
     let r = call();
-    let inside = if timed { now_ns() - t0 } else { 0 };
+    let inside = now_ns() - t0;
     let made = after(&r);
     if before > 0 {
         report(before, inside, true);
@@ -135,14 +158,25 @@ fn hooked<T>(
     r
 }
 
-/// The usable size of a live block (0 for NULL).
+/// The size of glibc's chunk holding the live block `p` (0 for NULL): the word before the
+/// block, less its three flag bits. Both sides of the accounting use it, so live bytes stay
+/// exact (a realloc releases the old chunk's size and counts the new one's).
+///
+/// Read inline rather than through `malloc_usable_size`, which returns the same size less the
+/// header after two calls' worth of checks: the call was a quarter of a small malloc+free
+/// pair's added cost (perf; `cargo bench -p proofscope-preload --bench hooks`). Every block
+/// seen here came from glibc's own `__libc_*` functions, whose chunk header has had this
+/// layout since glibc 2.0.
+#[inline(always)]
 fn size_of_block(p: *mut c_void) -> u64 {
     if p.is_null() {
-        0
-    } else {
-        // SAFETY: `p` is a live block of this allocator.
-        unsafe { malloc_usable_size(p) as u64 }
+        return 0;
     }
+    // SAFETY: `p` is a live block returned by glibc's allocator (the caller's contract for
+    // free/realloc, or the call just made): the chunk's size word sits right before it, is
+    // aligned and readable.
+    let word = unsafe { p.cast::<usize>().sub(1).read() };
+    (word & !7) as u64
 }
 
 macro_rules! alloc_hook {

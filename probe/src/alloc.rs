@@ -8,10 +8,10 @@
 //! untouched and reallocations can use mremap.
 
 use crate::clock::ticks;
+use crate::slot_tls;
 use crate::thread::{current_ctx, os_tid};
 use crossbeam_queue::ArrayQueue;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -50,10 +50,8 @@ static QUEUE: OnceLock<ArrayQueue<RawBlock>> = OnceLock::new();
 static DROPPED_ALLOC: AtomicU64 = AtomicU64::new(0);
 static DROPPED_RELEASE: AtomicU64 = AtomicU64::new(0);
 
-thread_local! {
-    /// This thread's slot index + 1 (0: not assigned yet).
-    static MY_SLOT: Cell<usize> = const { Cell::new(0) };
-}
+// This thread's slot index + 1 (0: not assigned yet, usize::MAX: the overflow slot) lives
+// in `slot_tls`.
 
 /// A large allocation or release, as queued by the allocator.
 #[derive(Debug, Clone, Copy)]
@@ -87,7 +85,7 @@ impl AllocTotals {
 /// Which slot this thread writes, and whether it owns it.
 #[inline(always)]
 fn my_slot() -> (&'static Slot, bool) {
-    let idx = MY_SLOT.try_with(Cell::get).unwrap_or(usize::MAX);
+    let idx = slot_tls::get();
     if idx != 0 && idx != usize::MAX {
         return (&TABLE[idx - 1], true);
     }
@@ -96,10 +94,10 @@ fn my_slot() -> (&'static Slot, bool) {
     }
     let n = NEXT_SLOT.fetch_add(1, Ordering::Relaxed);
     if n < SLOTS {
-        let _ = MY_SLOT.try_with(|c| c.set(n + 1));
+        slot_tls::set(n + 1);
         (&TABLE[n], true)
     } else {
-        let _ = MY_SLOT.try_with(|c| c.set(usize::MAX));
+        slot_tls::set(usize::MAX);
         (&OVERFLOW, false)
     }
 }
@@ -307,15 +305,25 @@ unsafe impl GlobalAlloc for CountingAllocator {
 /// Counts a block allocated or released outside this allocator (a C or C++ allocator reporting
 /// through the C API, or the preload library) that just returned after `inside_ns`, and
 /// reports it when it is large. Never allocates.
+///
+/// Inlined into the caller, the large-block report kept out of line: the preload library calls
+/// this on every malloc and free, and as one function its frame set-up alone was a fifth of a
+/// small pair's added cost (perf, `cargo bench -p proofscope-preload --bench hooks`).
+#[inline]
 pub fn report_external(bytes: u64, inside_ns: u64, release: bool) {
     if release {
         count_free(bytes as usize);
     } else {
         count_alloc(bytes as usize);
     }
-    if !EVENTS_ON.load(Ordering::Relaxed) || bytes < THRESHOLD.load(Ordering::Relaxed) {
-        return;
+    if EVENTS_ON.load(Ordering::Relaxed) && bytes >= THRESHOLD.load(Ordering::Relaxed) {
+        report_external_large(bytes, inside_ns, release);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn report_external_large(bytes: u64, inside_ns: u64, release: bool) {
     let end = crate::gpu::now_ns();
     enqueue(RawBlock {
         ticks: end.saturating_sub(inside_ns),

@@ -138,6 +138,10 @@ fn wire_kind(k: RawKind) -> EventKind {
 
 const RAW_KIND_LIST: [RawKind; RAW_KINDS] = [RawKind::SpanBegin, RawKind::SpanEnd, RawKind::Marker];
 
+/// The longest the collector sleeps after an idle cycle (a thread's ring wakes it sooner
+/// only when half full).
+pub const MAX_IDLE_WAIT: Duration = Duration::from_millis(50);
+
 impl Collector {
     pub fn new(session: Arc<Session>) -> Collector {
         let budget = session.config.history_bytes;
@@ -174,7 +178,9 @@ impl Collector {
     /// Runs until the session stops, then sends the goodbye and closes every queue. After a
     /// cycle that moved events the next comes after the flush interval; after an idle one,
     /// when the next allocator sample is due: on a prover that emits little, the collector
-    /// wakes at the sampling cadence only (its wake-ups were most of its cost).
+    /// wakes at the sampling cadence only (its wake-ups were most of its cost), but at least
+    /// every [`MAX_IDLE_WAIT`], so that a rare sampling cadence does not hold back the
+    /// events that end an idle spell.
     pub fn run(mut self) -> CollectorStats {
         let interval = self.session.config.flush_interval;
         loop {
@@ -186,7 +192,7 @@ impl Collector {
             let wait = if moved {
                 interval
             } else {
-                self.until_next_sample().max(interval)
+                self.until_next_sample().min(MAX_IDLE_WAIT).max(interval)
             };
             std::thread::park_timeout(wait);
         }

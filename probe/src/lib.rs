@@ -38,6 +38,7 @@ mod recorder;
 mod ring;
 mod server;
 mod session;
+mod slot_tls;
 mod span;
 mod state;
 mod subscriber;

@@ -169,7 +169,8 @@ fn late_subscriber_gets_history_then_live_without_duplicates() {
         }
         std::thread::sleep(Duration::from_millis(3));
     }
-    std::thread::sleep(Duration::from_millis(30));
+    // Everything emitted so far is in the flight recorder before anyone attaches.
+    assert!(proofscope_probe::wait_drained(Duration::from_secs(10)));
     let mut client = Client::connect(&sock, true);
     let head = client.read_until(|e| matches!(e, Event::LiveStart { .. }));
     for _ in 0..1000 {
