@@ -95,13 +95,16 @@ mod tests {
     #[test]
     fn each_thread_has_its_own_word() {
         super::set(7);
-        std::thread::spawn(|| {
-            assert_eq!(super::get(), 0);
-            super::set(9);
-            assert_eq!(super::get(), 9);
-        })
-        .join()
-        .unwrap();
+        std::thread::Builder::new()
+            .name("slot-tls-test".into())
+            .spawn(|| {
+                assert_eq!(super::get(), 0);
+                super::set(9);
+                assert_eq!(super::get(), 9);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
         assert_eq!(super::get(), 7);
     }
 }
