@@ -188,3 +188,73 @@ fn the_cpp_header_nests_spans_across_threads_and_reports_vectors() {
         "{blocks:?}"
     );
 }
+
+/// `proofscope_cuda.hpp` against a stand-in CUDA runtime (tests/c/fake_cuda): CI has no GPU,
+/// but the header's logic — anchoring, the resolver thread, the event pool, failures, flush —
+/// is all host code. (The real runtime's recording is `recordings/cpp-cuda.psrec`.)
+#[test]
+fn the_cuda_header_reports_kernels_under_their_phase_without_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("cuda_hpp_test");
+    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/fake_cuda");
+    let include = format!("-I{}", fake.display());
+    if !compile(
+        "c++",
+        &[
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pthread",
+            &include,
+        ],
+        "cuda_hpp_test.cpp",
+        &exe,
+    ) {
+        return;
+    }
+    let events = run(&exe, dir.path(), &dir.path().join("cuda.psrec"));
+    let begin = |n: &str| {
+        events
+            .iter()
+            .find_map(|e| match e {
+                Event::SpanBegin(b) if name_of(&events, b.name) == n => Some(*b),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no span {n}"))
+    };
+    let (ntt_phase, tail_phase) = (begin("ntt_msm_h"), begin("tail_msm"));
+    let gpu: Vec<(String, u64, u64, u32, u32, Option<u64>)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::GpuSpan(g) => Some((
+                name_of(&events, g.name),
+                g.start,
+                g.end,
+                g.device,
+                g.stream,
+                g.span,
+            )),
+            _ => None,
+        })
+        .collect();
+    let names: Vec<&str> = gpu.iter().map(|g| g.0.as_str()).collect();
+    assert_eq!(names, ["ntt", "msm", "tail"], "the failed record lost 'lost' only");
+    let ms = |g: &(String, u64, u64, u32, u32, Option<u64>)| (g.2 - g.1) as f64 / 1e6;
+    // Durations from the events, within the stand-in's scheduling slack.
+    for (g, want) in gpu.iter().zip([40.0, 60.0, 30.0]) {
+        assert!(
+            (ms(g) - want).abs() < 8.0,
+            "{} lasted {:.1} ms, not {want}",
+            g.0,
+            ms(g)
+        );
+        assert_eq!((g.3, g.4), (0, 3), "device 0, stream id 3");
+    }
+    // Back to back on the stream, after the phase that launched them began.
+    assert!(gpu[1].1 >= gpu[0].2 && gpu[1].1 - gpu[0].2 < 2_000_000);
+    assert!(gpu[0].1 + 2_000_000 >= ntt_phase.ts);
+    assert_eq!(gpu[0].5, Some(ntt_phase.span));
+    assert_eq!(gpu[1].5, Some(ntt_phase.span));
+    assert_eq!(gpu[2].5, Some(tail_phase.span));
+}

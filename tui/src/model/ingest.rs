@@ -7,8 +7,9 @@
 //! and spans outside proofs, then sessions that have nothing else left. A session's names and
 //! threads take at most an eighth of the budget; definitions past that are refused (counted).
 
+use super::early::Orphan;
 use super::{Model, Proof, Session, Span};
-use probe_protocol::{Event, Hello};
+use probe_protocol::{Event, GpuSpan, Hello};
 
 /// Longest string kept from the wire, per kind of string.
 const MAX_NAME: usize = 1024;
@@ -239,6 +240,34 @@ impl Model {
 }
 
 impl Session {
+    /// Keeps an event for a span not begun yet; the ones that waited too long join no proof.
+    fn hold_early(&mut self, span: u64, o: Orphan) {
+        for gave_up in self.early.hold(span, o) {
+            self.place(0, gave_up);
+        }
+    }
+
+    /// Files a waiting event under proof `pid` (0: none).
+    fn place(&mut self, pid: u64, o: Orphan) {
+        match o {
+            Orphan::Gpu(g) => {
+                self.push_gpu_span(pid, g);
+            }
+            Orphan::Marker(m) => self.proof_mut(pid).markers.push(m),
+        }
+    }
+
+    /// Adds a GPU span to proof `pid` unless it is already there: a replayed history repeats
+    /// recent GPU spans, so the newest few are compared. Returns whether it was added.
+    fn push_gpu_span(&mut self, pid: u64, g: GpuSpan) -> bool {
+        let pr = self.proof_mut(pid);
+        if pr.gpu_spans.iter().rev().take(64).any(|x| *x == g) {
+            return false;
+        }
+        pr.gpu_spans.push(g);
+        true
+    }
+
     fn proof_mut(&mut self, id: u64) -> &mut Proof {
         if id == 0 {
             return &mut self.loose;
@@ -382,6 +411,11 @@ impl Session {
                     start: b.ts,
                     end: None,
                 });
+                if !self.early.is_empty() {
+                    for o in self.early.take(b.span) {
+                        self.place(pid, o);
+                    }
+                }
                 SPAN_BYTES
             }
             Event::SpanEnd(e) => {
@@ -404,11 +438,10 @@ impl Session {
                     return 0;
                 }
                 let cost = MARKER_BYTES + m.text.as_ref().map_or(0, String::len);
-                let pid = m
-                    .span
-                    .and_then(|s| self.span_proof.get(&s).copied())
-                    .unwrap_or(0);
-                self.proof_mut(pid).markers.push(*m);
+                match m.span.map(|s| (s, self.span_proof.get(&s).copied())) {
+                    Some((span, None)) => self.hold_early(span, Orphan::Marker(*m)),
+                    known => self.proof_mut(known.and_then(|k| k.1).unwrap_or(0)).markers.push(*m),
+                }
                 cost
             }
             Event::AllocSample(s) => {
@@ -436,17 +469,18 @@ impl Session {
                 0
             }
             Event::GpuSpan(g) => {
-                let pid = g
-                    .span
-                    .and_then(|s| self.span_proof.get(&s).copied())
-                    .unwrap_or(0);
-                let pr = self.proof_mut(pid);
-                // A replayed history repeats recent GPU spans: the newest few are compared.
-                if pr.gpu_spans.iter().rev().take(64).any(|x| *x == g) {
-                    return 0;
+                let pid = match g.span.map(|s| (s, self.span_proof.get(&s).copied())) {
+                    Some((span, None)) => {
+                        self.hold_early(span, Orphan::Gpu(g));
+                        return BLOCK_BYTES;
+                    }
+                    known => known.and_then(|k| k.1).unwrap_or(0),
+                };
+                if self.push_gpu_span(pid, g) {
+                    BLOCK_BYTES
+                } else {
+                    0
                 }
-                pr.gpu_spans.push(g);
-                BLOCK_BYTES
             }
             Event::Dropped(d) => {
                 if !self.fresh(d.ts) {

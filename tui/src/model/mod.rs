@@ -1,6 +1,7 @@
 //! Sessions → proofs → span trees across threads and GPU streams; memory and GPU series;
 //! releases; drops. Retention is bounded by proofs and bytes; evictions are counted.
 
+mod early;
 mod ingest;
 mod series;
 
@@ -145,6 +146,8 @@ pub struct Session {
     pub span_proof: HashMap<u64, u64>,
     /// Spans outside any proof (parameter generation, …), most recent kept.
     pub loose: Proof,
+    /// GPU spans and markers whose span has not begun yet (see `early.rs`).
+    pub(crate) early: early::Early,
     pub alloc: TimeSeries<AllocSample>,
     pub releases: TimeSeries<BlockEvent>,
     pub allocs: TimeSeries<BlockEvent>,

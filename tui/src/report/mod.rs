@@ -208,6 +208,55 @@ pub struct ProofReport {
     pub gaps: Vec<GapReport>,
     pub small_gaps: SmallGaps,
     pub releases: ProofReleases,
+    /// Device work reported as GPU spans, per device, name and launching phase.
+    pub gpu_work: Vec<GpuWork>,
+}
+
+/// GPU spans of one name on one device, launched from one phase, within a proof.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuWork {
+    pub device: u32,
+    pub name: String,
+    /// The span that launched them (empty when none was named).
+    pub launched_in: String,
+    pub count: usize,
+    /// When the first began, from the proof's start.
+    pub first_offset_ns: u64,
+    /// Their durations added up.
+    pub busy_ns: u64,
+}
+
+/// The proof's GPU spans grouped by device, name and launching span, in order of first start.
+fn gpu_work(s: &Session, p: &Proof, proof_start: u64) -> Vec<GpuWork> {
+    let mut out: Vec<GpuWork> = Vec::new();
+    let mut spans: Vec<_> = p.gpu_spans.iter().collect();
+    spans.sort_by_key(|g| g.start);
+    for g in spans {
+        let name = s.name(g.name);
+        let launched_in = g
+            .span
+            .and_then(|id| p.span(id))
+            .map_or("", |sp| s.name(sp.name));
+        let busy = g.end.saturating_sub(g.start);
+        match out
+            .iter_mut()
+            .find(|w| w.device == g.device && w.name == name && w.launched_in == launched_in)
+        {
+            Some(w) => {
+                w.count += 1;
+                w.busy_ns += busy;
+            }
+            None => out.push(GpuWork {
+                device: g.device,
+                name: name.to_owned(),
+                launched_in: launched_in.to_owned(),
+                count: 1,
+                first_offset_ns: g.start.saturating_sub(proof_start),
+                busy_ns: busy,
+            }),
+        }
+    }
+    out
 }
 
 fn proof_report(
@@ -296,6 +345,7 @@ fn proof_report(
         gaps,
         small_gaps: small,
         releases: rel,
+        gpu_work: gpu_work(s, p, a),
     })
 }
 

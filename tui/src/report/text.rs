@@ -121,6 +121,22 @@ pub fn text(r: &Report) -> String {
                 );
                 let _ = writeln!(o, "{}", line.trim_end());
             }
+            for w in &p.gpu_work {
+                let line = format!(
+                    "    gpu{} {:<16} +{:<10} {:>10}  ×{}{}",
+                    w.device,
+                    w.name,
+                    dur(w.first_offset_ns),
+                    dur(w.busy_ns),
+                    w.count,
+                    if w.launched_in.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", launched in {}", w.launched_in)
+                    }
+                );
+                let _ = writeln!(o, "{line}");
+            }
             for g in &p.gaps {
                 let _ = writeln!(
                     o,
