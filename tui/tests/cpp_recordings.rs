@@ -115,7 +115,11 @@ fn cpp_cuda_sync_times_its_kernels_in_their_phases_and_shows_the_ghost() {
     let r = built("cpp-cuda-sync.psrec");
     let s = &r.sessions[0];
     assert_eq!(s.prover, "cpp-c2-cuda");
-    assert!(s.gpus.iter().any(|g| g.name.contains("H200")), "{:?}", s.gpus);
+    assert!(
+        s.gpus.iter().any(|g| g.name.contains("H200")),
+        "{:?}",
+        s.gpus
+    );
     assert_eq!(s.proofs.len(), 4);
     for p in &s.proofs {
         assert_cuda_proof(p);
@@ -143,7 +147,12 @@ fn cpp_cuda_async_times_the_same_kernels_and_flags_nothing() {
     assert_eq!(s.proofs.len(), 4);
     for p in &s.proofs {
         assert_cuda_proof(p);
-        assert!(p.gaps.iter().all(|g| !g.flagged), "proof {}: {:?}", p.id, p.gaps);
+        assert!(
+            p.gaps.iter().all(|g| !g.flagged),
+            "proof {}: {:?}",
+            p.id,
+            p.gaps
+        );
     }
     assert!(
         s.releases.by_thread.iter().any(|(t, _)| t == "dealloc"),

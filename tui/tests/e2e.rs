@@ -130,6 +130,11 @@ fn demo_in_a_real_terminal_shows_phases_and_q_restores_it() {
         .map(|s| !s.success())
         .unwrap_or(true)
     {
+        // CI installs tmux (.ci/run): there a missing one is a failure, not a skip.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI without tmux (apt-get install tmux)"
+        );
         eprintln!("SKIPPED: tmux is not installed (apt-get install tmux)");
         return;
     }

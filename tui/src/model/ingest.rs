@@ -440,7 +440,10 @@ impl Session {
                 let cost = MARKER_BYTES + m.text.as_ref().map_or(0, String::len);
                 match m.span.map(|s| (s, self.span_proof.get(&s).copied())) {
                     Some((span, None)) => self.hold_early(span, Orphan::Marker(*m)),
-                    known => self.proof_mut(known.and_then(|k| k.1).unwrap_or(0)).markers.push(*m),
+                    known => self
+                        .proof_mut(known.and_then(|k| k.1).unwrap_or(0))
+                        .markers
+                        .push(*m),
                 }
                 cost
             }
