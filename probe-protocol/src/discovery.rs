@@ -136,8 +136,13 @@ pub struct Found {
 /// Every socket in the search directories, live ones first. Stale sockets are removed (and
 /// returned with `removed` set, so a listing can say so).
 pub fn find() -> Vec<Found> {
+    find_in(&socket_dirs())
+}
+
+/// [`find`] in the directories `dirs` instead of the default ones.
+pub fn find_in(dirs: &[PathBuf]) -> Vec<Found> {
     let mut out = Vec::new();
-    for dir in socket_dirs() {
+    for dir in dirs {
         let Ok(rd) = std::fs::read_dir(&dir) else {
             continue;
         };

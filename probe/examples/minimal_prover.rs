@@ -1,4 +1,4 @@
-//! A prover in 100 lines that depends on `proofscope-probe` alone: three phases per proof, a
+//! A small prover that depends on `proofscope-probe` alone: three phases per proof, a
 //! few large vectors, a proof scope around each proof, and the vectors released either inside
 //! the proof (`--dealloc sync`, the ghost) or on a thread of their own (`--dealloc async`).
 //!
@@ -22,6 +22,8 @@ struct Args {
     vectors: usize,
     mib: usize,
     sync: bool,
+    /// Idle time between proofs, as a server waiting for its next job.
+    pause_ms: u64,
 }
 
 fn args() -> Result<Args, String> {
@@ -30,6 +32,7 @@ fn args() -> Result<Args, String> {
         vectors: 4,
         mib: 256,
         sync: true,
+        pause_ms: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -38,6 +41,9 @@ fn args() -> Result<Args, String> {
             "--proofs" => a.proofs = value()?.parse().map_err(|e| format!("--proofs: {e}"))?,
             "--vectors" => a.vectors = value()?.parse().map_err(|e| format!("--vectors: {e}"))?,
             "--mib" => a.mib = value()?.parse().map_err(|e| format!("--mib: {e}"))?,
+            "--pause-ms" => {
+                a.pause_ms = value()?.parse().map_err(|e| format!("--pause-ms: {e}"))?
+            }
             "--dealloc" => {
                 a.sync = match value()?.as_str() {
                     "sync" => true,
@@ -47,7 +53,7 @@ fn args() -> Result<Args, String> {
             }
             other => {
                 return Err(format!(
-                    "unknown flag {other:?} (--proofs, --vectors, --mib, --dealloc)"
+                    "unknown flag {other:?} (--proofs, --vectors, --mib, --dealloc, --pause-ms)"
                 ));
             }
         }
@@ -107,6 +113,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         proof.end(true, Verification::NotChecked, None);
         println!("proof {} done", n + 1);
+        if a.pause_ms > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(a.pause_ms));
+        }
     }
     probe.shutdown("done");
     Ok(())

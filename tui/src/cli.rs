@@ -44,6 +44,8 @@ pub enum Command {
     },
     /// List running provers (stale sockets found on the way are removed).
     List,
+    /// Watch every prover on this host and serve Prometheus/OpenMetrics metrics (docs/FLEET.md).
+    Export(ExportArgs),
     /// Replay a recording with the same views (or report on it with --headless).
     Replay {
         /// The recording (.psrec) to replay.
@@ -104,6 +106,35 @@ pub struct MemoryArgs {
     /// Keep at most this many MiB of session data in memory (older proofs are evicted).
     #[arg(long, value_name = "MIB", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     pub max_mib: u64,
+}
+
+/// Options of `export`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// Address to serve /metrics on (use 0.0.0.0:PORT to be scraped from other hosts).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
+    pub listen: String,
+    /// Sockets to watch besides the provers found in the socket directories.
+    pub sockets: Vec<PathBuf>,
+    /// Look for provers in this directory instead of the default ones (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub socket_dir: Vec<PathBuf>,
+    /// Look for new and gone provers this often.
+    #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_duration)]
+    pub scan: Duration,
+    /// Remove a gone prover's series this long after it went (after the last scrape that
+    /// should see its final counts).
+    #[arg(long, value_name = "SECS", default_value = "300", value_parser = parse_duration)]
+    pub forget_after: Duration,
+    /// A gap is flagged at this fraction of its span …
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.05, value_parser = parse_fraction)]
+    pub gap_fraction: f64,
+    /// … and at least this many milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 50.0, value_parser = parse_millis)]
+    pub gap_min_ms: f64,
+    /// What each prover's model may hold, in MiB (its recent proofs, for the analysis).
+    #[arg(long, value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub max_mib_per_prover: u64,
 }
 
 /// A finite number from `s`, or what was wrong with it.

@@ -151,6 +151,30 @@ fn run(cli: Cli) -> Result<ExitCode> {
     };
     let (mut app, report, live, opts) = match &cli.command {
         Command::List => return Ok(list()),
+        Command::Export(x) => {
+            proofscope::export::run(proofscope::export::ExportOpts {
+                listen: x.listen.clone(),
+                sockets: x.sockets.clone(),
+                socket_dirs: if x.socket_dir.is_empty() {
+                    discover::socket_dirs()
+                } else {
+                    x.socket_dir.clone()
+                },
+                rule: GapRule {
+                    min_fraction: x.gap_fraction,
+                    min_ns: (x.gap_min_ms * 1e6) as u64,
+                },
+                // Proofs are counted as they settle: the model keeps a few, for the analysis
+                // of the next ones and the releases that follow them.
+                retention: Retention {
+                    max_proofs: 16,
+                    max_bytes: (x.max_mib_per_prover as usize) << 20,
+                },
+                scan: x.scan,
+                forget_after: x.forget_after,
+            })?;
+            return Ok(ExitCode::SUCCESS);
+        }
         Command::Attach {
             socket,
             live,

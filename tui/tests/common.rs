@@ -29,3 +29,20 @@ pub fn replayed(name: &str) -> App {
     app.pump(std::time::Duration::ZERO);
     app
 }
+
+/// An example of `proofscope-probe`: `cargo test --workspace` builds it beside this package's
+/// binaries; when it is missing (this package's tests alone), it is built now.
+pub fn example(name: &str) -> PathBuf {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_proofscope"));
+    let dir = bin.parent().unwrap().to_owned();
+    let exe = dir.join("examples").join(name);
+    if !exe.exists() {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "-p", "proofscope-probe", "--example", name])
+            .env("CARGO_TARGET_DIR", dir.parent().unwrap())
+            .status()
+            .expect("running cargo");
+        assert!(status.success(), "building the {name} example");
+    }
+    exe
+}

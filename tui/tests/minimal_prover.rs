@@ -9,21 +9,8 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
 
-/// An example's binary: `cargo test --workspace` builds it beside this package's binaries;
-/// when it is missing (this package's tests alone), it is built now.
-fn example(name: &str) -> PathBuf {
-    let dir = Path::new(BIN).parent().unwrap().to_owned();
-    let exe = dir.join("examples").join(name);
-    if !exe.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-p", "proofscope-probe", "--example", name])
-            .env("CARGO_TARGET_DIR", dir.parent().unwrap())
-            .status()
-            .expect("running cargo");
-        assert!(status.success(), "building the {name} example");
-    }
-    exe
-}
+mod common;
+use common::example;
 
 /// One example at a time: the ghost's share of a proof is what the test reads, and a second
 /// prover paging in its vectors on the same 2 cores would dilute it.

@@ -19,10 +19,49 @@ pub struct ReleaseEvidence {
     pub threads: Vec<String>,
 }
 
+/// The leading finding of a diagnosis, as a closed set: what fleet metrics count gaps by
+/// (the sentence is for people, this is for alert rules).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosisKind {
+    /// Large frees on the gap's own thread took at least half of it.
+    SynchronousRelease,
+    /// Large frees overlapped the gap, but not mostly on its thread.
+    Releases,
+    /// A GPU phase's gap with the GPU mostly idle.
+    GpuIdle,
+    /// A GPU phase's gap with the GPU busy: device work no span covers.
+    GpuBusy,
+    /// Events were dropped around the gap: spans may be missing.
+    DroppedEvents,
+    /// Nothing on the gap's thread; other threads of the proof worked meanwhile.
+    WaitingOnOtherThreads,
+    /// No evidence at all.
+    #[default]
+    NoEvidence,
+}
+
+impl DiagnosisKind {
+    /// The label value: snake_case, as in the JSON report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiagnosisKind::SynchronousRelease => "synchronous_release",
+            DiagnosisKind::Releases => "releases",
+            DiagnosisKind::GpuIdle => "gpu_idle",
+            DiagnosisKind::GpuBusy => "gpu_busy",
+            DiagnosisKind::DroppedEvents => "dropped_events",
+            DiagnosisKind::WaitingOnOtherThreads => "waiting_on_other_threads",
+            DiagnosisKind::NoEvidence => "no_evidence",
+        }
+    }
+}
+
 /// What the evidence says about one gap.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Diagnosis {
     pub sentence: String,
+    /// The first finding the sentence states.
+    pub kind: DiagnosisKind,
     pub releases: ReleaseEvidence,
     /// Average GPU utilisation during the gap, when the span is a GPU phase with samples.
     pub gpu_util_pct: Option<f64>,
@@ -113,7 +152,32 @@ pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) ->
         .sum();
 
     d.sentence = sentence(&d, len, &session.thread_name(span.thread));
+    d.kind = kind(&d, len);
     d
+}
+
+/// The finding `sentence` leads with, in the same order of precedence.
+fn kind(d: &Diagnosis, len: u64) -> DiagnosisKind {
+    let r = &d.releases;
+    if r.count > 0 {
+        if r.on_proving_thread_ns * 2 >= len {
+            DiagnosisKind::SynchronousRelease
+        } else {
+            DiagnosisKind::Releases
+        }
+    } else if let Some(u) = d.gpu_util_pct {
+        if u < 30.0 {
+            DiagnosisKind::GpuIdle
+        } else {
+            DiagnosisKind::GpuBusy
+        }
+    } else if d.dropped > 0 {
+        DiagnosisKind::DroppedEvents
+    } else if !d.other_work.is_empty() {
+        DiagnosisKind::WaitingOnOtherThreads
+    } else {
+        DiagnosisKind::NoEvidence
+    }
 }
 
 fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
@@ -231,6 +295,7 @@ mod tests {
             d.sentence
         );
         assert!(d.sentence.contains("synchronous release"), "{}", d.sentence);
+        assert_eq!(d.kind, DiagnosisKind::SynchronousRelease);
     }
 
     #[test]
@@ -253,6 +318,7 @@ mod tests {
         assert_eq!(d.releases.on_proving_thread_ns, 0);
         assert!(d.sentence.contains("on dealloc"), "{}", d.sentence);
         assert!(!d.sentence.contains("synchronous"), "{}", d.sentence);
+        assert_eq!(d.kind, DiagnosisKind::Releases);
     }
 
     #[test]

@@ -4,7 +4,7 @@ pub mod diagnosis;
 pub mod gaps;
 pub mod stats;
 
-pub use diagnosis::{Diagnosis, ReleaseEvidence, diagnose};
+pub use diagnosis::{Diagnosis, DiagnosisKind, ReleaseEvidence, diagnose};
 pub use gaps::{Gap, GapRule, Interval, Place, SpanGaps, proof_gaps, unaccounted};
 pub use stats::{PhaseStats, phase_stats};
 

@@ -259,7 +259,9 @@ fn gpu_work(s: &Session, p: &Proof, proof_start: u64) -> Vec<GpuWork> {
     out
 }
 
-fn proof_report(
+/// The report of one proof of session `s`; `next_start` (the next proof's start) bounds the
+/// releases counted as after it. `None` when the proof has no outer span yet.
+pub fn proof_report(
     s: &Session,
     p: &Proof,
     next_start: Option<u64>,

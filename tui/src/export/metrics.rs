@@ -1,0 +1,314 @@
+//! The metric families `proofscope export` serves, registered once; every watcher updates
+//! them through clones (prometheus-client's metrics are shared handles).
+//!
+//! Labels are bounded: prover name, pid, circuit, backend, phase name, GPU index, place and
+//! diagnosis kind come from closed sets or from what a prover declares once per call site —
+//! never a proof id or a timestamp.
+
+use crate::analysis::DiagnosisKind;
+use crate::report::{ProofReleases, ProofReport, ReleaseGroup};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::{Registry, Unit};
+use std::sync::atomic::AtomicU64;
+
+/// Which prover a series belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ProverLabels {
+    pub prover: String,
+    pub pid: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ProofLabels {
+    pub prover: String,
+    pub pid: String,
+    pub circuit: String,
+    pub backend: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ResultLabels {
+    pub prover: String,
+    pub pid: String,
+    pub circuit: String,
+    pub backend: String,
+    /// `valid`, `invalid`, `not_checked`, `unverifiable`, or `failed` (the prover said the
+    /// proof failed).
+    pub result: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct PhaseLabels {
+    pub prover: String,
+    pub pid: String,
+    pub circuit: String,
+    pub backend: String,
+    pub phase: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct GapLabels {
+    pub prover: String,
+    pub pid: String,
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct PlaceLabels {
+    pub prover: String,
+    pub pid: String,
+    /// `in_outer_outside_phases`, `in_phases`, `other_threads`, `after_proof`.
+    pub place: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct GpuLabels {
+    pub prover: String,
+    pub pid: String,
+    pub gpu: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct KindLabels {
+    pub prover: String,
+    pub pid: String,
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct BuildLabels {
+    version: String,
+}
+
+type FGauge = Gauge<f64, AtomicU64>;
+type FCounter = Counter<f64, AtomicU64>;
+type Hist<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// Buckets for whole proofs and their phases: 10 ms to 10 min, about ×2 apart, so that a
+/// 0.1 s toy proof and a 10-minute C2 batch both land in resolved buckets.
+const DURATION_BUCKETS: [f64; 17] = [
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 240.0, 420.0,
+    600.0,
+];
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+/// Every family, cloneable into the watchers.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    pub proofs: Family<ResultLabels, Counter>,
+    pub proof_duration: Hist<ProofLabels>,
+    pub phase_duration: Hist<PhaseLabels>,
+    pub unaccounted: Hist<ProofLabels>,
+    pub gaps_flagged: Family<GapLabels, Counter>,
+    pub releases: Family<PlaceLabels, Counter>,
+    pub release_bytes: Family<PlaceLabels, Counter>,
+    pub release_seconds: Family<PlaceLabels, FCounter>,
+    pub gpu_utilization: Family<GpuLabels, FGauge>,
+    pub gpu_memory_used: Family<GpuLabels, Gauge>,
+    pub gpu_power: Family<GpuLabels, FGauge>,
+    pub gpu_energy: Family<GpuLabels, FCounter>,
+    pub heap_live: Family<ProverLabels, Gauge>,
+    pub rss: Family<ProverLabels, Gauge>,
+    pub dropped: Family<KindLabels, Counter>,
+    pub connected: Family<ProverLabels, Gauge>,
+    pub reconnects: Family<ProverLabels, Counter>,
+    pub provers: Gauge,
+    pub scrape_duration: FGauge,
+    pub scrapes: Counter,
+    pub proofs_missed: Counter,
+}
+
+impl Metrics {
+    /// Registers every family under the `proofscope_` prefix.
+    pub fn register(registry: &mut Registry) -> Metrics {
+        let m = Metrics {
+            proofs: Family::default(),
+            proof_duration: Family::new_with_constructor(duration_histogram),
+            phase_duration: Family::new_with_constructor(duration_histogram),
+            unaccounted: Family::new_with_constructor(duration_histogram),
+            gaps_flagged: Family::default(),
+            releases: Family::default(),
+            release_bytes: Family::default(),
+            release_seconds: Family::default(),
+            gpu_utilization: Family::default(),
+            gpu_memory_used: Family::default(),
+            gpu_power: Family::default(),
+            gpu_energy: Family::default(),
+            heap_live: Family::default(),
+            rss: Family::default(),
+            dropped: Family::default(),
+            connected: Family::default(),
+            reconnects: Family::default(),
+            provers: Gauge::default(),
+            scrape_duration: FGauge::default(),
+            scrapes: Counter::default(),
+            proofs_missed: Counter::default(),
+        };
+        let r = registry.sub_registry_with_prefix("proofscope");
+        r.register(
+            "proofs",
+            "Proofs completed, by verification result",
+            m.proofs.clone(),
+        );
+        r.register_with_unit(
+            "proof_duration",
+            "Duration of each proof's outer span (the wrapper timer)",
+            Unit::Seconds,
+            m.proof_duration.clone(),
+        );
+        r.register_with_unit(
+            "phase_duration",
+            "Duration of each phase (a child span of the outer span) of completed proofs",
+            Unit::Seconds,
+            m.phase_duration.clone(),
+        );
+        r.register_with_unit(
+            "proof_unaccounted",
+            "Time of each proof's outer span that no phase covers",
+            Unit::Seconds,
+            m.unaccounted.clone(),
+        );
+        r.register(
+            "gaps_flagged",
+            "Unaccounted gaps over the gap rule, by the leading finding of their diagnosis",
+            m.gaps_flagged.clone(),
+        );
+        r.register(
+            "releases",
+            "Large releases (blocks at or above the large-block threshold) around proofs, by place",
+            m.releases.clone(),
+        );
+        r.register_with_unit(
+            "release",
+            "Bytes of large releases around proofs, by place",
+            Unit::Bytes,
+            m.release_bytes.clone(),
+        );
+        r.register_with_unit(
+            "release_inside_free",
+            "Time spent inside free by large releases around proofs, by place",
+            Unit::Seconds,
+            m.release_seconds.clone(),
+        );
+        r.register_with_unit(
+            "gpu_utilization",
+            "Share of time a kernel ran on the GPU (NVML, latest sample)",
+            Unit::Ratios,
+            m.gpu_utilization.clone(),
+        );
+        r.register_with_unit(
+            "gpu_memory_used",
+            "GPU memory used (NVML, latest sample)",
+            Unit::Bytes,
+            m.gpu_memory_used.clone(),
+        );
+        r.register_with_unit(
+            "gpu_power",
+            "GPU power draw (NVML, latest sample)",
+            Unit::Other("watts".into()),
+            m.gpu_power.clone(),
+        );
+        r.register_with_unit(
+            "gpu_energy",
+            "GPU energy used while the prover was watched (NVML counter differences)",
+            Unit::Joules,
+            m.gpu_energy.clone(),
+        );
+        r.register_with_unit(
+            "heap_live",
+            "Heap bytes live in the prover (its counting allocator or the preload library)",
+            Unit::Bytes,
+            m.heap_live.clone(),
+        );
+        r.register_with_unit(
+            "rss",
+            "Resident set size of the prover",
+            Unit::Bytes,
+            m.rss.clone(),
+        );
+        r.register(
+            "dropped_events",
+            "Events the prover's probe dropped (full buffers or a slow exporter), by kind",
+            m.dropped.clone(),
+        );
+        r.register(
+            "prover_connected",
+            "1 while the exporter receives the prover's stream, 0 while it retries",
+            m.connected.clone(),
+        );
+        r.register(
+            "prover_reconnects",
+            "Times the stream of a prover was lost and found again",
+            m.reconnects.clone(),
+        );
+        r.register(
+            "exporter_provers",
+            "Provers the exporter watches now",
+            m.provers.clone(),
+        );
+        r.register_with_unit(
+            "exporter_scrape_duration",
+            "How long the previous scrape took to encode",
+            Unit::Seconds,
+            m.scrape_duration.clone(),
+        );
+        r.register("exporter_scrapes", "Scrapes served", m.scrapes.clone());
+        r.register(
+            "exporter_proofs_missed",
+            "Proofs that left a prover's model before they could be counted (should stay 0)",
+            m.proofs_missed.clone(),
+        );
+        r.register(
+            "exporter_build",
+            "The exporter's version",
+            Info::new(BuildLabels {
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            }),
+        );
+        m
+    }
+}
+
+/// The label value of a proof's outcome.
+pub fn result_label(p: &ProofReport, failed: bool) -> &'static str {
+    if failed {
+        return "failed";
+    }
+    match p.verification.as_str() {
+        "valid" => "valid",
+        "INVALID" => "invalid",
+        "unverifiable (synthetic SRS)" => "unverifiable",
+        _ => "not_checked",
+    }
+}
+
+/// The places of [`ProofReleases`] with their label values.
+pub fn places(r: &ProofReleases) -> [(&'static str, &ReleaseGroup); 4] {
+    [
+        ("in_outer_outside_phases", &r.in_outer_outside_phases),
+        ("in_phases", &r.in_phases),
+        ("other_threads", &r.elsewhere_during),
+        ("after_proof", &r.after_outer),
+    ]
+}
+
+/// Every label value a diagnosis kind can take (pre-created, so rate() works from zero).
+pub fn gap_kinds() -> [DiagnosisKind; 7] {
+    [
+        DiagnosisKind::SynchronousRelease,
+        DiagnosisKind::Releases,
+        DiagnosisKind::GpuIdle,
+        DiagnosisKind::GpuBusy,
+        DiagnosisKind::DroppedEvents,
+        DiagnosisKind::WaitingOnOtherThreads,
+        DiagnosisKind::NoEvidence,
+    ]
+}

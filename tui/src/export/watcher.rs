@@ -1,0 +1,587 @@
+//! One prover, watched for the exporter: a named thread owns a live source and a model of
+//! its own, turns each proof into metric observations once it is settled, and keeps the
+//! gauges at the prover's latest samples. It keeps aggregates, not events: the model retains
+//! a few proofs (for the analysis of the next ones) within a byte budget.
+
+use super::metrics::{
+    GapLabels, GpuLabels, KindLabels, Metrics, PhaseLabels, PlaceLabels, ProofLabels, ProverLabels,
+    ResultLabels, gap_kinds, places, result_label,
+};
+use crate::analysis::GapRule;
+use crate::model::{LinkState, Model, Proof, Retention, Session};
+use crate::report::proof_report;
+use crate::source::SourceMsg;
+use crate::source::live::{self, Target};
+use probe_protocol::{Event, EventKind};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A proof is counted once the next one has begun, its session has ended, or this much
+/// session time has passed since it ended: releases just after a proof (a dealloc thread's)
+/// belong to it, and they come after its end.
+const SETTLE_NS: u64 = 2_000_000_000;
+
+/// Every label set a watcher created, so that a prover's series can be removed once it is
+/// gone for good (series of dead pids would otherwise pile up over days of restarts).
+#[derive(Debug, Default)]
+pub struct Owned {
+    prover: HashSet<ProverLabels>,
+    results: HashSet<ResultLabels>,
+    proofs: HashSet<ProofLabels>,
+    phases: HashSet<PhaseLabels>,
+    gaps: HashSet<GapLabels>,
+    places: HashSet<PlaceLabels>,
+    gpus: HashSet<GpuLabels>,
+    kinds: HashSet<KindLabels>,
+}
+
+impl Owned {
+    /// Removes every series this watcher created.
+    pub fn forget(&self, m: &Metrics) {
+        for l in &self.prover {
+            m.heap_live.remove(l);
+            m.rss.remove(l);
+            m.connected.remove(l);
+            m.reconnects.remove(l);
+        }
+        for l in &self.results {
+            m.proofs.remove(l);
+        }
+        for l in &self.proofs {
+            m.proof_duration.remove(l);
+            m.unaccounted.remove(l);
+        }
+        for l in &self.phases {
+            m.phase_duration.remove(l);
+        }
+        for l in &self.gaps {
+            m.gaps_flagged.remove(l);
+        }
+        for l in &self.places {
+            m.releases.remove(l);
+            m.release_bytes.remove(l);
+            m.release_seconds.remove(l);
+        }
+        for l in &self.gpus {
+            m.gpu_utilization.remove(l);
+            m.gpu_memory_used.remove(l);
+            m.gpu_power.remove(l);
+            m.gpu_energy.remove(l);
+        }
+        for l in &self.kinds {
+            m.dropped.remove(l);
+        }
+    }
+}
+
+/// A watcher's thread; `stop` ends it and returns what it created.
+pub struct Watcher {
+    stop: Arc<AtomicBool>,
+    live: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Owned>>,
+}
+
+impl Watcher {
+    /// Starts watching the prover at `path`.
+    pub fn start(
+        path: PathBuf,
+        n: usize,
+        metrics: Metrics,
+        rule: GapRule,
+        retention: Retention,
+    ) -> std::io::Result<Watcher> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let live = Arc::new(AtomicBool::new(false));
+        let (s2, l2) = (stop.clone(), live.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("proofscope-export-{n}"))
+            .spawn(move || {
+                let mut w = State::new(metrics, rule, retention, l2);
+                w.run(path, &s2);
+                w.owned
+            })?;
+        Ok(Watcher {
+            stop,
+            live,
+            thread: Some(thread),
+        })
+    }
+
+    /// Whether the prover's stream is flowing now.
+    pub fn is_live(&self) -> bool {
+        self.live.load(Ordering::Relaxed)
+    }
+
+    /// Stops the thread after it has applied what it received; returns its label sets.
+    pub fn stop(mut self) -> Owned {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Where a session stands for the exporter.
+#[derive(Debug, Default, Clone, Copy)]
+struct Progress {
+    /// Proofs up to this id are counted (or given up, in progress when the session ended).
+    counted: u64,
+    /// Dropped reports up to this session time are counted (a reconnect replays history).
+    dropped_until: u64,
+}
+
+struct State {
+    m: Metrics,
+    rule: GapRule,
+    model: Model,
+    owned: Owned,
+    progress: HashMap<(u32, u64), Progress>,
+    /// Latest energy reading counted, per GPU: (sample time, millijoules).
+    energy: HashMap<u32, (u64, u64)>,
+    live: Arc<AtomicBool>,
+    was_live: bool,
+}
+
+fn session_key(s: &Session) -> (u32, u64) {
+    s.hello
+        .as_ref()
+        .map_or((0, 0), |h| (h.pid, h.session_start_unix_ns))
+}
+
+fn prover_labels(s: &Session) -> Option<ProverLabels> {
+    let h = s.hello.as_ref()?;
+    Some(ProverLabels {
+        prover: h.prover_name.clone(),
+        pid: h.pid.to_string(),
+    })
+}
+
+impl State {
+    fn new(m: Metrics, rule: GapRule, retention: Retention, live: Arc<AtomicBool>) -> State {
+        State {
+            m,
+            rule,
+            model: Model::new(retention),
+            owned: Owned::default(),
+            progress: HashMap::new(),
+            energy: HashMap::new(),
+            live,
+            was_live: false,
+        }
+    }
+
+    fn run(&mut self, path: PathBuf, stop: &AtomicBool) {
+        let (tx, rx) = mpsc::channel();
+        let source = match live::start(Target::Socket(path), tx) {
+            Ok(s) => s,
+            Err(_) => return,
+        };
+        while !stop.load(Ordering::Relaxed) {
+            match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(msg) => self.handle(msg),
+                Err(RecvTimeoutError::Timeout) => self.settle(false),
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        // What the source had already read still counts.
+        drop(source);
+        while let Ok(msg) = rx.try_recv() {
+            self.handle(msg);
+        }
+        self.settle(true);
+        self.set_connected(false);
+    }
+
+    fn handle(&mut self, msg: SourceMsg) {
+        match msg {
+            SourceMsg::Frame { events, .. } => {
+                for ev in events {
+                    let begins_proof = matches!(ev, Event::ProofBegin(_));
+                    let dropped = match &ev {
+                        Event::Dropped(d) => Some(d.clone()),
+                        _ => None,
+                    };
+                    let hello = matches!(ev, Event::Hello(_));
+                    self.model.ingest(ev);
+                    if hello {
+                        self.greet();
+                    }
+                    if let Some(d) = dropped {
+                        self.count_dropped(&d);
+                    }
+                    // Before retention can evict the proof that just ended.
+                    if begins_proof {
+                        self.settle(false);
+                    }
+                }
+                self.settle(false);
+                self.sample();
+            }
+            SourceMsg::Link(state) => {
+                let live = matches!(state, LinkState::Live(_));
+                if matches!(state, LinkState::Ended(_)) {
+                    self.settle(true);
+                }
+                if live
+                    && self.was_live
+                    && let Some(l) = self.model.current().and_then(prover_labels)
+                {
+                    self.m.reconnects.get_or_create(&l).inc();
+                }
+                self.was_live |= live;
+                self.set_connected(live);
+            }
+            SourceMsg::Notice(_) | SourceMsg::BadFrame(_) => {}
+        }
+    }
+
+    fn set_connected(&mut self, live: bool) {
+        self.live.store(live, Ordering::Relaxed);
+        if let Some(l) = self.model.current().and_then(prover_labels) {
+            self.m.connected.get_or_create(&l).set(i64::from(live));
+        }
+    }
+
+    /// A prover said hello: its series start at zero, so that `rate()` and comparisons between
+    /// provers have data from the first scrape.
+    fn greet(&mut self) {
+        let Some(l) = self.model.current().and_then(prover_labels) else {
+            return;
+        };
+        self.m
+            .connected
+            .get_or_create(&l)
+            .set(i64::from(self.live.load(Ordering::Relaxed)));
+        let _ = self.m.reconnects.get_or_create(&l);
+        for k in gap_kinds() {
+            let g = GapLabels {
+                prover: l.prover.clone(),
+                pid: l.pid.clone(),
+                kind: k.as_str().to_owned(),
+            };
+            let _ = self.m.gaps_flagged.get_or_create(&g);
+            self.owned.gaps.insert(g);
+        }
+        for place in [
+            "in_outer_outside_phases",
+            "in_phases",
+            "other_threads",
+            "after_proof",
+        ] {
+            let p = PlaceLabels {
+                prover: l.prover.clone(),
+                pid: l.pid.clone(),
+                place: place.to_owned(),
+            };
+            let _ = self.m.releases.get_or_create(&p);
+            let _ = self.m.release_bytes.get_or_create(&p);
+            let _ = self.m.release_seconds.get_or_create(&p);
+            self.owned.places.insert(p);
+        }
+        // The kinds a prover thread's full ring drops (the others are the collector's own).
+        for kind in [
+            EventKind::SpanBegin,
+            EventKind::SpanEnd,
+            EventKind::Marker,
+            EventKind::Alloc,
+            EventKind::Release,
+            EventKind::GpuSpan,
+        ] {
+            let k = KindLabels {
+                prover: l.prover.clone(),
+                pid: l.pid.clone(),
+                kind: kind.name().to_owned(),
+            };
+            let _ = self.m.dropped.get_or_create(&k);
+            self.owned.kinds.insert(k);
+        }
+        self.owned.prover.insert(l);
+    }
+
+    fn count_dropped(&mut self, d: &probe_protocol::Dropped) {
+        let Some(s) = self.model.current() else {
+            return;
+        };
+        let Some(l) = prover_labels(s) else {
+            return;
+        };
+        let p = self.progress.entry(session_key(s)).or_default();
+        if d.ts <= p.dropped_until && p.dropped_until > 0 {
+            return;
+        }
+        p.dropped_until = d.ts;
+        for (kind, n) in &d.counts {
+            let k = KindLabels {
+                prover: l.prover.clone(),
+                pid: l.pid.clone(),
+                kind: kind.name().to_owned(),
+            };
+            self.m.dropped.get_or_create(&k).inc_by(*n);
+            self.owned.kinds.insert(k);
+        }
+    }
+
+    /// Gauges at the latest samples of the current session; energy as counted differences.
+    fn sample(&mut self) {
+        let Some(s) = self.model.current() else {
+            return;
+        };
+        let Some(l) = prover_labels(s) else {
+            return;
+        };
+        if let Some(a) = s.alloc.last() {
+            self.m
+                .heap_live
+                .get_or_create(&l)
+                .set(i64::try_from(a.live_bytes).unwrap_or(i64::MAX));
+            if a.rss_bytes > 0 {
+                self.m
+                    .rss
+                    .get_or_create(&l)
+                    .set(i64::try_from(a.rss_bytes).unwrap_or(i64::MAX));
+            }
+        }
+        for (dev, series) in &s.gpu {
+            let Some(g) = series.last() else { continue };
+            let gl = GpuLabels {
+                prover: l.prover.clone(),
+                pid: l.pid.clone(),
+                gpu: dev.to_string(),
+            };
+            if let Some(u) = g.util_pct {
+                self.m
+                    .gpu_utilization
+                    .get_or_create(&gl)
+                    .set(f64::from(u) / 100.0);
+            }
+            if let Some(b) = g.mem_used_bytes {
+                self.m
+                    .gpu_memory_used
+                    .get_or_create(&gl)
+                    .set(i64::try_from(b).unwrap_or(i64::MAX));
+            }
+            if let Some(p) = g.power_mw {
+                self.m
+                    .gpu_power
+                    .get_or_create(&gl)
+                    .set(f64::from(p) / 1000.0);
+            }
+            if let Some(mj) = g.energy_mj {
+                let c = self.m.gpu_energy.get_or_create(&gl);
+                match self.energy.get(dev) {
+                    Some(&(ts, last)) if g.ts > ts && mj >= last => {
+                        c.inc_by((mj - last) as f64 / 1000.0);
+                    }
+                    _ => {}
+                }
+                if self.energy.get(dev).is_none_or(|&(ts, _)| g.ts > ts) {
+                    self.energy.insert(*dev, (g.ts, mj));
+                }
+            }
+            self.owned.gpus.insert(gl);
+        }
+    }
+
+    /// Counts the proofs that are settled, in order, in every session the model holds.
+    /// `ended`: the stream ended, so every completed proof is settled.
+    fn settle(&mut self, ended: bool) {
+        let mut observed = Vec::new();
+        let mut missed = 0;
+        for s in &self.model.sessions {
+            let Some(l) = prover_labels(s) else { continue };
+            let key = session_key(s);
+            let counted = self.progress.get(&key).map_or(0, |p| p.counted);
+            let ended = ended || s.goodbye.is_some();
+            let starts: Vec<(u64, u64)> = s
+                .proofs
+                .iter()
+                .filter_map(|(id, p)| Some((*id, p.outer()?.start)))
+                .collect();
+            let mut upto = counted;
+            // Proof ids count up from 1: ids skipped after the first counted one were evicted
+            // (or lost) before they settled.
+            if counted > 0
+                && let Some((&first, _)) = s.proofs.range(counted + 1..).next()
+                && first > counted + 1
+            {
+                missed += first - counted - 1;
+                upto = first - 1;
+            }
+            for (id, p) in s.proofs.range(counted + 1..) {
+                // Its end and its outer span's edges travel apart (ProofEnd at once, span edges
+                // through the thread's ring): settled once both are in.
+                let outer = p.outer().filter(|o| o.end.is_some());
+                let (true, Some(outer)) = (p.done(), outer) else {
+                    if ended {
+                        upto = *id; // never finished: nothing to count
+                        continue;
+                    }
+                    break;
+                };
+                let start = outer.start;
+                let next = starts
+                    .iter()
+                    .filter(|(i, st)| *i != *id && *st > start)
+                    .map(|(_, st)| *st)
+                    .min();
+                let end = outer.end.unwrap_or(s.now);
+                if next.is_none() && !ended && s.now.saturating_sub(end) < SETTLE_NS {
+                    break;
+                }
+                if let Some(obs) = observe(s, p, next, &self.rule, &l) {
+                    observed.push(obs);
+                }
+                upto = *id;
+            }
+            if upto > counted {
+                self.progress.entry(key).or_default().counted = upto;
+            }
+        }
+        self.m.proofs_missed.inc_by(missed);
+        for o in observed {
+            self.record(o);
+        }
+    }
+
+    fn record(&mut self, o: Observation) {
+        self.m.proofs.get_or_create(&o.result).inc();
+        self.m
+            .proof_duration
+            .get_or_create(&o.proof)
+            .observe(o.duration_s);
+        self.m
+            .unaccounted
+            .get_or_create(&o.proof)
+            .observe(o.unaccounted_s);
+        for (l, secs) in &o.phases {
+            self.m.phase_duration.get_or_create(l).observe(*secs);
+        }
+        for g in &o.flagged {
+            self.m.gaps_flagged.get_or_create(g).inc();
+        }
+        for (p, count, bytes, secs) in &o.releases {
+            self.m.releases.get_or_create(p).inc_by(*count);
+            self.m.release_bytes.get_or_create(p).inc_by(*bytes);
+            self.m.release_seconds.get_or_create(p).inc_by(*secs);
+        }
+        self.owned.results.insert(o.result);
+        self.owned.proofs.insert(o.proof);
+        self.owned
+            .phases
+            .extend(o.phases.into_iter().map(|(l, _)| l));
+        self.owned.gaps.extend(o.flagged);
+        self.owned
+            .places
+            .extend(o.releases.into_iter().map(|(p, ..)| p));
+    }
+}
+
+/// What one settled proof adds to the metrics.
+struct Observation {
+    result: ResultLabels,
+    proof: ProofLabels,
+    duration_s: f64,
+    unaccounted_s: f64,
+    phases: Vec<(PhaseLabels, f64)>,
+    flagged: Vec<GapLabels>,
+    releases: Vec<(PlaceLabels, u64, u64, f64)>,
+}
+
+fn observe(
+    s: &Session,
+    p: &Proof,
+    next: Option<u64>,
+    rule: &GapRule,
+    l: &ProverLabels,
+) -> Option<Observation> {
+    let r = proof_report(s, p, next, rule)?;
+    let failed = p.end.as_ref().is_some_and(|e| !e.ok);
+    let circuit = if r.circuit.is_empty() {
+        "unknown".to_owned()
+    } else {
+        r.circuit.clone()
+    };
+    let backend = if r.backend.is_empty() {
+        "unknown".to_owned()
+    } else {
+        r.backend.clone()
+    };
+    let proof = ProofLabels {
+        prover: l.prover.clone(),
+        pid: l.pid.clone(),
+        circuit: circuit.clone(),
+        backend: backend.clone(),
+    };
+    let result = ResultLabels {
+        prover: l.prover.clone(),
+        pid: l.pid.clone(),
+        circuit: circuit.clone(),
+        backend: backend.clone(),
+        result: result_label(&r, failed).to_owned(),
+    };
+    let phases = r
+        .phases
+        .iter()
+        .map(|ph| {
+            (
+                PhaseLabels {
+                    prover: l.prover.clone(),
+                    pid: l.pid.clone(),
+                    circuit: circuit.clone(),
+                    backend: backend.clone(),
+                    phase: ph.name.clone(),
+                },
+                ph.duration_ns as f64 / 1e9,
+            )
+        })
+        .collect();
+    let flagged = r
+        .gaps
+        .iter()
+        .filter(|g| g.flagged)
+        .map(|g| GapLabels {
+            prover: l.prover.clone(),
+            pid: l.pid.clone(),
+            kind: g.diagnosis.kind.as_str().to_owned(),
+        })
+        .collect();
+    let releases = places(&r.releases)
+        .into_iter()
+        .map(|(place, g)| {
+            (
+                PlaceLabels {
+                    prover: l.prover.clone(),
+                    pid: l.pid.clone(),
+                    place: place.to_owned(),
+                },
+                g.count as u64,
+                g.bytes,
+                g.inside_ns as f64 / 1e9,
+            )
+        })
+        .collect();
+    Some(Observation {
+        result,
+        proof,
+        duration_s: r.duration_ns as f64 / 1e9,
+        unaccounted_s: r.unaccounted_ns as f64 / 1e9,
+        phases,
+        flagged,
+        releases,
+    })
+}
