@@ -122,8 +122,8 @@ pub struct ExportArgs {
     /// Look for new and gone provers this often.
     #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_duration)]
     pub scan: Duration,
-    /// Remove a gone prover's series this long after it went (after the last scrape that
-    /// should see its final counts).
+    /// Remove a gone prover's series this long after it went (time for Prometheus to scrape
+    /// its final counts).
     #[arg(long, value_name = "SECS", default_value = "300", value_parser = parse_duration)]
     pub forget_after: Duration,
     /// A gap is flagged at this fraction of its span …
