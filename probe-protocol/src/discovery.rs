@@ -143,7 +143,7 @@ pub fn find() -> Vec<Found> {
 pub fn find_in(dirs: &[PathBuf]) -> Vec<Found> {
     let mut out = Vec::new();
     for dir in dirs {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
+        let Ok(rd) = std::fs::read_dir(dir) else {
             continue;
         };
         for e in rd.flatten() {

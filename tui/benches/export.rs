@@ -99,7 +99,14 @@ fn main() {
             Running(
                 Command::new(&prover)
                     .args([
-                        "--proofs", "1000000", "--mib", "1", "--vectors", "2", "--pause-ms", "20",
+                        "--proofs",
+                        "1000000",
+                        "--mib",
+                        "1",
+                        "--vectors",
+                        "2",
+                        "--pause-ms",
+                        "20",
                         "--dealloc",
                     ])
                     .arg(if i % 2 == 0 { "sync" } else { "async" })

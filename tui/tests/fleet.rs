@@ -251,11 +251,14 @@ fn prometheus_scrapes_the_fleet_and_every_dashboard_and_alert_query_runs() {
         "200",
     ];
     let sockets2 = dir.path().to_owned();
-    let sync = std::thread::spawn(move || {
-        let a = prove(&sockets2, &[&common[..], &["--dealloc", "sync"]].concat());
-        let b = prove(&sockets2, &[&common[..], &["--dealloc", "sync"]].concat());
-        (a, b)
-    });
+    let sync = std::thread::Builder::new()
+        .name("sync-provers".into())
+        .spawn(move || {
+            let a = prove(&sockets2, &[&common[..], &["--dealloc", "sync"]].concat());
+            let b = prove(&sockets2, &[&common[..], &["--dealloc", "sync"]].concat());
+            (a, b)
+        })
+        .unwrap();
     let async_ = prove(dir.path(), &[&common[..], &["--dealloc", "async"]].concat());
     let (sync1, sync2) = sync.join().unwrap();
     assert_ne!(sync1.0, sync2.0);

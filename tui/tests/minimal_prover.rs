@@ -3,7 +3,6 @@
 //! phases, and with `--dealloc sync` flags the tail gap and diagnoses the release.
 //! `probe/examples/tracing_prover.rs` speaks only `tracing`, through the probe's layer.
 
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
