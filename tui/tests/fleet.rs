@@ -1,6 +1,6 @@
 //! `proofscope export` against a real Prometheus (Debian's `prometheus`; `.ci/run` installs
-//! it): two provers (`--dealloc sync` and `async`) and a restart of the sync one, scraped every
-//! second; then Prometheus's HTTP API must agree with what the provers printed, the Grafana
+//! it): two provers (`--dealloc sync` and `async`), a restart of the sync one, and a recorded
+//! H200 session served as a GPU prover would serve it, scraped every second; then Prometheus's HTTP API must agree with what the provers printed, the Grafana
 //! dashboard's and the alert rules' queries must run, and the exporter's memory must not grow
 //! with the number of proofs.
 
@@ -40,9 +40,17 @@ fn exporter(dir: &Path, extra: &[&str]) -> (Running, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("starting proofscope export");
+    let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
+    err.read_line(&mut line).unwrap();
+    // The rest of its stderr goes to the test's, so that a full pipe never blocks it.
+    std::thread::Builder::new()
+        .name("exporter-stderr".into())
+        .spawn(move || {
+            for l in err.lines().map_while(Result::ok) {
+                eprintln!("exporter: {l}");
+            }
+        })
         .unwrap();
     let addr = line
         .split("http://")
@@ -230,6 +238,11 @@ fn prometheus_scrapes_the_fleet_and_every_dashboard_and_alert_query_runs() {
     let dir = tempfile::tempdir().unwrap();
     let sockets = dir.path().join("proofscope");
     std::fs::create_dir_all(&sockets).unwrap();
+    // A GPU prover too: the H200 recording served as a prover would, for the GPU panels.
+    serve_recording(
+        sockets.join("prover-572.sock"),
+        common::recording("h200-gpu-sha256.psrec"),
+    );
     let (_exporter, addr) = exporter(&sockets, &["--gap-min-ms", "5"]);
     let (_prom, prom) = prometheus(dir.path(), &addr);
     // Prometheus applies its targets a few seconds after it starts: the provers start once
@@ -297,13 +310,12 @@ fn prometheus_scrapes_the_fleet_and_every_dashboard_and_alert_query_runs() {
     assert_eq!(value_for(&inside, &pid(2)), Some(0.0), "{inside:?}");
     println!("unaccounted s: {unaccounted:?}; inside free in the outer span: {inside:?}");
 
-    // The dashboard: every query runs; every one but the GPU panels' returns data (no GPU
-    // here, so those can only be checked to parse and run).
+    // The dashboard: every query returns data (the GPU panels' from the recorded H200).
     for q in dashboard_queries() {
-        let r = query(&prom, &q);
-        if !q.contains("proofscope_gpu_") {
-            assert!(!r.is_empty(), "no data for the dashboard query {q}");
-        }
+        assert!(
+            !query(&prom, &q).is_empty(),
+            "no data for the dashboard query {q}"
+        );
     }
 
     // The alert rules: loaded and evaluated without error; the ghost's two fire their
@@ -350,7 +362,11 @@ fn rss(pid: u32) -> u64 {
 
 /// The sum of `proofscope_proofs_total` in the exporter's own exposition.
 fn proofs_exported(addr: &str) -> f64 {
-    get(addr, "/metrics")
+    proofs_in(&get(addr, "/metrics"))
+}
+
+fn proofs_in(metrics: &str) -> f64 {
+    metrics
         .lines()
         .filter(|l| l.starts_with("proofscope_proofs_total{"))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
@@ -396,5 +412,79 @@ fn the_exporter_keeps_aggregates_not_events() {
     assert!(
         after_10k <= 2 * after_100,
         "{after_10k} B after 10,100 proofs against {after_100} B after 100"
+    );
+}
+
+/// Serves the frames of a recording to every client that subscribes, as a prover would.
+fn serve_recording(sock: PathBuf, rec: PathBuf) {
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    std::thread::Builder::new()
+        .name("recorded-prover".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut s) = conn else { continue };
+                // A liveness check connects and closes; a subscriber sends its Subscribe.
+                s.set_read_timeout(Some(Duration::from_millis(500)))
+                    .unwrap();
+                let mut len = [0u8; 4];
+                if s.read_exact(&mut len).is_err() {
+                    continue;
+                }
+                let mut r =
+                    probe_protocol::RecordingReader::new(std::fs::File::open(&rec).unwrap())
+                        .unwrap();
+                while let Ok(Some(f)) = r.next_raw() {
+                    if s.write_all(f.bytes()).is_err() {
+                        break;
+                    }
+                }
+            }
+        })
+        .unwrap();
+}
+
+#[test]
+fn a_recorded_gpu_session_fills_the_gpu_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let sockets = dir.path().join("proofscope");
+    std::fs::create_dir_all(&sockets).unwrap();
+    // Named as a prover's socket is (`<prover>-<pid>.sock`), so discovery finds it.
+    serve_recording(
+        sockets.join("prover-572.sock"),
+        common::recording("h200-gpu-sha256.psrec"),
+    );
+    let (_exp, addr) = exporter(&sockets, &[]);
+    let m = eventually(20, || {
+        let m = get(&addr, "/metrics");
+        (
+            proofs_in(&m) == 3.0 && m.contains("proofscope_gpu_energy"),
+            m,
+        )
+    });
+    let line = |name: &str| {
+        m.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in\n{m}"))
+            .to_owned()
+    };
+    assert!(
+        line("proofscope_proofs_total{").contains(r#"result="valid""#),
+        "{m}"
+    );
+    for gauge in [
+        "proofscope_gpu_utilization_ratio{",
+        "proofscope_gpu_memory_used_bytes{",
+        "proofscope_gpu_power_watts{",
+        "proofscope_gpu_energy_joules_total{",
+    ] {
+        let l = line(gauge);
+        assert!(l.contains(r#"gpu="0""#), "{l}");
+        let v: f64 = l.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(v > 0.0 || gauge.contains("utilization"), "{l}");
+    }
+    // Phases of the GPU backend, timed per proof.
+    assert!(
+        m.contains(r#"phase="ntt_msm_h""#) && m.contains(r#"phase="tail_msm""#),
+        "{m}"
     );
 }

@@ -201,7 +201,8 @@ impl Metrics {
         r.register_with_unit(
             "gpu_utilization",
             "Share of time a kernel ran on the GPU (NVML, latest sample)",
-            Unit::Ratios,
+            // Prometheus's convention is the singular `_ratio`; Unit::Ratios writes `_ratios`.
+            Unit::Other("ratio".into()),
             m.gpu_utilization.clone(),
         );
         r.register_with_unit(
