@@ -230,17 +230,31 @@ fn run(cli: Cli) -> Result<ExitCode> {
             duration: live.duration,
         },
     );
-    let rep = report::build(&app.model, &opts.rule, &app.source, app.warnings.clone());
-    let out = match report.format {
-        Format::Text => report::text(&rep),
-        Format::Json => report::json(&rep),
-        Format::Chrome => report::chrome_trace(&app.model),
+    // The Chrome trace is written from the model; the report is built only when something
+    // reads it (its per-proof tables are most of a long session's size again).
+    let needs_report = report.format != Format::Chrome || report.fail_on_gap.is_some();
+    let rep = needs_report
+        .then(|| report::build(&app.model, &opts.rule, &app.source, app.warnings.clone()));
+    let rep = rep.as_ref();
+    let write = |w: &mut dyn Write| -> std::io::Result<()> {
+        match report.format {
+            Format::Text => w.write_all(rep.map(report::text).unwrap_or_default().as_bytes()),
+            Format::Json => w.write_all(rep.map(report::json).unwrap_or_default().as_bytes()),
+            // Streamed: a trace of a long session is many times the model's size as text.
+            Format::Chrome => {
+                let mut b = std::io::BufWriter::new(w);
+                report::write_chrome_trace(&app.model, &opts.rule, &mut b)?;
+                b.flush()
+            }
+        }
     };
     match &report.output {
         Some(path) => {
-            std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))?
+            let mut f = std::fs::File::create(path)
+                .with_context(|| format!("writing {}", path.display()))?;
+            write(&mut f).with_context(|| format!("writing {}", path.display()))?
         }
-        None => std::io::stdout().write_all(out.as_bytes())?,
+        None => write(&mut std::io::stdout().lock())?,
     }
     if let Some(why) = &end.failed {
         let _ = writeln!(std::io::stderr(), "error: {why}");
@@ -254,7 +268,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         return Ok(ExitCode::from(5));
     }
     if let Some(pct) = report.fail_on_gap {
-        let worst = rep.worst_gap_pct();
+        let worst = rep.map_or(0.0, |r| r.worst_gap_pct());
         if worst > pct {
             let _ = writeln!(
                 std::io::stderr(),

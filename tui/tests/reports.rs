@@ -43,7 +43,7 @@ fn json_report_is_golden_and_follows_the_schema() {
 #[test]
 fn chrome_trace_is_golden_and_well_formed() {
     let app = common::replayed("cpu-sha256-sync.psrec");
-    let t = report::chrome_trace(&app.model);
+    let t = report::chrome_trace(&app.model, &app.view.rule);
     insta::assert_snapshot!("sync_chrome", t);
     let v: serde_json::Value = serde_json::from_str(&t).unwrap();
     let evs = v["traceEvents"].as_array().unwrap();
@@ -61,6 +61,89 @@ fn chrome_trace_is_golden_and_well_formed() {
     for e in evs.iter().filter(|e| e["ph"] == "X") {
         assert!(e["dur"].as_f64().unwrap() >= 0.0 && e["ts"].as_f64().is_some());
     }
+}
+
+/// Slices of one track in a Chrome trace may nest but never overlap partly (Perfetto drops
+/// them): checked on every recording, with every track named.
+#[test]
+fn chrome_traces_of_every_recording_nest_their_slices_and_name_their_tracks() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".psrec"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 10, "{names:?}");
+    for name in &names {
+        let app = common::replayed(name);
+        let t = report::chrome_trace(&app.model, &app.view.rule);
+        let v: serde_json::Value =
+            serde_json::from_str(&t).unwrap_or_else(|e| panic!("{name}: not JSON: {e}"));
+        let evs = v["traceEvents"].as_array().unwrap();
+        // (pid, tid) → slices as (start, end, name).
+        type Slices = Vec<(f64, f64, String)>;
+        let mut tracks: std::collections::BTreeMap<(u64, u64), Slices> = Default::default();
+        let mut named = std::collections::HashSet::new();
+        for e in evs {
+            let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap_or(0));
+            if e["ph"] == "M" && e["name"] == "thread_name" {
+                named.insert(key);
+            }
+            if e["ph"] == "X" {
+                let ts = e["ts"].as_f64().unwrap();
+                let dur = e["dur"].as_f64().unwrap();
+                tracks.entry(key).or_default().push((
+                    ts,
+                    ts + dur,
+                    e["name"].as_str().unwrap().to_owned(),
+                ));
+            }
+        }
+        // A thousandth of a microsecond: the ns resolution of the events.
+        const EPS: f64 = 1e-3;
+        for (key, slices) in &mut tracks {
+            assert!(named.contains(key), "{name}: track {key:?} has no name");
+            slices.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+            let mut open: Vec<&(f64, f64, String)> = Vec::new();
+            for s in slices.iter() {
+                while open.last().is_some_and(|top| top.1 <= s.0 + EPS) {
+                    open.pop();
+                }
+                if let Some(top) = open.last() {
+                    assert!(
+                        s.1 <= top.1 + EPS,
+                        "{name}: on track {key:?}, {} [{}, {}] overlaps {} [{}, {}] without nesting",
+                        s.2,
+                        s.0,
+                        s.1,
+                        top.2,
+                        top.0,
+                        top.1
+                    );
+                }
+                open.push(s);
+            }
+        }
+    }
+    // The ghost's flagged gap is in the trace with its diagnosis.
+    let app = common::replayed("h200-ghost-sync.psrec");
+    let t = report::chrome_trace(&app.model, &app.view.rule);
+    let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+    let gap = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["cat"] == "gap" && e["args"]["flagged"] == true)
+        .expect("the flagged gap");
+    assert_eq!(gap["args"]["kind"], "synchronous_release", "{gap}");
+    assert!(
+        gap["args"]["diagnosis"]
+            .as_str()
+            .unwrap()
+            .contains("on the proving thread main"),
+        "{gap}"
+    );
 }
 
 /// The acceptance story: sync — releases of the proving vectors inside the outer span after

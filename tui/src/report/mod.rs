@@ -6,7 +6,7 @@ mod chrome;
 mod json;
 mod text;
 
-pub use chrome::chrome_trace;
+pub use chrome::{chrome_trace, write_chrome_trace};
 pub use json::json;
 pub use text::text;
 
