@@ -188,10 +188,16 @@ impl App {
             && let Some(status) = d.status()
         {
             self.demo_exit_seen = true;
-            self.view.message = Some(format!(
-                "the demo prover exited ({status}); its log: {}",
-                d.log.display()
-            ));
+            self.view.message = Some(match d.last_words() {
+                Some(words) if !status.success() => format!(
+                    "the demo prover exited ({status}): {words} (log: {})",
+                    d.log.display()
+                ),
+                _ => format!(
+                    "the demo prover exited ({status}); its log: {}",
+                    d.log.display()
+                ),
+            });
             self.dirty = true;
         }
         n
@@ -456,6 +462,8 @@ pub struct HeadlessEnd {
     pub vanished: Option<String>,
     /// The link failed for good (a refusal, another protocol version): why.
     pub failed: Option<String>,
+    /// Nothing at all arrived (no prover there, or the demo prover died first): why.
+    pub captured_nothing: Option<String>,
 }
 
 /// Collects until the stop condition, then leaves the model ready for a report. A live run
@@ -514,6 +522,26 @@ pub fn run_headless(app: &mut App, until: Until) -> HeadlessEnd {
     if let Some(why) = &failed {
         app.warnings.push(format!("the connection failed: {why}"));
     }
+    let captured_nothing = (app.model.events == 0).then(|| {
+        let demo = app.demo.as_mut().and_then(|d| {
+            let status = d.status()?;
+            Some(match d.last_words() {
+                Some(w) => format!("the demo prover exited ({status}): {w}"),
+                None => format!("the demo prover exited ({status})"),
+            })
+        });
+        demo.unwrap_or_else(|| match &app.model.link {
+            LinkState::Disconnected(why) | LinkState::Failed(why) | LinkState::Ended(why) => {
+                why.clone()
+            }
+            LinkState::Connecting(at) => format!("no prover answered at {at}"),
+            _ => "no events arrived".to_owned(),
+        })
+    });
     app.finish();
-    HeadlessEnd { vanished, failed }
+    HeadlessEnd {
+        vanished,
+        failed,
+        captured_nothing,
+    }
 }

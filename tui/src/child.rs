@@ -55,6 +55,23 @@ impl ChildProver {
             .and_then(|c| c.try_wait().ok().flatten())
     }
 
+    /// The last line of its log that says what went wrong (`error: …`), else its last line:
+    /// what a user needs when it exited early, without opening the log.
+    pub fn last_words(&self) -> Option<String> {
+        let log = std::fs::read_to_string(&self.log).ok()?;
+        let lines: Vec<&str> = log
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let pick = lines
+            .iter()
+            .rev()
+            .find(|l| l.starts_with("error") || l.contains("Error"))
+            .or(lines.last())?;
+        Some(pick.chars().take(300).collect())
+    }
+
     /// Stops the prover: SIGTERM (it says goodbye and removes its socket), then SIGKILL after 3 s.
     pub fn stop(&mut self) {
         let Some(mut child) = self.child.take() else {

@@ -256,6 +256,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         None => write(&mut std::io::stdout().lock())?,
     }
+    if let Some(why) = &end.captured_nothing {
+        let _ = writeln!(std::io::stderr(), "error: nothing captured: {why}");
+        return Ok(ExitCode::FAILURE);
+    }
     if let Some(why) = &end.failed {
         let _ = writeln!(std::io::stderr(), "error: {why}");
         return Ok(ExitCode::FAILURE);

@@ -318,3 +318,40 @@ fn a_corrupt_frame_is_counted_and_named() {
         "{warnings:?}"
     );
 }
+
+/// A headless run that captured nothing says why and exits 1: no prover at the socket, or a
+/// demo prover that died before sending anything (the GPU backend on a machine without one).
+#[test]
+fn a_headless_run_that_captured_nothing_exits_1_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let nowhere = dir.path().join("none.sock");
+    let o = Command::new(BIN)
+        .arg("attach")
+        .arg(&nowhere)
+        .args(["--headless", "--duration", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("nothing captured: cannot connect to") && err.contains("none.sock"),
+        "{err}"
+    );
+
+    let o = Command::new(BIN)
+        .args(["demo", "--backend", "gpu", "--headless"])
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.success() {
+        println!("SKIPPED the no-GPU half: this machine has a GPU");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("nothing captured: the demo prover exited")
+            && err.contains("the GPU backend cannot start"),
+        "the demo prover's own error line: {err}"
+    );
+}
