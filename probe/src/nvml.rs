@@ -6,6 +6,7 @@
 use crate::session::{Session, SlowEvent};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{Clock, PcieUtilCounter, TemperatureSensor};
+use nvml_wrapper::error::NvmlError;
 use probe_protocol::{Event, GpuInfo, GpuSample};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +23,21 @@ pub struct Inventory {
     pub driver_version: Option<String>,
 }
 
+/// Why NVML did not start, as a user reads it: the loader's own message names a library, not
+/// the situation.
+fn why_unavailable(e: &NvmlError) -> String {
+    match e {
+        NvmlError::LibloadingError(_) => {
+            "no NVIDIA driver on this machine (libnvidia-ml.so.1 not found)".to_owned()
+        }
+        NvmlError::DriverNotLoaded => {
+            "the NVIDIA driver is installed but not loaded (nvidia-smi says why)".to_owned()
+        }
+        NvmlError::NoPermission => "no permission to use the NVIDIA driver (NVML)".to_owned(),
+        other => format!("NVML unavailable: {other}"),
+    }
+}
+
 /// Enumerates GPUs. Never panics: a missing library is a reason, not an error.
 pub fn inventory() -> Inventory {
     let nvml = match Nvml::init() {
@@ -30,7 +46,7 @@ pub fn inventory() -> Inventory {
             return Inventory {
                 nvml: None,
                 gpus: Vec::new(),
-                unavailable_reason: Some(format!("NVML unavailable: {e}")),
+                unavailable_reason: Some(why_unavailable(&e)),
                 driver_version: None,
             };
         }

@@ -30,6 +30,25 @@ pub fn bytes(b: u64) -> String {
     }
 }
 
+/// The reason a session has no GPU telemetry, as a sentence: recordings made before the probe
+/// said it plainly carry the library loader's message, which names a file, not the situation.
+pub fn gpu_reason(raw: &str) -> std::borrow::Cow<'_, str> {
+    if raw.contains("libloading") && raw.contains("libnvidia-ml.so.1") {
+        "no NVIDIA driver on this machine (libnvidia-ml.so.1 not found)".into()
+    } else {
+        raw.into()
+    }
+}
+
+/// `2026-11-30 14:02:11 UTC` from nanoseconds since the Unix epoch.
+pub fn wall_clock(unix_ns: u64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(unix_ns);
+    humantime::format_rfc3339_seconds(t)
+        .to_string()
+        .replace('T', " ")
+        .replace('Z', " UTC")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,5 +60,20 @@ mod tests {
         assert_eq!(dur(999), "999 ns");
         assert_eq!(bytes(41_700_000_000), "41.7 GB");
         assert_eq!(bytes(512_000), "512 kB");
+    }
+
+    #[test]
+    fn a_loader_error_reads_as_the_situation_and_times_as_dates() {
+        let raw = "NVML unavailable: a libloading error occurred: libnvidia-ml.so.1: cannot open \
+                   shared object file: No such file or directory";
+        assert_eq!(
+            gpu_reason(raw),
+            "no NVIDIA driver on this machine (libnvidia-ml.so.1 not found)"
+        );
+        assert_eq!(gpu_reason("NVML found no GPU"), "NVML found no GPU");
+        assert_eq!(
+            wall_clock(1_796_032_261_802_670_575),
+            "2026-11-30 09:51:01 UTC"
+        );
     }
 }

@@ -43,6 +43,13 @@ pub fn text(r: &Report) -> String {
             "prover:   {} {} (pid {} on {})",
             s.prover, s.prover_version, s.pid, s.hostname
         );
+        if s.session_start_unix_ns > 0 {
+            let _ = writeln!(
+                o,
+                "started:  {}",
+                crate::format::wall_clock(s.session_start_unix_ns)
+            );
+        }
         let _ = writeln!(
             o,
             "backend:  {} ({})",
@@ -57,7 +64,9 @@ pub fn text(r: &Report) -> String {
             let _ = writeln!(
                 o,
                 "GPUs:     none ({})",
-                s.gpu_unavailable_reason.as_deref().unwrap_or("-")
+                s.gpu_unavailable_reason
+                    .as_deref()
+                    .map_or("-".into(), crate::format::gpu_reason)
             );
         } else {
             for g in &s.gpus {

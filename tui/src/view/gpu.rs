@@ -16,7 +16,8 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         let why = s
             .hello
             .as_ref()
-            .and_then(|h| h.gpu_unavailable_reason.clone())
+            .and_then(|h| h.gpu_unavailable_reason.as_deref())
+            .map(|r| crate::format::gpu_reason(r).into_owned())
             .unwrap_or_else(|| "no GPU samples".into());
         Paragraph::new(format!("no GPU telemetry: {why}"))
             .style(dim())

@@ -23,7 +23,10 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             l1.push(Span::raw(format!("backend {}", h.backend)));
             l1.push(Span::styled(" │ ", dim()));
             if h.gpus.is_empty() {
-                let why = h.gpu_unavailable_reason.as_deref().unwrap_or("none");
+                let why = h
+                    .gpu_unavailable_reason
+                    .as_deref()
+                    .map_or("none".into(), crate::format::gpu_reason);
                 l1.push(Span::styled(format!("GPU: none ({why})"), dim()));
             } else {
                 let names: Vec<String> = h.gpus.iter().map(|g| g.name.clone()).collect();
