@@ -28,6 +28,17 @@ fn main() -> ExitCode {
             );
         }
     }
+    // clap's generated `help` subcommand refuses `--help`; a user who types it wants help.
+    {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        if args.get(1).is_some_and(|a| a == "help")
+            && args.iter().skip(2).any(|a| a == "--help" || a == "-h")
+        {
+            use clap::CommandFactory;
+            let _ = Cli::command().print_help();
+            return ExitCode::SUCCESS;
+        }
+    }
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) if e.is::<Usage>() => {

@@ -355,3 +355,34 @@ fn a_headless_run_that_captured_nothing_exits_1_with_the_reason() {
         "the demo prover's own error line: {err}"
     );
 }
+
+/// Asking for help is never an error, however it is asked (`help --help` included), and the
+/// recording decoder answers `--help` too.
+#[test]
+fn every_way_of_asking_for_help_answers() {
+    for args in [
+        vec!["--help"],
+        vec!["help"],
+        vec!["help", "--help"],
+        vec!["help", "export"],
+        vec!["export", "--help"],
+    ] {
+        let out = Command::new(BIN).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage: proofscope"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+    let psrec = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/psrec.py");
+    if let Ok(out) = Command::new("python3").arg(&psrec).arg("--help").output() {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "psrec.py --help: {}",
+            text(&out)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("usage: psrec.py"));
+    }
+}
