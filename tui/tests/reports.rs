@@ -167,10 +167,10 @@ fn sync_and_async_releases_are_where_the_story_says() {
             let tail = p
                 .gaps
                 .iter()
-                .find(|g| g.span == "prove" && g.place == Place::AfterLast)
-                .expect("the tail is listed");
+                .find(|g| g.span == "prove" && g.place == Place::AfterLast);
             let rel = &p.releases;
             if sync {
+                let tail = tail.expect("the tail is listed: releases overlap it");
                 assert!(rel.in_outer_outside_phases.count >= 6, "{name}: {rel:?}");
                 assert_eq!(
                     rel.in_outer_outside_phases.threads,
@@ -194,7 +194,12 @@ fn sync_and_async_releases_are_where_the_story_says() {
                 assert_eq!(rel.in_outer_outside_phases.count, 0, "{name}: {rel:?}");
                 assert!(rel.after_outer.count >= 6);
                 assert!(rel.after_outer.threads.iter().all(|(t, _)| t == "dealloc"));
-                assert_eq!(tail.diagnosis.releases.count, 0);
+                // No release in the tail: listed only when it is long, else named in the
+                // summary line.
+                match tail {
+                    Some(t) => assert_eq!(t.diagnosis.releases.count, 0),
+                    None => assert!(p.small_gaps.tail_ns.is_some(), "{:?}", p.small_gaps),
+                }
             }
         }
     }
@@ -228,8 +233,12 @@ fn h200_ghost_recordings_tell_the_story_at_scale() {
         let tail = p
             .gaps
             .iter()
-            .find(|g| g.span == "prove" && g.place == Place::AfterLast)
-            .expect("the tail is listed");
+            .find(|g| g.span == "prove" && g.place == Place::AfterLast);
+        // Listed, or (short, with no release in it) named on the summary line.
+        let tail_ns = tail
+            .map(|t| t.duration_ns)
+            .or(p.small_gaps.tail_ns)
+            .expect("the tail is in the report");
         // Memory per phase: synthesis builds the 26.8 GB of vectors; the GPU holds the SRS.
         let synth = p.phases.iter().find(|ph| ph.name == "synthesis").unwrap();
         let m = synth.memory.expect("samples during synthesis");
@@ -241,6 +250,7 @@ fn h200_ghost_recordings_tell_the_story_at_scale() {
         assert!(h.memory.unwrap().gpu_used_max.unwrap() > GB, "{h:?}");
         let rel = &p.releases;
         if sync {
+            let tail = tail.expect("the ghost's tail is listed");
             assert!(rel.in_outer_outside_phases.bytes > 25 * GB, "{rel:?}");
             assert_eq!(
                 rel.in_outer_outside_phases.threads,
@@ -264,7 +274,7 @@ fn h200_ghost_recordings_tell_the_story_at_scale() {
             assert_eq!(rel.in_outer_outside_phases.count, 0, "{rel:?}");
             assert!(rel.after_outer.bytes > 25 * GB, "{rel:?}");
             assert!(rel.after_outer.threads.iter().all(|(t, _)| t == "dealloc"));
-            assert!(tail.duration_ns < 1_000_000, "{tail:?}");
+            assert!(tail_ns < 1_000_000, "{tail:?}");
             assert!(!p.gaps.iter().any(|g| g.flagged), "{:?}", p.gaps);
         }
     }

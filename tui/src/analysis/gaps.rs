@@ -129,18 +129,6 @@ pub fn unaccounted(parent: Interval, children: &[Interval], rule: &GapRule) -> V
     out
 }
 
-impl Gap {
-    /// Worth a line of its own in a table or report: flagged, or at least 1 ms, or at least
-    /// 0.5 % of its span, or the tail (where synchronous releases at function exit land).
-    /// Others are summarised together.
-    pub fn notable(&self, span_len: u64) -> bool {
-        self.flagged
-            || self.at.len() >= 1_000_000
-            || self.at.len() as f64 >= span_len as f64 * 0.005
-            || self.place == Place::AfterLast
-    }
-}
-
 /// The gaps of one span of a proof.
 #[derive(Debug, Clone)]
 pub struct SpanGaps {

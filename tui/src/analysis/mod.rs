@@ -2,10 +2,12 @@
 
 pub mod diagnosis;
 pub mod gaps;
+pub mod listing;
 pub mod stats;
 
 pub use diagnosis::{Diagnosis, DiagnosisKind, ReleaseEvidence, diagnose};
 pub use gaps::{Gap, GapRule, Interval, Place, SpanGaps, proof_gaps, unaccounted};
+pub use listing::{ListedGap, Summed, gap_listing};
 pub use stats::{PhaseStats, phase_stats};
 
 /// The C2 phase names, in pipeline order (used to order rows).

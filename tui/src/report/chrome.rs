@@ -11,7 +11,7 @@
 //!   of two launches resolve to overlapping times) goes to the next lane;
 //! - unaccounted gaps on lanes of a track of their own, with their diagnosis in `args`.
 
-use crate::analysis::{GapRule, diagnose, proof_gaps};
+use crate::analysis::{GapRule, gap_listing};
 use crate::model::{Model, Session};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -151,25 +151,15 @@ fn session<W: Write>(
     Ok(())
 }
 
-/// Each proof's notable gaps (as the report lists them) on the gap lanes, diagnosis in args.
+/// Each proof's listed gaps (as the report lists them) on the gap lanes, diagnosis in args.
 fn gaps<W: Write>(ev: &mut Events<'_, W>, pid: u64, s: &Session, rule: &GapRule) -> io::Result<()> {
     let mut all = Vec::new();
     for p in s.proofs.values() {
-        let outer = p.outer().map(|o| o.id);
-        for sg in proof_gaps(p, rule, s.now) {
-            let is_outer = Some(sg.span.id) == outer;
-            let len = (sg.span.end_or(s.now) - sg.span.start).max(1);
-            for g in sg
-                .gaps
-                .iter()
-                .filter(|g| g.flagged || (is_outer && g.notable(len)))
-            {
-                all.push((p, sg.span, *g, len));
-            }
-        }
+        let (listed, _, _) = gap_listing(s, p, rule);
+        all.extend(listed.into_iter().map(|l| (p, l)));
     }
-    all.sort_by_key(|(_, _, g, _)| (g.at.start, g.at.end));
-    let lane = lanes(all.iter().map(|(_, _, g, _)| (g.at.start, g.at.end)));
+    all.sort_by_key(|(_, l)| (l.gap.at.start, l.gap.at.end));
+    let lane = lanes(all.iter().map(|(_, l)| (l.gap.at.start, l.gap.at.end)));
     let used = lane.iter().copied().max().map_or(0, |m| m + 1);
     for l in 0..used {
         let name = if l == 0 {
@@ -179,13 +169,13 @@ fn gaps<W: Write>(ev: &mut Events<'_, W>, pid: u64, s: &Session, rule: &GapRule)
         };
         ev.push(&json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": GAP_TID + l, "args": {"name": name}}))?;
     }
-    for ((p, span, g, len), l) in all.iter().zip(lane) {
-        let d = diagnose(s, p, span, g.at);
+    for ((p, l), lane) in all.iter().zip(lane) {
+        let (g, d) = (&l.gap, &l.diagnosis);
         ev.push(&json!({
-            "ph": "X", "name": format!("gap in {}", s.name(span.name)), "cat": "gap",
-            "pid": pid, "tid": GAP_TID + l, "ts": us(g.at.start), "dur": us(g.at.len()),
+            "ph": "X", "name": format!("gap in {}", s.name(l.span.name)), "cat": "gap",
+            "pid": pid, "tid": GAP_TID + lane, "ts": us(g.at.start), "dur": us(g.at.len()),
             "args": {"proof": p.id, "flagged": g.flagged, "place": g.place.as_str(),
-                     "share_of_span": g.at.len() as f64 / *len as f64,
+                     "share_of_span": g.at.len() as f64 / l.span_len as f64,
                      "kind": d.kind.as_str(), "diagnosis": d.sentence}
         }))?;
     }

@@ -11,7 +11,7 @@ pub use json::json;
 pub use text::text;
 
 pub use crate::analysis::Place;
-use crate::analysis::{Diagnosis, GapRule, PhaseStats, diagnose, phase_stats, proof_gaps};
+use crate::analysis::{Diagnosis, GapRule, PhaseStats, gap_listing, phase_stats};
 use crate::model::{Model, Proof, Session};
 use serde::Serialize;
 
@@ -181,12 +181,14 @@ pub struct ReleaseTotals {
     pub by_thread: Vec<(String, u64)>,
 }
 
-/// The outer span's gaps not listed one by one.
+/// The outer span's gaps not listed one by one: each shorter than every listed gap.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SmallGaps {
     pub count: usize,
     pub total_ns: u64,
     pub largest_ns: u64,
+    /// The outer span's tail, when it is one of them.
+    pub tail_ns: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -280,34 +282,25 @@ pub fn proof_report(
         })
         .collect();
     phases.sort_by_key(|x| (x.start_offset_ns, x.name.clone()));
-    let mut gaps = Vec::new();
-    let mut small = SmallGaps::default();
-    let mut unaccounted_ns = 0;
-    for sg in proof_gaps(p, rule, s.now) {
-        let is_outer = sg.span.id == outer.id;
-        if is_outer {
-            unaccounted_ns = sg.unaccounted_ns;
-        }
-        let len = (sg.span.end_or(s.now) - sg.span.start).max(1);
-        for g in sg.gaps.iter().filter(|g| is_outer || g.flagged) {
-            let diagnosis = diagnose(s, p, &sg.span, g.at);
-            if !g.notable(len) && diagnosis.releases.count == 0 {
-                small.count += 1;
-                small.total_ns += g.at.len();
-                small.largest_ns = small.largest_ns.max(g.at.len());
-                continue;
-            }
-            gaps.push(GapReport {
-                span: s.name(sg.span.name).to_owned(),
-                place: g.place,
-                start_offset_ns: g.at.start - a,
-                duration_ns: g.at.len(),
-                share_of_span: g.at.len() as f64 / len as f64,
-                flagged: g.flagged,
-                diagnosis,
-            });
-        }
-    }
+    let (listed, summed, unaccounted_ns) = gap_listing(s, p, rule);
+    let gaps = listed
+        .into_iter()
+        .map(|l| GapReport {
+            span: s.name(l.span.name).to_owned(),
+            place: l.gap.place,
+            start_offset_ns: l.gap.at.start - a,
+            duration_ns: l.gap.at.len(),
+            share_of_span: l.gap.at.len() as f64 / l.span_len as f64,
+            flagged: l.gap.flagged,
+            diagnosis: l.diagnosis,
+        })
+        .collect();
+    let small = SmallGaps {
+        count: summed.count,
+        total_ns: summed.total_ns,
+        largest_ns: summed.largest_ns,
+        tail_ns: summed.tail_ns,
+    };
     // Releases around the proof.
     let mut rel = ProofReleases::default();
     let until = next_start.unwrap_or(u64::MAX);

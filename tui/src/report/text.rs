@@ -162,11 +162,15 @@ pub fn text(r: &Report) -> String {
             if p.small_gaps.count > 0 {
                 let _ = writeln!(
                     o,
-                    "  · {} smaller gap{} in prove totalling {} (largest {})",
+                    "  · {} smaller gap{} in prove totalling {} (largest {}{})",
                     p.small_gaps.count,
                     if p.small_gaps.count == 1 { "" } else { "s" },
                     dur(p.small_gaps.total_ns),
-                    dur(p.small_gaps.largest_ns)
+                    dur(p.small_gaps.largest_ns),
+                    p.small_gaps.tail_ns.map_or(String::new(), |t| format!(
+                        "; the tail after the last child {}",
+                        dur(t)
+                    ))
                 );
             }
             let rel = &p.releases;

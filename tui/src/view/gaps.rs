@@ -2,7 +2,7 @@
 //! phases, with where it lies, its length and its diagnosis.
 
 use super::{ViewState, bold, dim, warn};
-use crate::analysis::{Place, diagnose, proof_gaps};
+use crate::analysis::{Place, gap_listing};
 use crate::format::dur;
 use crate::model::Model;
 use ratatui::buffer::Buffer;
@@ -19,6 +19,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         return;
     };
     let t0 = outer.start;
+    let outer_name = s.name(outer.name);
     let mut lines: Vec<Line> = vec![Line::from(Span::styled(
         format!(
             "gaps of proof {} (flagged: ≥ max({:.0}% of the span, {}))",
@@ -28,53 +29,49 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         ),
         bold(),
     ))];
-    let mut any = false;
-    let (mut small_n, mut small_ns) = (0usize, 0u64);
-    for sg in proof_gaps(p, &state.rule, s.now) {
-        let is_outer = sg.span.id == outer.id;
-        let len = sg.span.end_or(s.now) - sg.span.start;
-        for g in sg.gaps.iter().filter(|g| is_outer || g.flagged) {
-            let d = diagnose(s, p, &sg.span, g.at);
-            if !g.notable(len) && d.releases.count == 0 {
-                small_n += 1;
-                small_ns += g.at.len();
-                continue;
-            }
-            any = true;
-            let style = if g.flagged {
-                warn()
-            } else {
-                Style::default().fg(Color::Yellow)
-            };
-            let place = match g.place {
-                Place::BeforeFirst => "head",
-                Place::Between => "between",
-                Place::AfterLast => "tail",
-                Place::Whole => "whole",
-            };
-            lines.push(Line::from(vec![
-                Span::styled(if g.flagged { "! " } else { "  " }, style),
-                Span::styled(format!("{:<11}", s.name(sg.span.name)), bold()),
-                Span::styled(format!("{:>9}", dur(g.at.len())), style),
-                Span::raw(format!(
-                    " {:>5.1}% {:<7} at +{}",
-                    g.at.len() as f64 / len.max(1) as f64 * 100.0,
-                    place,
-                    dur(g.at.start - t0),
-                )),
-            ]));
-            lines.push(Line::from(Span::styled(
-                format!("    {}", d.sentence),
-                dim(),
-            )));
-        }
+    let (listed, summed, _) = gap_listing(s, p, &state.rule);
+    let any = !listed.is_empty() || summed.count > 0;
+    for l in listed {
+        let (g, d) = (l.gap, l.diagnosis);
+        let style = if g.flagged {
+            warn()
+        } else {
+            Style::default().fg(Color::Yellow)
+        };
+        let place = match g.place {
+            Place::BeforeFirst => "head",
+            Place::Between => "between",
+            Place::AfterLast => "tail",
+            Place::Whole => "whole",
+        };
+        lines.push(Line::from(vec![
+            Span::styled(if g.flagged { "! " } else { "  " }, style),
+            Span::styled(format!("{:<11}", s.name(l.span.name)), bold()),
+            Span::styled(format!("{:>9}", dur(g.at.len())), style),
+            Span::raw(format!(
+                " {:>5.1}% {:<7} at +{}",
+                g.at.len() as f64 / l.span_len as f64 * 100.0,
+                place,
+                dur(g.at.start - t0),
+            )),
+        ]));
+        lines.push(Line::from(Span::styled(
+            format!("    {}", d.sentence),
+            dim(),
+        )));
     }
-    if small_n > 0 {
-        any = true;
+    if summed.count > 0 {
         lines.push(Line::from(Span::styled(
             format!(
-                "  + {small_n} smaller gaps in prove totalling {}",
-                dur(small_ns)
+                "  + {} smaller gap{} in {} totalling {} (largest {}{})",
+                summed.count,
+                if summed.count == 1 { "" } else { "s" },
+                outer_name,
+                dur(summed.total_ns),
+                dur(summed.largest_ns),
+                summed
+                    .tail_ns
+                    .map_or(String::new(), |t| format!("; tail {}", dur(t)))
             ),
             dim(),
         )));
