@@ -86,6 +86,19 @@ pub struct ReportArgs {
     /// Write the report here instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Text report: the summary (statistics, the worst proofs, every flagged gap) even when
+    /// the whole report is short [default: the summary above 60,000 characters].
+    #[arg(long, conflicts_with = "full")]
+    pub summary: bool,
+    /// Text report: the whole report however long.
+    #[arg(long)]
+    pub full: bool,
+    /// The summary lists this many proofs by unaccounted share.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub worst: u64,
+    /// Report only the N proofs that took longest (text and JSON).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub slowest: Option<u64>,
     /// Headless: exit with status 3 when any gap exceeds PCT percent of its span.
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub fail_on_gap: Option<f64>,

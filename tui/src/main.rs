@@ -244,12 +244,27 @@ fn run(cli: Cli) -> Result<ExitCode> {
     // The Chrome trace is written from the model; the report is built only when something
     // reads it (its per-proof tables are most of a long session's size again).
     let needs_report = report.format != Format::Chrome || report.fail_on_gap.is_some();
-    let rep = needs_report
-        .then(|| report::build(&app.model, &opts.rule, &app.source, app.warnings.clone()));
+    let rep = needs_report.then(|| {
+        let mut r = report::build(&app.model, &opts.rule, &app.source, app.warnings.clone());
+        if let Some(n) = report.slowest {
+            r.keep_slowest(n as usize);
+        }
+        r
+    });
     let rep = rep.as_ref();
+    let worst = report.worst as usize;
+    let text = |r: &report::Report| {
+        if report.full {
+            report::text(r)
+        } else if report.summary {
+            report::text_at(r, report::Detail::Summary { worst })
+        } else {
+            report::text_that_fits(r, worst)
+        }
+    };
     let write = |w: &mut dyn Write| -> std::io::Result<()> {
         match report.format {
-            Format::Text => w.write_all(rep.map(report::text).unwrap_or_default().as_bytes()),
+            Format::Text => w.write_all(rep.map(text).unwrap_or_default().as_bytes()),
             Format::Json => w.write_all(rep.map(report::json).unwrap_or_default().as_bytes()),
             // Streamed: a trace of a long session is many times the model's size as text.
             Format::Chrome => {

@@ -1,8 +1,12 @@
 #![allow(dead_code)]
+use probe_protocol::{
+    AllocSample, Event, FrameBuilder, Hello, ProofBegin, ProofEnd, RecordingWriter, SpanBegin,
+    SpanEnd,
+};
 use proofscope::analysis::GapRule;
 use proofscope::app::{App, RunOpts};
 use proofscope::model::Retention;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub fn recording(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -45,4 +49,128 @@ pub fn example(name: &str) -> PathBuf {
         assert!(status.success(), "building the {name} example");
     }
     exe
+}
+
+/// A session of `proofs` proofs, each an outer span (10 ms, or 70 ms for every
+/// `ghost_every`-th proof, whose last 60 ms are a release on the proving thread: a flagged
+/// gap) with 49 phases on two threads, a large release and an allocator sample: 104 events a
+/// proof.
+pub fn busy_session(path: &Path, proofs: u64, ghost_every: Option<u64>) -> u64 {
+    let mut w = RecordingWriter::new(std::io::BufWriter::new(
+        std::fs::File::create(path).unwrap(),
+    ))
+    .unwrap();
+    let mut events = 0u64;
+    let mut b = FrameBuilder::new(0);
+    b.push(&Event::Hello(Box::new(Hello {
+        protocol_major: 1,
+        pid: 1,
+        prover_name: "busy".into(),
+        ..Default::default()
+    })))
+    .unwrap();
+    let names = [
+        "prove",
+        "synthesis",
+        "prep_msm",
+        "ntt_msm_h",
+        "batch_add",
+        "tail_msm",
+        "b_g2_msm",
+        "epilogue",
+    ];
+    for (i, name) in names.iter().enumerate() {
+        b.push(&Event::NameDef {
+            id: i as u32 + 1,
+            name: (*name).into(),
+        })
+        .unwrap();
+    }
+    for (id, name) in [(1, "main"), (2, "worker")] {
+        b.push(&Event::ThreadDef {
+            id,
+            name: name.into(),
+            os_tid: u64::from(id),
+        })
+        .unwrap();
+    }
+    for i in 0..proofs {
+        let t0 = i * 100_000_000;
+        let ghost = ghost_every.is_some_and(|k| i % k == k - 1);
+        let end = if ghost {
+            t0 + 70_000_000
+        } else {
+            t0 + 9_900_000
+        };
+        let (p, outer) = (i + 1, i * 100 + 1);
+        let mut v = vec![
+            Event::ProofBegin(Box::new(ProofBegin {
+                ts: t0,
+                proof: p,
+                span: outer,
+                circuit: "busy".into(),
+                ..Default::default()
+            })),
+            Event::SpanBegin(SpanBegin {
+                ts: t0,
+                span: outer,
+                parent: None,
+                proof: Some(p),
+                name: 1,
+                thread: 1,
+            }),
+        ];
+        for k in 0..49u64 {
+            let s = outer + 1 + k;
+            let a = t0 + 1000 + k * 150_000;
+            v.push(Event::SpanBegin(SpanBegin {
+                ts: a,
+                span: s,
+                parent: Some(outer),
+                proof: Some(p),
+                name: 2 + (k % 7) as u32,
+                thread: 1 + (k % 2) as u32,
+            }));
+            v.push(Event::SpanEnd(SpanEnd {
+                ts: a + 100_000,
+                span: s,
+            }));
+        }
+        v.push(Event::Release(probe_protocol::BlockEvent {
+            ts: if ghost {
+                t0 + 9_900_000
+            } else {
+                t0 + 9_000_000
+            },
+            bytes: 1 << 30,
+            inside_ns: if ghost { 60_000_000 } else { 500_000 },
+            thread: 1,
+            span: Some(outer),
+        }));
+        v.push(Event::AllocSample(AllocSample {
+            ts: t0 + 9_600_000,
+            live_bytes: 1 << 30,
+            ..Default::default()
+        }));
+        v.push(Event::SpanEnd(SpanEnd {
+            ts: end,
+            span: outer,
+        }));
+        v.push(Event::ProofEnd(Box::new(ProofEnd {
+            ts: end + 1,
+            proof: p,
+            ok: true,
+            ..Default::default()
+        })));
+        for e in v {
+            events += 1;
+            b.push(&e).unwrap();
+        }
+        if b.body_len() > 48 << 10 {
+            w.write_frame(b.finish().unwrap()).unwrap();
+            b = FrameBuilder::new(t0);
+        }
+    }
+    w.write_frame(b.finish().unwrap()).unwrap();
+    events
 }

@@ -279,3 +279,47 @@ fn h200_ghost_recordings_tell_the_story_at_scale() {
         }
     }
 }
+
+/// A 400-proof session's text report is summarised to fit an issue body (GitHub holds 65,536
+/// characters) and keeps every flagged gap; `--full` prints the whole; `--slowest` selects.
+#[test]
+fn a_long_session_reports_a_summary_that_fits_an_issue() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("busy.psrec");
+    common::busy_session(&file, 400, Some(10));
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_proofscope"))
+            .arg("replay")
+            .arg(&file)
+            .arg("--headless")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let summary = run(&[]);
+    assert!(summary.len() < 60_000, "{} characters", summary.len());
+    assert!(
+        summary.starts_with("(summary: the whole report is "),
+        "{summary}"
+    );
+    assert!(summary.contains("-- flagged gaps: 40 --"), "{summary}");
+    for id in (10..=400).step_by(10) {
+        assert!(
+            summary.contains(&format!("proof #{id}: gap in prove:")),
+            "flagged gap of proof {id} missing"
+        );
+    }
+    assert!(summary.contains("a synchronous release of large buffers"));
+    assert!(
+        summary.contains("worst 10 by unaccounted share:"),
+        "{summary}"
+    );
+    let full = run(&["--full"]);
+    assert!(full.len() > 60_000 && full.matches("\nproof #").count() == 400);
+    let slowest = run(&["--full", "--slowest", "5"]);
+    assert_eq!(slowest.matches("\nproof #").count(), 5, "{slowest}");
+    let short = run(&["--summary", "--worst", "3"]);
+    assert!(short.contains("worst 3 by unaccounted share:"), "{short}");
+}

@@ -8,7 +8,7 @@ mod text;
 
 pub use chrome::{chrome_trace, write_chrome_trace};
 pub use json::json;
-pub use text::text;
+pub use text::{Detail, SUMMARY_ABOVE_CHARS, render as text_at, text, text_that_fits};
 
 pub use crate::analysis::Place;
 use crate::analysis::{Diagnosis, GapRule, PhaseStats, gap_listing, phase_stats};
@@ -375,6 +375,25 @@ fn gpu_report(s: &Session) -> Vec<GpuReport> {
         .collect();
     out.sort_by_key(|g| g.index);
     out
+}
+
+impl Report {
+    /// Keeps, in each session, only the `n` proofs that took longest (in id order): `--slowest`.
+    pub fn keep_slowest(&mut self, n: usize) {
+        for s in &mut self.sessions {
+            let mut d: Vec<u64> = s.proofs.iter().map(|p| p.duration_ns).collect();
+            d.sort_unstable_by(|a, b| b.cmp(a));
+            let Some(&cut) = d.get(n.saturating_sub(1)) else {
+                continue;
+            };
+            let mut kept = 0;
+            s.proofs.retain(|p| {
+                let keep = p.duration_ns >= cut && kept < n;
+                kept += usize::from(keep);
+                keep
+            });
+        }
+    }
 }
 
 /// Builds the report of everything the model retains.

@@ -19,7 +19,42 @@ fn group(g: &ReleaseGroup) -> String {
     )
 }
 
+/// How much of each session the text report shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Every proof with its phases, gaps and releases.
+    Full,
+    /// Statistics, the `worst` proofs by unaccounted share, and every flagged gap.
+    Summary { worst: usize },
+}
+
+/// A full text report is summarised above this many characters (a GitHub issue body holds
+/// 65,536): `--full` keeps it whole.
+pub const SUMMARY_ABOVE_CHARS: usize = 60_000;
+
+/// The whole report.
 pub fn text(r: &Report) -> String {
+    render(r, Detail::Full)
+}
+
+/// The report to paste: whole when it fits [`SUMMARY_ABOVE_CHARS`], else the summary, which
+/// says so and how large the whole one is.
+pub fn text_that_fits(r: &Report, worst: usize) -> String {
+    let full = text(r);
+    if full.len() <= SUMMARY_ABOVE_CHARS {
+        return full;
+    }
+    let whole = full.len();
+    // Gone before the summary is made: the two at once would double the peak.
+    drop(full);
+    let note = format!(
+        "(summary: the whole report is {whole} characters, over {SUMMARY_ABOVE_CHARS}; --full prints it)\n"
+    );
+    note + &render(r, Detail::Summary { worst })
+}
+
+/// The report at `detail`.
+pub fn render(r: &Report, detail: Detail) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -89,7 +124,18 @@ pub fn text(r: &Report) -> String {
             bytes(s.large_block_threshold)
         );
         if !s.command_line.is_empty() {
-            let _ = writeln!(o, "command:  {}", s.command_line.join(" "));
+            // A report is pasted: a command line of hostile length is cut (JSON keeps it).
+            const MAX: usize = 2_000;
+            let line = s.command_line.join(" ");
+            match line.char_indices().nth(MAX) {
+                Some((cut, _)) => {
+                    let rest = line[cut..].chars().count();
+                    let _ = writeln!(o, "command:  {}… ({rest} more characters)", &line[..cut]);
+                }
+                None => {
+                    let _ = writeln!(o, "command:  {line}");
+                }
+            }
         }
         if s.history_evicted_events > 0 {
             let _ = writeln!(
@@ -99,97 +145,9 @@ pub fn text(r: &Report) -> String {
             );
         }
 
-        let _ = writeln!(o, "\n-- proofs --");
-        for p in &s.proofs {
-            let _ = writeln!(
-                o,
-                "proof #{}: {} × {} ({} constraints), backend {}, {}{} — prove {}, unaccounted {} ({:.1}%)",
-                p.id,
-                p.circuits,
-                p.circuit,
-                p.constraints,
-                p.backend,
-                p.verification,
-                if p.synthetic_srs {
-                    ", SYNTHETIC SRS"
-                } else {
-                    ""
-                },
-                dur(p.duration_ns),
-                dur(p.unaccounted_ns),
-                p.unaccounted_ns as f64 / p.duration_ns.max(1) as f64 * 100.0
-            );
-            for ph in &p.phases {
-                let line = format!(
-                    "    {:<14} +{:<10} {:>10}  {:<12}{}",
-                    ph.name,
-                    dur(ph.start_offset_ns),
-                    dur(ph.duration_ns),
-                    ph.thread,
-                    ph.memory.map(phase_memory).unwrap_or_default()
-                );
-                let _ = writeln!(o, "{}", line.trim_end());
-            }
-            for w in &p.gpu_work {
-                let line = format!(
-                    "    gpu{} {:<16} +{:<10} {:>10}  ×{}{}",
-                    w.device,
-                    w.name,
-                    dur(w.first_offset_ns),
-                    dur(w.busy_ns),
-                    w.count,
-                    if w.launched_in.is_empty() {
-                        String::new()
-                    } else {
-                        format!(", launched in {}", w.launched_in)
-                    }
-                );
-                let _ = writeln!(o, "{line}");
-            }
-            for g in &p.gaps {
-                let _ = writeln!(
-                    o,
-                    "  {} gap in {}: {} {} at +{} ({:.1}% of the span)",
-                    if g.flagged { "!" } else { "·" },
-                    g.span,
-                    dur(g.duration_ns),
-                    g.place.as_str(),
-                    dur(g.start_offset_ns),
-                    g.share_of_span * 100.0
-                );
-                let _ = writeln!(o, "      {}", g.diagnosis.sentence);
-            }
-            if p.small_gaps.count > 0 {
-                let _ = writeln!(
-                    o,
-                    "  · {} smaller gap{} in prove totalling {} (largest {}{})",
-                    p.small_gaps.count,
-                    if p.small_gaps.count == 1 { "" } else { "s" },
-                    dur(p.small_gaps.total_ns),
-                    dur(p.small_gaps.largest_ns),
-                    p.small_gaps.tail_ns.map_or(String::new(), |t| format!(
-                        "; the tail after the last child {}",
-                        dur(t)
-                    ))
-                );
-            }
-            let rel = &p.releases;
-            let _ = writeln!(
-                o,
-                "  releases inside the outer span, outside every phase: {}",
-                group(&rel.in_outer_outside_phases)
-            );
-            let _ = writeln!(o, "  releases inside phases: {}", group(&rel.in_phases));
-            let _ = writeln!(
-                o,
-                "  releases on other threads during the proof: {}",
-                group(&rel.elsewhere_during)
-            );
-            let _ = writeln!(
-                o,
-                "  releases after the outer span (outside the proof): {}",
-                group(&rel.after_outer)
-            );
+        match detail {
+            Detail::Full => proofs_full(&mut o, s),
+            Detail::Summary { worst } => proofs_summary(&mut o, s, worst),
         }
         if s.proofs.is_empty() {
             let _ = writeln!(o, "(no proof recorded)");
@@ -204,8 +162,18 @@ pub fn text(r: &Report) -> String {
             bytes(t.bytes),
             dur(t.inside_ns)
         );
-        for (th, ns) in &t.by_thread {
+        // Threads with under 1 % of the time inside free are folded into one line.
+        let (shown, folded): (Vec<_>, Vec<_>) = t
+            .by_thread
+            .iter()
+            .partition(|(_, ns)| *ns * 100 >= t.inside_ns.max(1));
+        for (th, ns) in shown {
             let _ = writeln!(o, "    {th:<20} {}", dur(*ns));
+        }
+        if !folded.is_empty() {
+            let ns: u64 = folded.iter().map(|(_, ns)| ns).sum();
+            let label = format!("{} other threads", folded.len());
+            let _ = writeln!(o, "    {label:<20} {}", dur(ns));
         }
 
         let _ = writeln!(o, "\n-- GPU --");
@@ -282,4 +250,177 @@ fn phase_memory(m: crate::report::PhaseMemory) -> String {
         out += &format!(", GPU {}", bytes(g));
     }
     out
+}
+
+/// Every proof: phases, GPU work, gaps, releases.
+fn proofs_full(o: &mut String, s: &super::SessionReport) {
+    let _ = writeln!(o, "\n-- proofs --");
+    for p in &s.proofs {
+        let _ = writeln!(
+            o,
+            "proof #{}: {} × {} ({} constraints), backend {}, {}{} — prove {}, unaccounted {} ({:.1}%)",
+            p.id,
+            p.circuits,
+            p.circuit,
+            p.constraints,
+            p.backend,
+            p.verification,
+            if p.synthetic_srs {
+                ", SYNTHETIC SRS"
+            } else {
+                ""
+            },
+            dur(p.duration_ns),
+            dur(p.unaccounted_ns),
+            p.unaccounted_ns as f64 / p.duration_ns.max(1) as f64 * 100.0
+        );
+        for ph in &p.phases {
+            let line = format!(
+                "    {:<14} +{:<10} {:>10}  {:<12}{}",
+                ph.name,
+                dur(ph.start_offset_ns),
+                dur(ph.duration_ns),
+                ph.thread,
+                ph.memory.map(phase_memory).unwrap_or_default()
+            );
+            let _ = writeln!(o, "{}", line.trim_end());
+        }
+        for w in &p.gpu_work {
+            let line = format!(
+                "    gpu{} {:<16} +{:<10} {:>10}  ×{}{}",
+                w.device,
+                w.name,
+                dur(w.first_offset_ns),
+                dur(w.busy_ns),
+                w.count,
+                if w.launched_in.is_empty() {
+                    String::new()
+                } else {
+                    format!(", launched in {}", w.launched_in)
+                }
+            );
+            let _ = writeln!(o, "{line}");
+        }
+        for g in &p.gaps {
+            let _ = writeln!(
+                o,
+                "  {} gap in {}: {} {} at +{} ({:.1}% of the span)",
+                if g.flagged { "!" } else { "·" },
+                g.span,
+                dur(g.duration_ns),
+                g.place.as_str(),
+                dur(g.start_offset_ns),
+                g.share_of_span * 100.0
+            );
+            let _ = writeln!(o, "      {}", g.diagnosis.sentence);
+        }
+        if p.small_gaps.count > 0 {
+            let _ = writeln!(
+                o,
+                "  · {} smaller gap{} in prove totalling {} (largest {}{})",
+                p.small_gaps.count,
+                if p.small_gaps.count == 1 { "" } else { "s" },
+                dur(p.small_gaps.total_ns),
+                dur(p.small_gaps.largest_ns),
+                p.small_gaps.tail_ns.map_or(String::new(), |t| format!(
+                    "; the tail after the last child {}",
+                    dur(t)
+                ))
+            );
+        }
+        let rel = &p.releases;
+        let _ = writeln!(
+            o,
+            "  releases inside the outer span, outside every phase: {}",
+            group(&rel.in_outer_outside_phases)
+        );
+        let _ = writeln!(o, "  releases inside phases: {}", group(&rel.in_phases));
+        let _ = writeln!(
+            o,
+            "  releases on other threads during the proof: {}",
+            group(&rel.elsewhere_during)
+        );
+        let _ = writeln!(
+            o,
+            "  releases after the outer span (outside the proof): {}",
+            group(&rel.after_outer)
+        );
+    }
+}
+
+/// The proofs in brief: duration and unaccounted statistics, the `worst` proofs by unaccounted
+/// share, and every flagged gap with its diagnosis.
+fn proofs_summary(o: &mut String, s: &super::SessionReport, worst: usize) {
+    let done: Vec<&super::ProofReport> = s.proofs.iter().filter(|p| p.complete).collect();
+    let _ = writeln!(
+        o,
+        "\n-- proofs: {} ({} complete) --",
+        s.proofs.len(),
+        done.len()
+    );
+    if s.proofs.is_empty() {
+        let _ = writeln!(o, "(no proof recorded)");
+        return;
+    }
+    let mut d: Vec<u64> = done.iter().map(|p| p.duration_ns).collect();
+    d.sort_unstable();
+    if !d.is_empty() {
+        let at = |q: f64| d[((d.len() - 1) as f64 * q).round() as usize];
+        let total: u64 = done.iter().map(|p| p.duration_ns).sum();
+        let unacc: u64 = done.iter().map(|p| p.unaccounted_ns).sum();
+        let _ = writeln!(
+            o,
+            "prove: p50 {}, p95 {}, max {}; unaccounted {} in all ({:.1}% of proof time)",
+            dur(at(0.5)),
+            dur(at(0.95)),
+            dur(at(1.0)),
+            dur(unacc),
+            unacc as f64 / total.max(1) as f64 * 100.0
+        );
+    }
+    let share = |p: &super::ProofReport| p.unaccounted_ns as f64 / p.duration_ns.max(1) as f64;
+    let mut by_share = done.clone();
+    by_share.sort_by(|a, b| share(b).total_cmp(&share(a)).then(a.id.cmp(&b.id)));
+    let _ = writeln!(
+        o,
+        "worst {} by unaccounted share:",
+        worst.min(by_share.len())
+    );
+    for p in by_share.iter().take(worst) {
+        let flagged = p.gaps.iter().filter(|g| g.flagged).count();
+        let _ = writeln!(
+            o,
+            "  proof #{}: prove {}, unaccounted {} ({:.1}%){}",
+            p.id,
+            dur(p.duration_ns),
+            dur(p.unaccounted_ns),
+            share(p) * 100.0,
+            if flagged > 0 {
+                format!(
+                    ", {flagged} flagged gap{}",
+                    if flagged == 1 { "" } else { "s" }
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    let flagged: Vec<(u64, &super::GapReport)> = s
+        .proofs
+        .iter()
+        .flat_map(|p| p.gaps.iter().filter(|g| g.flagged).map(move |g| (p.id, g)))
+        .collect();
+    let _ = writeln!(o, "\n-- flagged gaps: {} --", flagged.len());
+    for (id, g) in flagged {
+        let _ = writeln!(
+            o,
+            "  proof #{id}: gap in {}: {} {} at +{} ({:.1}% of the span)",
+            g.span,
+            dur(g.duration_ns),
+            g.place.as_str(),
+            dur(g.start_offset_ns),
+            g.share_of_span * 100.0
+        );
+        let _ = writeln!(o, "      {}", g.diagnosis.sentence);
+    }
 }
