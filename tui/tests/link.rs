@@ -214,3 +214,52 @@ fn headless_stops_on_time_while_the_prover_keeps_streaming() {
     );
     assert!(app.model.events > 100, "it did read the stream");
 }
+
+/// A prover that says goodbye and then takes a moment to remove its socket: the viewer says
+/// "prover finished", and failing to reconnect meanwhile does not turn that into an error.
+#[test]
+fn a_clean_finish_stays_a_finish_while_the_socket_goes_away() {
+    use probe_protocol::{Event, Hello, encode_frame};
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("finishing.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let path = sock.clone();
+    let server = std::thread::Builder::new()
+        .name("finishing-prover".into())
+        .spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut len = [0u8; 4];
+            s.read_exact(&mut len).unwrap();
+            let hello = Event::Hello(Box::new(Hello {
+                protocol_major: 1,
+                pid: 42,
+                prover_name: "finishing".into(),
+                ..Default::default()
+            }));
+            let bye = Event::Goodbye {
+                ts: 10,
+                reason: "done".into(),
+            };
+            s.write_all(&encode_frame(0, &[hello, bye]).unwrap())
+                .unwrap();
+            drop(s);
+            // The socket lingers (still bound, no longer answering), then goes.
+            std::thread::sleep(Duration::from_millis(800));
+            drop(listener);
+            std::fs::remove_file(&path).unwrap();
+        })
+        .unwrap();
+    let mut app = App::live(Target::Socket(sock), &common::opts()).unwrap();
+    assert!(pump_until(&mut app, 10, |a| matches!(
+        a.model.link,
+        LinkState::Ended(_)
+    )));
+    server.join().unwrap();
+    // Retries meanwhile (the socket still there, then gone) keep the finish.
+    pump_until(&mut app, 2, |_| false);
+    match &app.model.link {
+        LinkState::Ended(why) => assert_eq!(why, "prover finished: done"),
+        other => panic!("the clean finish became {other:?}"),
+    }
+}

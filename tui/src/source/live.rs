@@ -130,7 +130,7 @@ fn session(
             Err(e) if e.error == ReadErrorKind::TimedOut => continue,
             Err(e) if e.is_fatal() => {
                 return match e.error {
-                    ReadErrorKind::Io(why) => Outcome::Lost(format!("read failed: {why}"), true),
+                    ReadErrorKind::Io(why) => Outcome::Lost(format!("read failed: {why}"), !first),
                     _ => Outcome::Fatal(format!("corrupt stream at {e}")),
                 };
             }
@@ -230,6 +230,9 @@ fn follow(target: Target, tx: &Sender<SourceMsg>, stop: &AtomicBool) {
     };
     let mut wait = BACKOFF_START;
     let mut seen: Option<Identity> = None;
+    // The prover said goodbye and none has gone live since: failing to reconnect (its socket
+    // is being removed) is not news, and must not replace "prover finished" with an error.
+    let mut finished_last = false;
     let _ = tx.send(SourceMsg::Link(LinkState::Connecting(
         path.display().to_string(),
     )));
@@ -248,13 +251,16 @@ fn follow(target: Target, tx: &Sender<SourceMsg>, stop: &AtomicBool) {
             Outcome::Lost(why, was_live) => {
                 if was_live {
                     wait = BACKOFF_START;
+                    finished_last = false;
                 }
                 LinkState::Disconnected(why)
             }
         };
         let finished = matches!(state, LinkState::Ended(_));
+        let quiet = finished_last && !finished;
+        finished_last |= finished;
         // Report the loss once; a retry that finds nothing keeps the first message.
-        if tx.send(SourceMsg::Link(state)).is_err() {
+        if !quiet && tx.send(SourceMsg::Link(state)).is_err() {
             return;
         }
         loop {

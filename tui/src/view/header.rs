@@ -61,6 +61,21 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     if let Some(r) = s.and_then(|s| s.proofs_per_min()) {
         l2.push(Span::raw(format!(" ({r:.1}/min)")));
     }
+    // Live: whether the newest proof is followed (`f` toggles it).
+    if matches!(
+        model.link,
+        LinkState::Live(_) | LinkState::Connecting(_) | LinkState::Disconnected(_)
+    ) {
+        l2.push(Span::styled(" │ ", dim()));
+        if state.follow {
+            l2.push(Span::styled("following", Style::default().fg(Color::Green)));
+        } else {
+            l2.push(Span::styled(
+                "not following (f)",
+                Style::default().fg(Color::Yellow),
+            ));
+        }
+    }
     let dropped = model.dropped_total();
     l2.push(Span::styled(" │ ", dim()));
     if dropped > 0 {
