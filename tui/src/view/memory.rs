@@ -28,14 +28,17 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         .map(|r| r.inside_ns)
         .sum();
     let freed: u64 = releases.iter().map(|r| r.bytes).sum();
-    let peak = samples.iter().map(|x| x.live_bytes).max().unwrap_or(0);
-    let rss = samples.iter().map(|x| x.rss_bytes).max().unwrap_or(0);
+    // A window without samples has no peak: saying "0 B" would be a measurement.
+    let peak = samples.iter().map(|x| x.live_bytes).max();
+    let rss = samples.iter().map(|x| x.rss_bytes).max().filter(|&r| r > 0);
+    let or_none =
+        |v: Option<u64>| v.map_or("no samples".to_owned(), |b| format!("peak {}", bytes(b)));
     Paragraph::new(vec![
         Line::from(vec![
             Span::styled("live ", Style::default().fg(Color::Cyan)),
-            Span::raw(format!("peak {}  ", bytes(peak))),
+            Span::raw(format!("{}  ", or_none(peak))),
             Span::styled("rss ", Style::default().fg(Color::Magenta)),
-            Span::raw(format!("peak {}", bytes(rss))),
+            Span::raw(or_none(rss)),
         ]),
         Line::from(vec![
             Span::styled("releases ", Style::default().fg(Color::Red)),
@@ -55,32 +58,40 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             .render(chart, buf);
         return;
     }
-    let t = |ts: u64| (ts.saturating_sub(from)) as f64 / 1e9;
-    let live: Vec<(f64, f64)> = samples
-        .iter()
-        .map(|x| (t(x.ts), x.live_bytes as f64 / 1e9))
-        .collect();
-    let rss_pts: Vec<(f64, f64)> = samples
-        .iter()
-        .map(|x| (t(x.ts), x.rss_bytes as f64 / 1e9))
-        .collect();
-    let top = samples
+    // The unit follows the magnitude: 90 MB, not 0.09 GB.
+    let top_bytes = samples
         .iter()
         .map(|x| x.live_bytes.max(x.rss_bytes))
         .max()
-        .unwrap_or(1) as f64
-        / 1e9;
+        .unwrap_or(1);
+    let (scale, unit) = match top_bytes {
+        b if b >= 1_000_000_000 => (1e9, "GB"),
+        b if b >= 1_000_000 => (1e6, "MB"),
+        _ => (1e3, "kB"),
+    };
+    let t = |ts: u64| (ts.saturating_sub(from)) as f64 / 1e9;
+    let live: Vec<(f64, f64)> = samples
+        .iter()
+        .map(|x| (t(x.ts), x.live_bytes as f64 / scale))
+        .collect();
+    let rss_pts: Vec<(f64, f64)> = samples
+        .iter()
+        .filter(|x| x.rss_bytes > 0)
+        .map(|x| (t(x.ts), x.rss_bytes as f64 / scale))
+        .collect();
+    let top = top_bytes as f64 / scale;
     let marks: Vec<(f64, f64)> = releases.iter().map(|r| (t(r.ts), top * 0.98)).collect();
     let span = (to - from) as f64 / 1e9;
+    let (live_name, rss_name) = (format!("live {unit}"), format!("rss {unit}"));
     let datasets = vec![
         Dataset::default()
-            .name("live GB")
+            .name(live_name)
             .marker(Marker::Braille)
             .graph_type(GraphType::Line)
             .style(Style::default().fg(Color::Cyan))
             .data(&live),
         Dataset::default()
-            .name("rss GB")
+            .name(rss_name)
             .marker(Marker::Braille)
             .graph_type(GraphType::Line)
             .style(Style::default().fg(Color::Magenta))
@@ -92,15 +103,19 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             .style(Style::default().fg(Color::Red))
             .data(&marks),
     ];
+    // The x axis is in the proof's offsets, as the timeline's is (also when panned).
     Chart::new(datasets)
         .x_axis(Axis::default().bounds([0.0, span.max(1e-9)]).labels(vec![
-            Line::from("0"),
-            Line::from(Span::styled(format!("{:.2}s", span), bold())),
+            Line::from(format!("+{}", dur(from.saturating_sub(a)))),
+            Line::from(Span::styled(
+                format!("+{}", dur(to.saturating_sub(a))),
+                bold(),
+            )),
         ]))
         .y_axis(
             Axis::default()
                 .bounds([0.0, top.max(1e-9)])
-                .labels(vec![Line::from("0"), Line::from(format!("{top:.2}GB"))]),
+                .labels(vec![Line::from("0"), Line::from(format!("{top:.1}{unit}"))]),
         )
         .render(chart, buf);
 }
