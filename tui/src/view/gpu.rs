@@ -24,10 +24,12 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             .render(area, buf);
         return;
     }
-    let range = state
+    let proof_range = state
         .shown(model)
-        .and_then(|k| model.proof(k).and_then(|p| p.range(s.now)))
-        .map(|(a, b)| state.window(a, b));
+        .and_then(|k| model.proof(k).and_then(|p| p.range(s.now)));
+    let range = proof_range.map(|(a, b)| state.window(a, b));
+    // Offsets from the proof's start, as on the timeline.
+    let origin = proof_range.map(|(a, _)| a);
     let devices: Vec<_> = s.gpu.iter().collect();
     let parts = Layout::vertical(
         devices
@@ -43,20 +45,44 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         let pts = series.range(from, to.saturating_add(1));
         let [info, chart] =
             Layout::vertical([Constraint::Length(1), Constraint::Min(2)]).areas(*part);
-        let last = pts.last().or(series.last());
-        let text = match last {
-            Some(g) => format!(
-                "gpu{dev}: util {}%  mem {} / {}  {} W  {} °C  sm {} MHz  mem {} MHz",
-                g.util_pct.map_or("?".into(), |v| v.to_string()),
-                g.mem_used_bytes.map_or("?".into(), bytes),
-                g.mem_total_bytes.map_or("?".into(), bytes),
-                g.power_mw
-                    .map_or("?".into(), |p| format!("{:.0}", p as f64 / 1000.0)),
-                g.temp_c.map_or("?".into(), |v| v.to_string()),
-                g.sm_clock_mhz.map_or("?".into(), |v| v.to_string()),
-                g.mem_clock_mhz.map_or("?".into(), |v| v.to_string()),
-            ),
-            None => format!("gpu{dev}: no samples"),
+        // Over the window shown (the selected proof): average and peak, not the session's
+        // last sample.
+        let utils: Vec<u8> = pts.iter().filter_map(|g| g.util_pct).collect();
+        let powers: Vec<u32> = pts.iter().filter_map(|g| g.power_mw).collect();
+        let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let text = if pts.is_empty() {
+            format!("gpu{dev}: no samples in this window")
+        } else {
+            let total = pts.iter().find_map(|g| g.mem_total_bytes);
+            let util = if utils.is_empty() {
+                "util ?".to_owned()
+            } else {
+                let u: Vec<f64> = utils.iter().map(|&u| f64::from(u)).collect();
+                format!(
+                    "util avg {:.0}% peak {}%",
+                    avg(&u),
+                    utils.iter().max().copied().unwrap_or(0)
+                )
+            };
+            let power = if powers.is_empty() {
+                "? W".to_owned()
+            } else {
+                let w: Vec<f64> = powers.iter().map(|&p| f64::from(p) / 1000.0).collect();
+                format!(
+                    "{:.0} W avg, {:.0} peak",
+                    avg(&w),
+                    w.iter().copied().fold(0.0, f64::max)
+                )
+            };
+            format!(
+                "gpu{dev}: {util}  mem peak {} / {}  {power}  ({} samples)",
+                pts.iter()
+                    .filter_map(|g| g.mem_used_bytes)
+                    .max()
+                    .map_or("?".into(), bytes),
+                total.map_or("?".into(), bytes),
+                pts.len()
+            )
         };
         Paragraph::new(text).render(info, buf);
         let t = |ts: u64| ts.saturating_sub(from) as f64 / 1e9;
@@ -98,11 +124,13 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
                 .style(Style::default().fg(Color::Yellow))
                 .data(&power),
         ])
-        .x_axis(
-            Axis::default()
-                .bounds([0.0, span])
-                .labels(vec![Line::from("0"), Line::from(format!("{span:.2}s"))]),
-        )
+        .x_axis(Axis::default().bounds([0.0, span]).labels(match origin {
+            Some(a) => vec![
+                Line::from(format!("+{}", crate::format::dur(from.saturating_sub(a)))),
+                Line::from(format!("+{}", crate::format::dur(to.saturating_sub(a)))),
+            ],
+            None => vec![Line::from("0"), Line::from(format!("{span:.2}s"))],
+        }))
         .y_axis(
             Axis::default()
                 .bounds([0.0, 100.0])
