@@ -306,6 +306,15 @@ impl App {
                     self.view.pan = 0.0;
                 }
             }
+            Action::Expand => {
+                self.view.expand = !self.view.expand;
+                self.view.scroll = 0;
+            }
+            Action::ScrollUp => self.view.scroll = self.view.scroll.saturating_sub(5),
+            Action::ScrollDown => {
+                let rows = crate::view::timeline::rows_of(&self.model, &self.view);
+                self.view.scroll = (self.view.scroll + 5).min(rows.saturating_sub(1));
+            }
             Action::Follow => {
                 self.view.follow = true;
                 self.view.selected = None;

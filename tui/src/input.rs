@@ -21,6 +21,11 @@ pub enum Action {
     PrevProof,
     NextProof,
     Escape,
+    /// Timeline: one row per thread under each phase, or one summary row.
+    Expand,
+    /// Timeline: scroll its rows.
+    ScrollUp,
+    ScrollDown,
 }
 
 /// One line of the help overlay.
@@ -32,7 +37,7 @@ pub struct KeyHint {
     pub replay: bool,
 }
 
-pub const KEYS: [KeyHint; 13] = [
+pub const KEYS: [KeyHint; 15] = [
     KeyHint {
         keys: "q  Ctrl-C",
         what: "quit (a demo stops its prover)",
@@ -76,6 +81,16 @@ pub const KEYS: [KeyHint; 13] = [
     KeyHint {
         keys: "r",
         what: "start / stop recording (live)",
+        replay: false,
+    },
+    KeyHint {
+        keys: "e",
+        what: "timeline: a row per thread under each phase / one summary row",
+        replay: false,
+    },
+    KeyHint {
+        keys: "PgUp PgDn",
+        what: "timeline: scroll its rows (also J K)",
         replay: false,
     },
     KeyHint {
@@ -125,6 +140,9 @@ pub fn map(key: KeyEvent) -> Option<Action> {
         KeyCode::Char('[') => Action::PrevProof,
         KeyCode::Char(']') => Action::NextProof,
         KeyCode::Esc => Action::Escape,
+        KeyCode::Char('e') => Action::Expand,
+        KeyCode::PageUp | KeyCode::Char('K') => Action::ScrollUp,
+        KeyCode::PageDown | KeyCode::Char('J') => Action::ScrollDown,
         _ => return None,
     })
 }
@@ -156,6 +174,7 @@ mod tests {
                 "tab" => KeyCode::Tab,
                 "space" => KeyCode::Char(' '),
                 "esc" => KeyCode::Esc,
+                "PgUp" => KeyCode::PageUp,
                 "↑" => KeyCode::Up,
                 "←" => KeyCode::Left,
                 s => KeyCode::Char(s.chars().next().unwrap()),

@@ -77,3 +77,63 @@ fn h200_gpu_session_timeline_and_gpu_panel() {
         );
     }
 }
+
+/// The timeline of every recording at 120×36 and 80×24: every phase of the shown proof has its
+/// row (thread sub-rows collapsed), the unaccounted line is on screen, and the ghost's flagged
+/// gap is counted there. Expanded, the rows scroll and say how many are above and below.
+#[test]
+fn the_timeline_of_every_recording_shows_all_phases_and_the_unaccounted_line() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".psrec"))
+        .collect();
+    names.sort();
+    for name in &names {
+        let mut app = common::replayed(name);
+        app.view.tab = Tab::Timeline;
+        let key = app.view.shown(&app.model).expect("a proof to show");
+        let (s, p) = (
+            &app.model.sessions[key.session],
+            app.model.proof(key).unwrap(),
+        );
+        let outer = p.outer().unwrap();
+        let phases: std::collections::BTreeSet<String> = p
+            .children(outer.id)
+            .map(|c| s.name(c.name).chars().take(9).collect())
+            .collect();
+        let stem = name.trim_end_matches(".psrec");
+        for (w, h) in [(120, 36), (80, 24)] {
+            let screen = render(&app, w, h);
+            insta::assert_snapshot!(format!("timeline_{stem}_{w}x{h}"), screen);
+            for ph in &phases {
+                assert!(
+                    screen.contains(&format!("│{ph}")),
+                    "{name} at {w}x{h}: no row for {ph}\n{screen}"
+                );
+            }
+            assert!(
+                !screen.contains("more rows"),
+                "{name} at {w}x{h}: rows cut\n{screen}"
+            );
+            assert!(
+                screen.contains("│unaccounted "),
+                "{name} at {w}x{h}: no unaccounted line\n{screen}"
+            );
+            if name == "h200-ghost-sync.psrec" {
+                assert!(screen.contains(", 1 flagged"), "{screen}");
+            }
+        }
+    }
+    // Expanded, the ghost's 48 synthesis threads do not fit: the panel scrolls.
+    let mut app = common::replayed("h200-ghost-sync.psrec");
+    app.apply(proofscope::input::Action::Expand);
+    let top = render(&app, 120, 36);
+    assert!(top.contains("0 rows above"), "{top}");
+    assert!(top.contains("│unaccounted "), "{top}");
+    app.apply(proofscope::input::Action::ScrollDown);
+    let down = render(&app, 120, 36);
+    assert!(down.contains("5 rows above"), "{down}");
+    assert!(down.contains("│unaccounted "), "{down}");
+}

@@ -8,9 +8,17 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
+/// What the glyphs of the views mean.
+const LEGEND: [&str; 4] = [
+    "proofs: ✓ valid  ✗ INVALID  ~ synthetic SRS  · not checked  … running",
+    "        ! a flagged gap",
+    "timeline: █ phase  ▬ its threads / GPU streams  ▔ prove (the wrapper timer)",
+    "          ░ unaccounted: red when flagged, yellow under the threshold",
+];
+
 pub fn render(area: Rect, buf: &mut Buffer) {
-    let w = area.width.min(70);
-    let h = (KEYS.len() as u16 + 6).min(area.height);
+    let w = area.width.min(84);
+    let h = (KEYS.len() as u16 + LEGEND.len() as u16 + 5).min(area.height);
     let r = Rect {
         x: area.x + (area.width - w) / 2,
         y: area.y + (area.height - h) / 2,
@@ -35,10 +43,10 @@ pub fn render(area: Rect, buf: &mut Buffer) {
             Span::raw(k.what),
         ])
     }));
-    lines.push(Line::from(Span::styled(
-        "░ red: flagged unaccounted time   ░ yellow: under the threshold",
-        dim(),
-    )));
+    lines.push(Line::from(Span::styled("legend", dim())));
+    for l in LEGEND.iter().copied() {
+        lines.push(Line::from(Span::raw(l)));
+    }
     Paragraph::new(lines)
         .block(
             Block::default()

@@ -8,7 +8,7 @@ mod help;
 mod memory;
 mod proofs;
 mod stats;
-mod timeline;
+pub mod timeline;
 
 use crate::analysis::GapRule;
 use crate::model::{Model, Proof, ProofKey, Session};
@@ -69,6 +69,10 @@ pub struct ViewState {
     pub transport: Option<String>,
     /// A transient message (errors, "recording to …").
     pub message: Option<String>,
+    /// Timeline: a row per thread under each phase instead of one summary row.
+    pub expand: bool,
+    /// Timeline: rows scrolled off the top.
+    pub scroll: usize,
 }
 
 impl Default for ViewState {
@@ -85,6 +89,8 @@ impl Default for ViewState {
             rule: GapRule::default(),
             transport: None,
             message: None,
+            expand: false,
+            scroll: 0,
         }
     }
 }

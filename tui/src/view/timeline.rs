@@ -75,15 +75,29 @@ fn phase_on_thread(name: &str, thread: &str) -> String {
     format!("{short}:{suffix}")
 }
 
-/// A row to draw: its label, the intervals on it, its style, whether it is a sub-row.
+/// A row to draw: its label, the intervals on it, its style, whether it is a sub-row, and
+/// what its sub-rows would have shown when they are left out.
 struct Row {
     label: String,
     spans: Vec<(u64, u64)>,
     style: Style,
     sub: bool,
+    note: Option<String>,
 }
 
-fn rows(s: &Session, p: &Proof, outer: &Span) -> Vec<Row> {
+/// How much of the work under each phase gets rows of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Detail {
+    /// A row per thread and per GPU stream (`e`).
+    Each,
+    /// One row for the phase's threads, one for its GPU streams (the default).
+    Summary,
+    /// No sub-rows; the phase row says how many threads and streams (when the summary does
+    /// not fit).
+    None,
+}
+
+fn rows(s: &Session, p: &Proof, outer: &Span, detail: Detail) -> Vec<Row> {
     let mut phases: Vec<&Span> = p.children(outer.id).collect();
     phases.sort_by_key(|sp| (phase_order(s.name(sp.name)), sp.start, sp.thread));
     let mut out = Vec::new();
@@ -103,7 +117,9 @@ fn rows(s: &Session, p: &Proof, outer: &Span) -> Vec<Row> {
             spans: vec![(ph.start, ph.end_or(s.now))],
             style: Style::default().fg(color),
             sub: false,
+            note: None,
         });
+        let phase_row = out.len() - 1;
         // Parallel work under this phase: children on other threads than the phase's, one row
         // per thread; GPU spans one row per (device, stream).
         let mut per_thread: std::collections::BTreeMap<u32, Vec<(u64, u64)>> = Default::default();
@@ -113,13 +129,43 @@ fn rows(s: &Session, p: &Proof, outer: &Span) -> Vec<Row> {
                 .or_default()
                 .push((c.start, c.end_or(s.now)));
         }
-        for (t, spans) in per_thread {
-            out.push(Row {
-                label: format!(" └{}", s.thread_name(t)),
-                spans,
-                style: Style::default().fg(color),
-                sub: true,
-            });
+        // Sorted by when each thread started its part.
+        let mut threads: Vec<(u32, Vec<(u64, u64)>)> = per_thread.into_iter().collect();
+        threads.sort_by_key(|(t, spans)| (spans.iter().map(|x| x.0).min(), *t));
+        let mut notes = Vec::new();
+        match detail {
+            Detail::Each => {
+                for (t, spans) in threads {
+                    out.push(Row {
+                        label: format!(" └{}", s.thread_name(t)),
+                        spans,
+                        style: Style::default().fg(color),
+                        sub: true,
+                        note: None,
+                    });
+                }
+            }
+            Detail::Summary if !threads.is_empty() => {
+                let label = match threads.as_slice() {
+                    [(t, _)] => format!(" └{}", s.thread_name(*t)),
+                    many => format!(" └{} threads", many.len()),
+                };
+                out.push(Row {
+                    label,
+                    spans: threads.into_iter().flat_map(|(_, v)| v).collect(),
+                    style: Style::default().fg(color),
+                    sub: true,
+                    note: None,
+                });
+            }
+            Detail::None if !threads.is_empty() => {
+                notes.push(format!(
+                    "{} thread{}",
+                    threads.len(),
+                    if threads.len() == 1 { "" } else { "s" }
+                ));
+            }
+            _ => {}
         }
         let mut per_stream: std::collections::BTreeMap<(u32, u32), Vec<(u64, u64)>> =
             Default::default();
@@ -136,13 +182,46 @@ fn rows(s: &Session, p: &Proof, outer: &Span) -> Vec<Row> {
                 .or_default()
                 .push((g.start, g.end));
         }
-        for ((d, st), spans) in per_stream {
-            out.push(Row {
-                label: format!(" └gpu{d}.s{st}"),
-                spans,
-                style: Style::default().fg(Color::Yellow),
-                sub: true,
-            });
+        match detail {
+            Detail::Each => {
+                for ((d, st), spans) in per_stream {
+                    out.push(Row {
+                        label: format!(" └gpu{d}.s{st}"),
+                        spans,
+                        style: Style::default().fg(Color::Yellow),
+                        sub: true,
+                        note: None,
+                    });
+                }
+            }
+            Detail::Summary if !per_stream.is_empty() => {
+                let label = match per_stream.len() {
+                    1 => per_stream
+                        .keys()
+                        .next()
+                        .map(|(d, st)| format!(" └gpu{d}.s{st}"))
+                        .unwrap_or_default(),
+                    n => format!(" └{n} GPU streams"),
+                };
+                out.push(Row {
+                    label,
+                    spans: per_stream.into_values().flatten().collect(),
+                    style: Style::default().fg(Color::Yellow),
+                    sub: true,
+                    note: None,
+                });
+            }
+            Detail::None if !per_stream.is_empty() => {
+                notes.push(format!(
+                    "{} GPU stream{}",
+                    per_stream.len(),
+                    if per_stream.len() == 1 { "" } else { "s" }
+                ));
+            }
+            _ => {}
+        }
+        if !notes.is_empty() {
+            out[phase_row].note = Some(notes.join(", "));
         }
     }
     out
@@ -183,15 +262,22 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         title.push(TSpan::raw(format!("  {}", e.verification.as_str())));
     }
     Paragraph::new(Line::from(title)).render(Rect { height: 1, ..area }, buf);
-    // Axis line.
+    // Axis line: ticks at round offsets from the proof's start, labelled where they fit.
     let y_axis = area.y + 1;
     label(buf, area, y_axis, "", dim());
-    let left = format!("+{}", dur(from - a));
-    let right = format!("+{}", dur(to - a));
-    buf.set_string(axis.x, y_axis, &left, dim());
-    let rx = (axis.x + axis.width).saturating_sub(right.len() as u16);
-    if rx > axis.x + left.len() as u16 {
-        buf.set_string(rx, y_axis, &right, dim());
+    let mut free_from = axis.x;
+    for t in ticks(from - a, to - a, axis.width) {
+        let col = axis.col(a + t).round() as u16;
+        let x = axis.x + col.min(axis.width.saturating_sub(1));
+        let text = if t == 0 {
+            "┊0".to_owned()
+        } else {
+            format!("┊{}", dur(t))
+        };
+        if x >= free_from && x + text.chars().count() as u16 <= axis.x + axis.width {
+            buf.set_string(x, y_axis, &text, dim());
+            free_from = x + text.chars().count() as u16 + 1;
+        }
     }
     // Outer span row with its unaccounted segments.
     let y0 = area.y + 2;
@@ -228,37 +314,82 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             }
         }
     }
-    // Phase rows.
-    let all = rows(s, p, &outer);
-    let avail = area.height.saturating_sub(3) as usize;
-    let shown = if all.len() > avail {
-        avail.saturating_sub(1)
+    // Phase rows, between the outer row and the lines kept at the bottom: the unaccounted
+    // summary always, the legend when there is room for it and a few rows.
+    let bottom = area.y + area.height;
+    let legend = area.height >= 12;
+    let reserved = 1 + u16::from(legend);
+    let avail = bottom.saturating_sub(y0 + 1 + reserved) as usize;
+    // Collapsed (the default), the phases come first: their summary sub-rows only if all fit.
+    let all = if state.expand {
+        rows(s, p, &outer, Detail::Each)
     } else {
-        all.len()
+        let summary = rows(s, p, &outer, Detail::Summary);
+        if summary.len() <= avail {
+            summary
+        } else {
+            rows(s, p, &outer, Detail::None)
+        }
     };
-    for (i, r) in all.iter().take(shown).enumerate() {
+    let scroll = state.scroll.min(all.len().saturating_sub(avail));
+    let fits = all.len() <= avail;
+    // A line says what is above or below when not everything fits.
+    let shown = if fits {
+        all.len()
+    } else {
+        avail.saturating_sub(1)
+    };
+    for (i, r) in all.iter().skip(scroll).take(shown).enumerate() {
         let y = y0 + 1 + i as u16;
         label(buf, area, y, &r.label, if r.sub { dim() } else { r.style });
+        let mut bar = None;
         for &(sa, sb) in &r.spans {
             if let Some(c) = axis.cols(sa, sb) {
                 fill(buf, y, c, if r.sub { "▬" } else { "█" }, r.style);
+                bar = Some(c);
             }
         }
+        // A phase's duration beside its bar: after it, else before it, else over its end.
+        if !r.sub
+            && let (Some((c0, c1)), [(sa, sb)]) = (bar, r.spans.as_slice())
+        {
+            let text = match &r.note {
+                Some(n) => format!("{} ({n})", dur(sb - sa)),
+                None => dur(sb - sa),
+            };
+            let len = text.chars().count() as u16 + 1;
+            let right = axis.x + axis.width;
+            let (x, text) = if right.saturating_sub(c1) >= len {
+                (c1, format!(" {text}"))
+            } else if c0.saturating_sub(axis.x) >= len {
+                (c0 - len, format!("{text} "))
+            } else {
+                (right.saturating_sub(len), format!(" {text}"))
+            };
+            buf.set_string(
+                x,
+                y,
+                &text,
+                r.style.add_modifier(ratatui::style::Modifier::BOLD),
+            );
+        }
     }
-    if shown < all.len() {
+    if !fits {
         let y = y0 + 1 + shown as u16;
+        let below = all.len() - scroll - shown;
         buf.set_string(
             area.x,
             y,
-            format!("… {} more rows (taller terminal)", all.len() - shown),
+            format!(
+                "… {scroll} rows above, {below} below (PgUp/PgDn; e: {} threads)",
+                if state.expand { "collapse" } else { "expand" }
+            ),
             dim(),
         );
     }
-    // Summary under the rows, if room.
-    let used = 3 + shown as u16 + u16::from(shown < all.len());
-    if area.height > used
-        && let Some(og) = outer_gaps
-    {
+    // The outer span's unaccounted time: always on screen.
+    let y_sum = bottom - reserved;
+    if let Some(og) = outer_gaps {
         let total = (b - a).max(1);
         let flagged = og.gaps.iter().filter(|g| g.flagged).count();
         let text = format!(
@@ -271,6 +402,67 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             dur(state.rule.threshold(total)),
         );
         let style = if flagged > 0 { warn() } else { dim() };
-        buf.set_string(area.x, area.y + used, text, style);
+        buf.set_string(area.x, y_sum, text, style);
+    }
+    if legend {
+        buf.set_string(
+            area.x,
+            y_sum + 1,
+            "█ phase  ▬ its threads / GPU streams  ▔ prove  ░ unaccounted (red: flagged)",
+            dim(),
+        );
+    }
+}
+
+/// How far the timeline can scroll: its rows for the shown proof, at `expand`.
+pub fn rows_of(model: &Model, state: &ViewState) -> usize {
+    let Some(k) = state.shown(model) else {
+        return 0;
+    };
+    let (Some(s), Some(p)) = (model.session(k.session), model.proof(k)) else {
+        return 0;
+    };
+    let detail = if state.expand {
+        Detail::Each
+    } else {
+        Detail::Summary
+    };
+    p.outer().map_or(0, |o| rows(s, p, o, detail).len())
+}
+
+/// Round offsets (1, 2 or 5 × a power of ten, in ns) between `from` and `to`, at most one per
+/// 12 columns of `width`.
+pub fn ticks(from: u64, to: u64, width: u16) -> Vec<u64> {
+    let span = to.saturating_sub(from).max(1) as f64;
+    let want = (f64::from(width) / 12.0).max(1.0);
+    let raw = span / want;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag)
+        .max(1.0) as u64;
+    let first = from.div_ceil(step) * step;
+    (0..)
+        .map(|i| first + i * step)
+        .take_while(|t| *t <= to)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_fall_on_round_values() {
+        // 0 to 543 ms over 120 columns: at most ten ticks, so 100 ms apart.
+        let t = ticks(0, 543_000_000, 120);
+        assert_eq!(t.first(), Some(&0));
+        assert!(t.windows(2).all(|w| w[1] - w[0] == 100_000_000), "{t:?}");
+        assert_eq!(t.last(), Some(&500_000_000));
+        // Panned: from +1.234 s, ticks still on multiples of the step.
+        let t = ticks(1_234_000_000, 1_734_000_000, 60);
+        assert!(t.iter().all(|x| x % 100_000_000 == 0), "{t:?}");
     }
 }
