@@ -412,10 +412,26 @@ pub fn run_tui(mut app: App) -> Result<()> {
     result
 }
 
+/// How long a message stays on screen unless replaced or dismissed (`esc`).
+const MESSAGE_LIFE: Duration = Duration::from_secs(10);
+
 fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> Result<()> {
     use crossterm::event::{self, Event};
     let mut last_draw = Instant::now() - Duration::from_secs(10);
+    // The message on screen and since when.
+    let mut message: Option<(String, Instant)> = None;
     loop {
+        match (&app.view.message, &message) {
+            (Some(m), Some((seen, since))) if m == seen => {
+                if since.elapsed() >= MESSAGE_LIFE {
+                    app.view.message = None;
+                    message = None;
+                    app.dirty = true;
+                }
+            }
+            (Some(m), _) => message = Some((m.clone(), Instant::now())),
+            (None, _) => message = None,
+        }
         if app.dirty || last_draw.elapsed() >= Duration::from_secs(1) {
             app.follow();
             terminal.draw(|f| {

@@ -29,10 +29,13 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             .render(inner, buf);
         return;
     }
-    // Keep the shown proof visible.
-    let pos = shown
-        .and_then(|k| keys.iter().position(|x| *x == k))
-        .unwrap_or(keys.len() - 1);
+    // Keep the shown proof visible; following, keep the newest (the one in progress) too.
+    let pos = match state.selected {
+        None => keys.len() - 1,
+        Some(_) => shown
+            .and_then(|k| keys.iter().position(|x| *x == k))
+            .unwrap_or(keys.len() - 1),
+    };
     let first = (pos + 1)
         .saturating_sub(rows)
         .min(keys.len().saturating_sub(rows));
