@@ -213,3 +213,103 @@ fn demo_in_a_real_terminal_shows_phases_and_q_restores_it() {
     let after = std::fs::read_to_string(dir.path().join("stty.after")).unwrap();
     assert_eq!(before, after, "terminal modes not restored");
 }
+
+/// Replay in a real terminal: `[` and `]` reach every proof of a 4-proof recording in both
+/// directions, also once the replay has reached its end; `e` expands and collapses the
+/// timeline's thread rows.
+#[test]
+fn replay_in_a_real_terminal_walks_every_proof_both_ways() {
+    if Command::new("tmux")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| !s.success())
+        .unwrap_or(true)
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI without tmux (apt-get install tmux)"
+        );
+        eprintln!("SKIPPED: tmux is not installed (apt-get install tmux)");
+        return;
+    }
+    let session = format!("proofscope-replay-{}", std::process::id());
+    let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/cpu-sha256-sync.psrec");
+    let script = format!("{BIN} replay {}; sleep 60", rec.display());
+    tmux(&[
+        "-L",
+        &session,
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "120",
+        "-y",
+        "36",
+        &script,
+    ]);
+    let screen = || tmux(&["-L", &session, "capture-pane", "-p", "-t", &session]);
+    let key = |k: &str| {
+        tmux(&["-L", &session, "send-keys", "-t", &session, k]);
+    };
+    let kill = || {
+        tmux(&["-L", &session, "kill-server"]);
+    };
+    // Waits until the screen satisfies `f`; the last screen either way.
+    let wait = |f: &dyn Fn(&str) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let s = screen();
+            if f(&s) || Instant::now() > deadline {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let shows = |n: u32| move |s: &str| s.contains(&format!("│proof {n} "));
+    let s = wait(&|s| s.contains("replay"));
+    if !s.contains("replay") {
+        kill();
+        panic!("the replay did not start:\n{s}");
+    }
+    key("Space");
+    let mut walk = Vec::new();
+    for n in [1, 2, 3, 4] {
+        key("]");
+        let s = wait(&shows(n));
+        walk.push((n, s.contains(&format!("│proof {n} "))));
+    }
+    key("]"); // nothing after the last: stays on 4
+    std::thread::sleep(Duration::from_millis(300));
+    walk.push((4, screen().contains("│proof 4 ")));
+    for n in [3, 2, 1] {
+        key("[");
+        let s = wait(&shows(n));
+        walk.push((n, s.contains(&format!("│proof {n} "))));
+    }
+    // Played to the end, then back again.
+    key("Space");
+    let end = wait(&|s| s.contains("frame 293/293"));
+    key("[");
+    let back = wait(&shows(3));
+    walk.push((3, back.contains("│proof 3 ")));
+    // Collapsed by default: one row for synthesis's threads; `e` gives a row each.
+    let collapsed = back.contains("└2 threads");
+    key("e");
+    let expanded = wait(&|s| s.contains("└rayon-0"));
+    key("e");
+    let again = wait(&|s| s.contains("└2 threads"));
+    kill();
+    assert!(
+        walk.iter().all(|(_, ok)| *ok),
+        "proofs reached: {walk:?}\n{back}"
+    );
+    assert!(end.contains("frame 293/293"), "{end}");
+    assert!(collapsed, "{back}");
+    assert!(
+        expanded.contains("└rayon-0") && expanded.contains("└rayon-1"),
+        "{expanded}"
+    );
+    assert!(again.contains("└2 threads"), "{again}");
+}
