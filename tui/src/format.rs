@@ -30,6 +30,15 @@ pub fn bytes(b: u64) -> String {
     }
 }
 
+/// `+12.3 ms` from a proof's start; `+0` at it.
+pub fn offset(ns: u64) -> String {
+    if ns == 0 {
+        "+0".to_owned()
+    } else {
+        format!("+{}", dur(ns))
+    }
+}
+
 /// The reason a session has no GPU telemetry, as a sentence: recordings made before the probe
 /// said it plainly carry the library loader's message, which names a file, not the situation.
 pub fn gpu_reason(raw: &str) -> std::borrow::Cow<'_, str> {

@@ -137,3 +137,17 @@ fn the_timeline_of_every_recording_shows_all_phases_and_the_unaccounted_line() {
     assert!(down.contains("5 rows above"), "{down}");
     assert!(down.contains("│unaccounted "), "{down}");
 }
+
+/// Two GPUs share the GPU panel at 120×36: each keeps its legend and its per-proof summary.
+#[test]
+fn two_gpus_keep_their_legends_at_120x36() {
+    let mut app = common::replayed("h200-multi-gpu.psrec");
+    app.view.tab = Tab::Gpu;
+    let screen = render(&app, 120, 36);
+    insta::assert_snapshot!("multi_gpu_120x36", screen);
+    assert_eq!(screen.matches("util %").count(), 2, "{screen}");
+    assert!(
+        screen.contains("gpu0: util avg") && screen.contains("gpu1: util avg"),
+        "{screen}"
+    );
+}

@@ -126,11 +126,14 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         ])
         .x_axis(Axis::default().bounds([0.0, span]).labels(match origin {
             Some(a) => vec![
-                Line::from(format!("+{}", crate::format::dur(from.saturating_sub(a)))),
-                Line::from(format!("+{}", crate::format::dur(to.saturating_sub(a)))),
+                Line::from(crate::format::offset(from.saturating_sub(a))),
+                Line::from(crate::format::offset(to.saturating_sub(a))),
             ],
             None => vec![Line::from("0"), Line::from(format!("{span:.2}s"))],
         }))
+        // The legend stays when the panel is shared by several GPUs (ratatui hides it above a
+        // quarter of the chart's height by default).
+        .hidden_legend_constraints((Constraint::Ratio(1, 2), Constraint::Ratio(1, 1)))
         .y_axis(
             Axis::default()
                 .bounds([0.0, 100.0])
