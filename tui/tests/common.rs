@@ -14,6 +14,19 @@ pub fn recording(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Every recording in `recordings/`, by file name, sorted.
+pub fn all_recordings() -> Vec<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../recordings");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".psrec"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 10, "{names:?}");
+    names
+}
+
 pub fn opts() -> RunOpts {
     RunOpts {
         retention: Retention::default(),

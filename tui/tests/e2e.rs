@@ -116,6 +116,23 @@ fn attach_headless_collects_three_proofs_and_reports_them() {
     assert_eq!(v["sessions"][0]["backend"], "cpu");
 }
 
+/// Whether tmux runs here; CI installs it (.ci/run), so there a missing one is a failure.
+fn tmux_available() -> bool {
+    let ok = Command::new("tmux")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI without tmux (apt-get install tmux)"
+        );
+        eprintln!("SKIPPED: tmux is not installed (apt-get install tmux)");
+    }
+    ok
+}
+
 fn tmux(args: &[&str]) -> String {
     let out = Command::new("tmux").args(args).output().unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -123,19 +140,7 @@ fn tmux(args: &[&str]) -> String {
 
 #[test]
 fn demo_in_a_real_terminal_shows_phases_and_q_restores_it() {
-    if Command::new("tmux")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| !s.success())
-        .unwrap_or(true)
-    {
-        // CI installs tmux (.ci/run): there a missing one is a failure, not a skip.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI without tmux (apt-get install tmux)"
-        );
-        eprintln!("SKIPPED: tmux is not installed (apt-get install tmux)");
+    if !tmux_available() {
         return;
     }
     let session = format!("proofscope-e2e-{}", std::process::id());
@@ -219,18 +224,7 @@ fn demo_in_a_real_terminal_shows_phases_and_q_restores_it() {
 /// timeline's thread rows.
 #[test]
 fn replay_in_a_real_terminal_walks_every_proof_both_ways() {
-    if Command::new("tmux")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| !s.success())
-        .unwrap_or(true)
-    {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI without tmux (apt-get install tmux)"
-        );
-        eprintln!("SKIPPED: tmux is not installed (apt-get install tmux)");
+    if !tmux_available() {
         return;
     }
     let session = format!("proofscope-replay-{}", std::process::id());

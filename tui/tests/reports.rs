@@ -67,14 +67,7 @@ fn chrome_trace_is_golden_and_well_formed() {
 /// them): checked on every recording, with every track named.
 #[test]
 fn chrome_traces_of_every_recording_nest_their_slices_and_name_their_tracks() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".psrec"))
-        .collect();
-    names.sort();
-    assert!(names.len() >= 10, "{names:?}");
+    let names = common::all_recordings();
     for name in &names {
         let app = common::replayed(name);
         let t = report::chrome_trace(&app.model, &app.view.rule);

@@ -83,13 +83,7 @@ fn h200_gpu_session_timeline_and_gpu_panel() {
 /// gap is counted there. Expanded, the rows scroll and say how many are above and below.
 #[test]
 fn the_timeline_of_every_recording_shows_all_phases_and_the_unaccounted_line() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".psrec"))
-        .collect();
-    names.sort();
+    let names = common::all_recordings();
     for name in &names {
         let mut app = common::replayed(name);
         app.view.tab = Tab::Timeline;
