@@ -46,6 +46,9 @@ pub enum Command {
     List,
     /// Watch every prover on this host and serve Prometheus/OpenMetrics metrics (docs/FLEET.md).
     Export(ExportArgs),
+    /// Compare two recordings, before (A) and after (B): phases, unaccounted time, flagged gaps,
+    /// releases, GPU use.
+    Diff(DiffArgs),
     /// Replay a recording with the same views (or report on it with --headless).
     Replay {
         /// The recording (.psrec) to replay.
@@ -119,6 +122,36 @@ pub struct MemoryArgs {
     /// Keep at most this many MiB of session data in memory (older proofs are evicted).
     #[arg(long, value_name = "MIB", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     pub max_mib: u64,
+}
+
+/// Options of `diff`.
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    /// The recording before the change.
+    pub a: PathBuf,
+    /// The recording after it.
+    pub b: PathBuf,
+    /// `text` or `json`.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+    /// Exit with status 4 when a phase's median grows by more than PCT % or the unaccounted
+    /// share by more than PCT points, with its 95 % interval above zero.
+    #[arg(long, value_name = "PCT", value_parser = parse_percent)]
+    pub fail_on_regression: Option<f64>,
+    /// A gap is flagged at this fraction of its span …
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.05, value_parser = parse_fraction)]
+    pub gap_fraction: f64,
+    /// … and at least this many milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 50.0, value_parser = parse_millis)]
+    pub gap_min_ms: f64,
+    #[command(flatten)]
+    pub memory: MemoryArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Json,
 }
 
 /// Options of `export`.

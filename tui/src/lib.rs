@@ -10,6 +10,7 @@ pub mod child;
 pub mod cli;
 #[cfg(feature = "demo")]
 pub mod demo;
+pub mod diff;
 pub mod export;
 pub mod format;
 pub mod hold;

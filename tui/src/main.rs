@@ -153,6 +153,53 @@ fn list() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// `proofscope diff A B`: both recordings replayed headless, reported, compared.
+fn diff(x: &proofscope::cli::DiffArgs) -> Result<ExitCode> {
+    let report = ReportArgs {
+        headless: true,
+        format: Format::Text,
+        output: None,
+        summary: false,
+        full: false,
+        worst: 10,
+        slowest: None,
+        fail_on_gap: None,
+        gap_fraction: x.gap_fraction,
+        gap_min_ms: x.gap_min_ms,
+    };
+    let opts = run_opts(&report, &x.memory, None)?;
+    let load = |file: &std::path::Path| -> Result<report::Report> {
+        let mut app = App::replay(file.to_owned(), &opts)
+            .with_context(|| format!("reading {}", file.display()))?;
+        app::run_headless(&mut app, Until::default());
+        Ok(report::build(
+            &app.model,
+            &opts.rule,
+            &app.source,
+            app.warnings.clone(),
+        ))
+    };
+    let (a, b) = (load(&x.a)?, load(&x.b)?);
+    let d = proofscope::diff::diff(&a, &b);
+    let out = match x.format {
+        proofscope::cli::DiffFormat::Text => proofscope::diff::text(&d),
+        proofscope::cli::DiffFormat::Json => proofscope::diff::json(&d),
+    };
+    std::io::stdout().write_all(out.as_bytes())?;
+    if let Some(pct) = x.fail_on_regression {
+        let worse = d.regressions(pct);
+        if !worse.is_empty() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "regressions over {pct}% (interval above zero):\n  {}",
+                worse.join("\n  ")
+            );
+            return Ok(ExitCode::from(4));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
     let no_live = LiveArgs {
         record: None,
@@ -162,6 +209,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     };
     let (mut app, report, live, opts) = match &cli.command {
         Command::List => return Ok(list()),
+        Command::Diff(x) => return diff(x),
         Command::Export(x) => {
             proofscope::export::run(proofscope::export::ExportOpts {
                 listen: x.listen.clone(),
