@@ -101,9 +101,11 @@ mod tests {
         let r = RssReader::new();
         let before = r.bytes();
         assert!(before > 0);
-        let v = vec![1u8; 64 << 20];
+        // Other tests of this process allocate and free meanwhile: touch far more than the
+        // margin asked for (a 64 MiB vector once measured 47.9 MiB of growth).
+        let v = vec![1u8; 128 << 20];
         let during = r.bytes();
-        assert!(during >= before + (48 << 20), "{before} → {during}");
+        assert!(during >= before + (64 << 20), "{before} → {during}");
         drop(v);
     }
 }

@@ -155,8 +155,9 @@ fn two_gpus_appear_in_the_timeline_the_gpu_panel_and_the_report() {
     assert_eq!(row("└gpu1.s0"), row("ntt_msm_h:1") + 1, "{timeline}");
 
     let gpu = render(&app, Tab::Gpu);
-    assert!(gpu.contains("gpu0: util 80%"), "{gpu}");
-    assert!(gpu.contains("gpu1: util 81%"), "{gpu}");
+    // Each device's average over the shown proof.
+    assert!(gpu.contains("gpu0: util avg 80%"), "{gpu}");
+    assert!(gpu.contains("gpu1: util avg 81%"), "{gpu}");
 
     let r = proofscope::report::build(&app.model, &app.view.rule, &app.source, vec![]);
     let threads: Vec<&str> = r.sessions[0].proofs[0]
