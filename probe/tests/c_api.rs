@@ -8,10 +8,26 @@ use probe_protocol::{Event, read_all};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `target/<profile>`, where cargo put libproofscope_probe.a beside the test's `deps/`.
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_owned()
+/// `libproofscope_probe.a`, built now by cargo into a target directory of its own: `cargo
+/// test` does not produce it, and building it into the tests' own directory would replace the
+/// rlib the other test crates were linked against (no hash in its name: the crate is also a
+/// cdylib). Built once per test process.
+fn static_lib() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            // target/<profile>/deps/<test> → target/capi
+            let dir = exe.ancestors().nth(3).unwrap().join("capi");
+            let st = Command::new(env!("CARGO"))
+                .args(["build", "-p", "proofscope-probe"])
+                .env("CARGO_TARGET_DIR", &dir)
+                .status()
+                .unwrap();
+            assert!(st.success(), "building proofscope-probe");
+            dir.join("debug").join("libproofscope_probe.a")
+        })
+        .clone()
 }
 
 /// Libraries a Rust static library needs (`--print native-static-libs`).
@@ -29,7 +45,7 @@ const NATIVE: &[&str] = &[
 /// compiler is missing.
 fn compile(compiler: &str, flags: &[&str], source: &str, out: &Path) -> bool {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = target_dir().join("libproofscope_probe.a");
+    let lib = static_lib();
     assert!(lib.exists(), "{} was not built", lib.display());
     let st = Command::new(compiler)
         .args(flags)

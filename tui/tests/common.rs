@@ -48,20 +48,23 @@ pub fn replayed(name: &str) -> App {
 }
 
 /// An example of `proofscope-probe`: `cargo test --workspace` builds it beside this package's
-/// binaries; when it is missing (this package's tests alone), it is built now.
+/// binaries; when it is missing (this package's tests alone), it is built now — into a target
+/// directory of its own, so that the rlib the test crates were linked against stays as it is.
 pub fn example(name: &str) -> PathBuf {
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_proofscope"));
-    let dir = bin.parent().unwrap().to_owned();
-    let exe = dir.join("examples").join(name);
-    if !exe.exists() {
-        let status = std::process::Command::new(env!("CARGO"))
-            .args(["build", "-p", "proofscope-probe", "--example", name])
-            .env("CARGO_TARGET_DIR", dir.parent().unwrap())
-            .status()
-            .expect("running cargo");
-        assert!(status.success(), "building the {name} example");
+    let profile = bin.parent().unwrap();
+    let exe = profile.join("examples").join(name);
+    if exe.exists() {
+        return exe;
     }
-    exe
+    let dir = profile.parent().unwrap().join("capi");
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["build", "-p", "proofscope-probe", "--example", name])
+        .env("CARGO_TARGET_DIR", &dir)
+        .status()
+        .expect("running cargo");
+    assert!(status.success(), "building the {name} example");
+    dir.join("debug").join("examples").join(name)
 }
 
 /// A session of `proofs` proofs, each an outer span (10 ms, or 70 ms for every

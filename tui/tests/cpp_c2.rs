@@ -15,18 +15,20 @@ fn target() -> PathBuf {
     Path::new(BIN).parent().unwrap().to_owned()
 }
 
-/// A library of the workspace, built by `cargo test --workspace`; built now if missing.
+/// A C-facing library of the workspace (`libproofscope_probe.a`, `libproofscope_preload.so`),
+/// built now by cargo into a target directory of its own: `cargo test` does not produce these
+/// files, and building them into the tests' own directory would replace the rlib the other
+/// test crates were linked against (its name carries no hash: the crate is also a cdylib).
 fn library(file: &str, package: &str) -> PathBuf {
-    let lib = target().join(file);
-    if !lib.exists() {
-        let st = Command::new(env!("CARGO"))
-            .args(["build", "-p", package])
-            .env("CARGO_TARGET_DIR", target().parent().unwrap())
-            .status()
-            .unwrap();
-        assert!(st.success(), "building {package}");
-    }
-    lib
+    // target/<profile> → target/capi
+    let dir = target().parent().unwrap().join("capi");
+    let st = Command::new(env!("CARGO"))
+        .args(["build", "-p", package])
+        .env("CARGO_TARGET_DIR", &dir)
+        .status()
+        .unwrap();
+    assert!(st.success(), "building {package}");
+    dir.join("debug").join(file)
 }
 
 /// Builds c2.cpp (with the probe when `linked`); `None` without a C++ compiler.
