@@ -2,6 +2,8 @@
 //! subcommand takes only the options it uses, and every value is checked by the parser: a bad
 //! one is a usage error (exit 2) that says what was expected.
 
+use crate::analysis::GapRule;
+use crate::model::Retention;
 use crate::report::Format;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -105,12 +107,28 @@ pub struct ReportArgs {
     /// Headless: exit with status 3 when any gap exceeds PCT percent of its span.
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub fail_on_gap: Option<f64>,
+    #[command(flatten)]
+    pub gap: GapArgs,
+}
+
+/// When a gap is flagged (the same rule for the dashboard, reports, `diff` and `export`).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct GapArgs {
     /// A gap is flagged at this fraction of its span …
     #[arg(long, value_name = "FRACTION", default_value_t = 0.05, value_parser = parse_fraction)]
     pub gap_fraction: f64,
     /// … and at least this many milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 50.0, value_parser = parse_millis)]
     pub gap_min_ms: f64,
+}
+
+impl GapArgs {
+    pub fn rule(&self) -> GapRule {
+        GapRule {
+            min_fraction: self.gap_fraction,
+            min_ns: (self.gap_min_ms * 1e6) as u64,
+        }
+    }
 }
 
 /// What the viewer keeps in memory.
@@ -138,12 +156,8 @@ pub struct DiffArgs {
     /// share by more than PCT points, with its 95 % interval above zero.
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub fail_on_regression: Option<f64>,
-    /// A gap is flagged at this fraction of its span …
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.05, value_parser = parse_fraction)]
-    pub gap_fraction: f64,
-    /// … and at least this many milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 50.0, value_parser = parse_millis)]
-    pub gap_min_ms: f64,
+    #[command(flatten)]
+    pub gap: GapArgs,
     #[command(flatten)]
     pub memory: MemoryArgs,
 }
@@ -172,15 +186,20 @@ pub struct ExportArgs {
     /// its final counts).
     #[arg(long, value_name = "SECS", default_value = "300", value_parser = parse_duration)]
     pub forget_after: Duration,
-    /// A gap is flagged at this fraction of its span …
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.05, value_parser = parse_fraction)]
-    pub gap_fraction: f64,
-    /// … and at least this many milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 50.0, value_parser = parse_millis)]
-    pub gap_min_ms: f64,
+    #[command(flatten)]
+    pub gap: GapArgs,
     /// What each prover's model may hold, in MiB (its recent proofs, for the analysis).
     #[arg(long, value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub max_mib_per_prover: u64,
+}
+
+impl MemoryArgs {
+    pub fn retention(&self) -> Retention {
+        Retention {
+            max_proofs: self.max_proofs as usize,
+            max_bytes: (self.max_mib as usize) << 20,
+        }
+    }
 }
 
 /// A finite number from `s`, or what was wrong with it.

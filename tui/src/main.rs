@@ -3,7 +3,6 @@
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use probe_protocol::discovery as discover;
-use proofscope::analysis::GapRule;
 use proofscope::app::{self, App, RunOpts, Until};
 use proofscope::cli::{Cli, Command, LiveArgs, MemoryArgs, ReportArgs};
 use proofscope::model::Retention;
@@ -111,14 +110,8 @@ fn run_opts(report: &ReportArgs, memory: &MemoryArgs, live: Option<&LiveArgs>) -
         )));
     }
     Ok(RunOpts {
-        retention: Retention {
-            max_proofs: memory.max_proofs as usize,
-            max_bytes: (memory.max_mib as usize) << 20,
-        },
-        rule: GapRule {
-            min_fraction: report.gap_fraction,
-            min_ns: (report.gap_min_ms * 1e6) as u64,
-        },
+        retention: memory.retention(),
+        rule: report.gap.rule(),
         record,
     })
 }
@@ -155,19 +148,11 @@ fn list() -> ExitCode {
 
 /// `proofscope diff A B`: both recordings replayed headless, reported, compared.
 fn diff(x: &proofscope::cli::DiffArgs) -> Result<ExitCode> {
-    let report = ReportArgs {
-        headless: true,
-        format: Format::Text,
-        output: None,
-        summary: false,
-        full: false,
-        worst: 10,
-        slowest: None,
-        fail_on_gap: None,
-        gap_fraction: x.gap_fraction,
-        gap_min_ms: x.gap_min_ms,
+    let opts = RunOpts {
+        retention: x.memory.retention(),
+        rule: x.gap.rule(),
+        record: None,
     };
-    let opts = run_opts(&report, &x.memory, None)?;
     let load = |file: &std::path::Path| -> Result<report::Report> {
         let mut app = App::replay(file.to_owned(), &opts)
             .with_context(|| format!("reading {}", file.display()))?;
@@ -219,10 +204,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 } else {
                     x.socket_dir.clone()
                 },
-                rule: GapRule {
-                    min_fraction: x.gap_fraction,
-                    min_ns: (x.gap_min_ms * 1e6) as u64,
-                },
+                rule: x.gap.rule(),
                 // Proofs are counted as they settle: the model keeps a few, for the analysis
                 // of the next ones and the releases that follow them.
                 retention: Retention {

@@ -291,13 +291,21 @@ pub fn result_label(p: &ProofReport, failed: bool) -> &'static str {
     }
 }
 
+/// The `place` label values, in the order of [`places`].
+pub const PLACES: [&str; 4] = [
+    "in_outer_outside_phases",
+    "in_phases",
+    "other_threads",
+    "after_proof",
+];
+
 /// The places of [`ProofReleases`] with their label values.
 pub fn places(r: &ProofReleases) -> [(&'static str, &ReleaseGroup); 4] {
     [
-        ("in_outer_outside_phases", &r.in_outer_outside_phases),
-        ("in_phases", &r.in_phases),
-        ("other_threads", &r.elsewhere_during),
-        ("after_proof", &r.after_outer),
+        (PLACES[0], &r.in_outer_outside_phases),
+        (PLACES[1], &r.in_phases),
+        (PLACES[2], &r.elsewhere_during),
+        (PLACES[3], &r.after_outer),
     ]
 }
 

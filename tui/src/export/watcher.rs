@@ -4,8 +4,8 @@
 //! a few proofs (for the analysis of the next ones) within a byte budget.
 
 use super::metrics::{
-    GapLabels, GpuLabels, KindLabels, Metrics, PhaseLabels, PlaceLabels, ProofLabels, ProverLabels,
-    ResultLabels, gap_kinds, places, result_label,
+    GapLabels, GpuLabels, KindLabels, Metrics, PLACES, PhaseLabels, PlaceLabels, ProofLabels,
+    ProverLabels, ResultLabels, gap_kinds, places, result_label,
 };
 use crate::analysis::GapRule;
 use crate::model::{LinkState, Model, Proof, Retention, Session};
@@ -277,12 +277,7 @@ impl State {
             let _ = self.m.gaps_flagged.get_or_create(&g);
             self.owned.gaps.insert(g);
         }
-        for place in [
-            "in_outer_outside_phases",
-            "in_phases",
-            "other_threads",
-            "after_proof",
-        ] {
+        for place in PLACES {
             let p = PlaceLabels {
                 prover: l.prover.clone(),
                 pid: l.pid.clone(),
