@@ -43,6 +43,9 @@ pub struct App {
     lost_since: Option<Instant>,
     /// Frames that arrived while the live view was paused.
     hold: crate::hold::Hold,
+    /// The recording a log was imported into, when `replay` was given a log: it lives as long
+    /// as the replay reads it.
+    imported: Option<tempfile::NamedTempFile>,
 }
 
 impl App {
@@ -67,6 +70,7 @@ impl App {
             demo_exit_seen: false,
             lost_since: None,
             hold: crate::hold::Hold::default(),
+            imported: None,
         }
     }
 
@@ -83,8 +87,19 @@ impl App {
         Ok(app)
     }
 
-    /// Replays a recording file.
+    /// Replays a recording file, or a log in a format `import` reads (told apart by content).
     pub fn replay(file: PathBuf, opts: &RunOpts) -> Result<App> {
+        if !crate::import::is_recording(&file)? {
+            let imp = crate::import::to_temporary(&file)?;
+            let mut app = App::replay(imp.file.path().to_owned(), opts)?;
+            app.source = format!("{} (log, imported)", file.display());
+            // The import's findings first: they say how the times were made.
+            let mut w = imp.warnings;
+            w.append(&mut app.warnings);
+            app.warnings = w;
+            app.imported = Some(imp.file);
+            return Ok(app);
+        }
         let mut app = App::new(opts, file.display().to_string());
         // The proof index takes at most a sixteenth of the memory budget.
         let r = Replay::open(&file, opts.retention.max_bytes / 16)?;

@@ -51,9 +51,13 @@ pub enum Command {
     /// Compare two recordings, before (A) and after (B): phases, unaccounted time, flagged gaps,
     /// releases, GPU use.
     Diff(DiffArgs),
+    /// Turn prover logs into a recording: curio cuzk's CUZK_TIMING, CUZK_NTT_H and TIMELINE
+    /// lines and bellperson's `prover time:` (docs/CLI.md, "Accepted log formats").
+    Import(ImportArgs),
     /// Replay a recording with the same views (or report on it with --headless).
     Replay {
-        /// The recording (.psrec) to replay.
+        /// The recording (.psrec) to replay, or a log that `import` reads (told apart by its
+        /// content).
         file: PathBuf,
         #[command(flatten)]
         report: ReportArgs,
@@ -145,9 +149,9 @@ pub struct MemoryArgs {
 /// Options of `diff`.
 #[derive(Debug, Clone, Args)]
 pub struct DiffArgs {
-    /// The recording before the change.
+    /// The recording (or log) before the change.
     pub a: PathBuf,
-    /// The recording after it.
+    /// The recording (or log) after it.
     pub b: PathBuf,
     /// `text` or `json`.
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
@@ -166,6 +170,20 @@ pub struct DiffArgs {
 pub enum DiffFormat {
     Text,
     Json,
+}
+
+/// Options of `import`.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// The logs, read in this order as one log (other lines are counted and skipped).
+    #[arg(required = true, value_name = "LOG")]
+    pub logs: Vec<PathBuf>,
+    /// The recording to write.
+    #[arg(short, long, value_name = "FILE.psrec")]
+    pub output: PathBuf,
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Options of `export`.

@@ -14,6 +14,7 @@ pub mod diff;
 pub mod export;
 pub mod format;
 pub mod hold;
+pub mod import;
 pub mod input;
 pub mod model;
 pub mod report;

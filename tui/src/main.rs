@@ -185,6 +185,44 @@ fn diff(x: &proofscope::cli::DiffArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `proofscope import LOG... -o FILE`.
+fn import(x: &proofscope::cli::ImportArgs) -> Result<ExitCode> {
+    use proofscope::import;
+    if x.output.exists() && !x.force {
+        return Err(usage(format!(
+            "{} exists; pass --force to replace it, or import to another file",
+            x.output.display()
+        )));
+    }
+    if let Some(log) = x.logs.iter().find(|l| **l == x.output) {
+        return Err(usage(format!(
+            "{} is both a log and the output: the import would replace its own input",
+            log.display()
+        )));
+    }
+    let imp = import::import(&x.logs)?;
+    let f = std::fs::File::create(&x.output)
+        .with_context(|| format!("writing {}", x.output.display()))?;
+    import::write_recording(&imp.events, std::io::BufWriter::new(f))
+        .with_context(|| format!("writing {}", x.output.display()))?;
+    let mut err = std::io::stderr().lock();
+    for m in &imp.malformed {
+        let _ = writeln!(err, "malformed line {m}");
+    }
+    let _ = writeln!(
+        err,
+        "imported {} proof{} from {} lines ({} known, {} unknown skipped, {} malformed) into {}",
+        imp.proofs,
+        if imp.proofs == 1 { "" } else { "s" },
+        imp.lines,
+        imp.known,
+        imp.unknown,
+        imp.malformed.len(),
+        x.output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
     let no_live = LiveArgs {
         record: None,
@@ -195,6 +233,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let (mut app, report, live, opts) = match &cli.command {
         Command::List => return Ok(list()),
         Command::Diff(x) => return diff(x),
+        Command::Import(x) => return import(x),
         Command::Export(x) => {
             proofscope::export::run(proofscope::export::ExportOpts {
                 listen: x.listen.clone(),

@@ -54,6 +54,32 @@ impl DiagnosisKind {
             DiagnosisKind::NoEvidence => "no_evidence",
         }
     }
+
+    /// The kind named by [`DiagnosisKind::as_str`].
+    pub fn from_name(name: &str) -> Option<DiagnosisKind> {
+        [
+            DiagnosisKind::SynchronousRelease,
+            DiagnosisKind::Releases,
+            DiagnosisKind::GpuIdle,
+            DiagnosisKind::GpuBusy,
+            DiagnosisKind::DroppedEvents,
+            DiagnosisKind::WaitingOnOtherThreads,
+            DiagnosisKind::NoEvidence,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == name)
+    }
+}
+
+/// Marker names that state a gap's cause, `cause:<kind>` with the sentence as the marker's
+/// text (docs/PROTOCOL.md): `import` writes them from a log's timers; any client may.
+pub const CAUSE_PREFIX: &str = "cause:";
+
+/// A cause the prover (or an importer) stated in a `cause:<kind>` marker inside the gap.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StatedCause {
+    pub kind: DiagnosisKind,
+    pub sentence: String,
 }
 
 /// What the evidence says about one gap.
@@ -69,6 +95,8 @@ pub struct Diagnosis {
     pub other_work: Vec<(String, String, u64)>,
     /// Events reported dropped within the gap (± 1 collector cycle).
     pub dropped: u64,
+    /// What a `cause:<kind>` marker on the gap's thread, inside the gap, says.
+    pub stated: Option<StatedCause>,
 }
 
 /// Phases that run on the GPU in C2.
@@ -151,6 +179,19 @@ pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) ->
         .map(|(_, c)| c.iter().map(|(_, n)| n).sum::<u64>())
         .sum();
 
+    // A cause stated by the source (e.g. reconstructed by `import` from a log's timers).
+    d.stated = proof
+        .markers
+        .iter()
+        .filter(|m| m.thread == span.thread && m.ts >= gap.start && m.ts <= gap.end)
+        .find_map(|m| {
+            let kind = session.name(m.name).strip_prefix(CAUSE_PREFIX)?;
+            Some(StatedCause {
+                kind: DiagnosisKind::from_name(kind).unwrap_or_default(),
+                sentence: m.text.clone().unwrap_or_else(|| kind.replace('_', " ")),
+            })
+        });
+
     d.sentence = sentence(&d, len, &session.thread_name(span.thread));
     d.kind = kind(&d, len);
     d
@@ -165,6 +206,8 @@ fn kind(d: &Diagnosis, len: u64) -> DiagnosisKind {
         } else {
             DiagnosisKind::Releases
         }
+    } else if let Some(c) = &d.stated {
+        c.kind
     } else if let Some(u) = d.gpu_util_pct {
         if u < 30.0 {
             DiagnosisKind::GpuIdle
@@ -202,6 +245,9 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
             if r.count == 1 { "" } else { "s" },
             dur(r.inside_ns),
         ));
+    }
+    if let Some(c) = &d.stated {
+        parts.push(c.sentence.clone());
     }
     if let Some(u) = d.gpu_util_pct {
         if u < 30.0 {

@@ -73,10 +73,21 @@ pub fn render(r: &Report, detail: Detail) -> String {
     }
     for (i, s) in r.sessions.iter().enumerate() {
         let _ = writeln!(o, "\n== session {} ==", i + 1);
+        // A session imported from a log has no process or host.
         let _ = writeln!(
             o,
-            "prover:   {} {} (pid {} on {})",
-            s.prover, s.prover_version, s.pid, s.hostname
+            "prover:   {}{}{}",
+            s.prover,
+            if s.prover_version.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", s.prover_version)
+            },
+            if s.pid == 0 && s.hostname.is_empty() {
+                String::new()
+            } else {
+                format!(" (pid {} on {})", s.pid, s.hostname)
+            }
         );
         if s.session_start_unix_ns > 0 {
             let _ = writeln!(
@@ -115,14 +126,18 @@ pub fn render(r: &Report, detail: Detail) -> String {
                 );
             }
         }
-        let _ = writeln!(
-            o,
-            "machine:  {} CPUs, {} RAM; clock {}; large-block threshold {}",
-            s.cpu_count,
-            bytes(s.total_ram_bytes),
-            s.clock,
-            bytes(s.large_block_threshold)
-        );
+        if s.cpu_count == 0 && s.total_ram_bytes == 0 {
+            let _ = writeln!(o, "machine:  unknown; clock {}", s.clock);
+        } else {
+            let _ = writeln!(
+                o,
+                "machine:  {} CPUs, {} RAM; clock {}; large-block threshold {}",
+                s.cpu_count,
+                bytes(s.total_ram_bytes),
+                s.clock,
+                bytes(s.large_block_threshold)
+            );
+        }
         if !s.command_line.is_empty() {
             // A report is pasted: a command line of hostile length is cut (JSON keeps it).
             const MAX: usize = 2_000;
@@ -258,11 +273,16 @@ fn proofs_full(o: &mut String, s: &super::SessionReport) {
     for p in &s.proofs {
         let _ = writeln!(
             o,
-            "proof #{}: {} × {} ({} constraints), backend {}, {}{} — prove {}, unaccounted {} ({:.1}%)",
+            "proof #{}: {} × {}{}, backend {}, {}{} — prove {}, unaccounted {} ({:.1}%)",
             p.id,
             p.circuits,
             p.circuit,
-            p.constraints,
+            // Unknown (0) for proofs imported from logs.
+            if p.constraints > 0 {
+                format!(" ({} constraints)", p.constraints)
+            } else {
+                String::new()
+            },
             p.backend,
             p.verification,
             if p.synthetic_srs {
