@@ -90,14 +90,10 @@ impl App {
     /// Replays a recording file, or a log in a format `import` reads (told apart by content).
     pub fn replay(file: PathBuf, opts: &RunOpts) -> Result<App> {
         if !crate::import::is_recording(&file)? {
-            let imp = crate::import::to_temporary(&file)?;
-            let mut app = App::replay(imp.file.path().to_owned(), opts)?;
+            let imported = crate::import::to_temporary(&file)?;
+            let mut app = App::replay(imported.path().to_owned(), opts)?;
             app.source = format!("{} (log, imported)", file.display());
-            // The import's findings first: they say how the times were made.
-            let mut w = imp.warnings;
-            w.append(&mut app.warnings);
-            app.warnings = w;
-            app.imported = Some(imp.file);
+            app.imported = Some(imported);
             return Ok(app);
         }
         let mut app = App::new(opts, file.display().to_string());

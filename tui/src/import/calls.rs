@@ -358,3 +358,90 @@ impl Calls {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::lines::parse;
+
+    fn group(log: &str) -> Calls {
+        let mut c = Calls::default();
+        for (i, l) in log.lines().enumerate() {
+            if let Some(Ok(line)) = parse(l) {
+                let at = At {
+                    file: "t".into(),
+                    line: i + 1,
+                };
+                c.push(line, at, None);
+            }
+        }
+        c.finish()
+    }
+
+    #[test]
+    fn prover_times_go_to_the_calls_in_order_and_async_dealloc_to_the_latest() {
+        let c = group(
+            "CUZK_TIMING: prep_msm_ms=1\n\
+             CUZK_TIMING: epilogue_ms=2 pre_destructor_ms=10\n\
+             CUZK_TIMING: prep_msm_ms=3\n\
+             CUZK_TIMING: epilogue_ms=4 pre_destructor_ms=20\n\
+             prover time: 11s\n\
+             prover time: 21s\n\
+             CUZK_TIMING: async_dealloc_ms=7\n",
+        );
+        assert_eq!(c.calls.len(), 2);
+        assert_eq!(c.calls[0].wrapper, Some(Duration::from_secs(11)));
+        assert_eq!(c.calls[1].wrapper, Some(Duration::from_secs(21)));
+        assert_eq!(c.calls[0].async_dealloc_ms, None);
+        assert_eq!(c.calls[1].async_dealloc_ms, Some(7));
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn a_call_without_its_end_line_is_kept_and_said() {
+        let c = group(
+            "CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=5\n\
+             CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=6\n\
+             CUZK_TIMING: epilogue_ms=4 pre_destructor_ms=20\n",
+        );
+        assert_eq!(c.calls.len(), 2);
+        assert_eq!(c.calls[0].workers[&0].ms["ntt_msm_h_ms"], 5);
+        assert_eq!(c.calls[1].workers[&0].ms["ntt_msm_h_ms"], 6);
+        assert!(c.warnings[0].contains("t:1"), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn ntt_h_lines_belong_to_the_worker_whose_ntt_msm_h_follows() {
+        let c = group(
+            "CUZK_NTT_H: msm_invoke=3ms total=3ms\n\
+             CUZK_TIMING: gpu_tid=1 ntt_msm_h_ms=3\n\
+             CUZK_NTT_H: msm_invoke=4ms total=4ms\n\
+             CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=4\n\
+             CUZK_TIMING: epilogue_ms=1 pre_destructor_ms=9\n",
+        );
+        let w = &c.calls[0].workers;
+        assert_eq!(w[&1].ntt_h[0][0], ("msm_invoke".into(), 3));
+        assert_eq!(w[&0].ntt_h[0][0], ("msm_invoke".into(), 4));
+    }
+
+    #[test]
+    fn timeline_runs_are_matched_to_the_call_logged_while_they_ran() {
+        let c = group(
+            "TIMELINE,10,GPU_QUEUE,j,partition=0\n\
+             TIMELINE,11,GPU_QUEUE,j,partition=1\n\
+             TIMELINE,20,GPU_START,j,partition=1\n\
+             CUZK_TIMING: prep_msm_ms=1\n\
+             CUZK_TIMING: epilogue_ms=1 pre_destructor_ms=9\n\
+             TIMELINE,30,GPU_END,j,partition=1\n\
+             TIMELINE,31,GPU_START,j,partition=0\n\
+             TIMELINE,40,GPU_END,j,partition=0\n",
+        );
+        // The call ran in partition 1; partition 0 has only TIMELINE lines.
+        assert_eq!(c.calls.len(), 2);
+        let run = |i: usize| &c.runs[c.calls[i].run.unwrap()];
+        assert_eq!(run(0).partition.as_deref(), Some("1"));
+        assert_eq!((run(0).start, run(0).end), (Some(20), Some(30)));
+        assert_eq!(run(1).partition.as_deref(), Some("0"));
+        assert!(!c.calls[1].has_cuzk());
+    }
+}

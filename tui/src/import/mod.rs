@@ -132,7 +132,7 @@ pub fn import(paths: &[PathBuf]) -> Result<Imported> {
             String::new()
         }
     ));
-    out.events = events(paths, &placed, first_wall_ns);
+    out.events = events(paths, &placed, first_wall_ns, &out.warnings);
     Ok(out)
 }
 
@@ -173,8 +173,24 @@ impl Ids {
     }
 }
 
-fn events(paths: &[PathBuf], placed: &[place::Placed], first_wall_ns: Option<u64>) -> Vec<Event> {
+fn events(
+    paths: &[PathBuf],
+    placed: &[place::Placed],
+    first_wall_ns: Option<u64>,
+    warnings: &[String],
+) -> Vec<Event> {
     let mut ids = Ids::default();
+    // The import's warnings travel in the recording, so its report names them too.
+    let mut stated = Vec::new();
+    for w in warnings {
+        stated.push(Event::Marker(Box::new(Marker {
+            ts: 0,
+            name: ids.name(crate::report::WARNING_MARKER),
+            thread: ids.thread(Lane::Caller),
+            span: None,
+            text: Some(w.clone()),
+        })));
+    }
     // (ts, order, depth, event): at one instant ends come before begins, inner ends first.
     let mut timed: Vec<(u64, u8, i64, Event)> = Vec::new();
     let mut next_span = 1u64;
@@ -276,6 +292,7 @@ fn events(paths: &[PathBuf], placed: &[place::Placed], first_wall_ns: Option<u64
     };
     let mut out = vec![Event::Hello(Box::new(hello)), Event::LiveStart { ts: 0 }];
     out.append(&mut ids.defs);
+    out.append(&mut stated);
     out.extend(timed.into_iter().map(|t| t.3));
     out.push(Event::Goodbye {
         ts: end_ts,
@@ -297,16 +314,9 @@ pub fn write_recording(events: &[Event], out: impl Write) -> Result<()> {
     Ok(())
 }
 
-/// A log imported into a temporary recording, for `replay` and `diff` given a log directly.
-/// The file lives as long as this value.
-#[derive(Debug)]
-pub struct Temporary {
-    pub file: tempfile::NamedTempFile,
-    pub warnings: Vec<String>,
-}
-
-/// Imports `log` into a temporary recording.
-pub fn to_temporary(log: &Path) -> Result<Temporary> {
+/// Imports `log` into a temporary recording, for `replay` and `diff` given a log directly; the
+/// file lives as long as the value (the import's warnings are in it).
+pub fn to_temporary(log: &Path) -> Result<tempfile::NamedTempFile> {
     let imp = import(&[log.to_owned()])?;
     let mut file = tempfile::Builder::new()
         .prefix("proofscope-import-")
@@ -314,8 +324,5 @@ pub fn to_temporary(log: &Path) -> Result<Temporary> {
         .tempfile()
         .context("creating a temporary recording")?;
     write_recording(&imp.events, std::io::BufWriter::new(file.as_file_mut()))?;
-    Ok(Temporary {
-        file,
-        warnings: imp.warnings,
-    })
+    Ok(file)
 }

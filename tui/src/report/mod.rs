@@ -397,7 +397,23 @@ impl Report {
 }
 
 /// Builds the report of everything the model retains.
-pub fn build(model: &Model, rule: &GapRule, source: &str, warnings: Vec<String>) -> Report {
+/// A marker of this name outside every proof carries a warning for the report's reader in its
+/// text (docs/PROTOCOL.md): `import` writes the malformed lines of a log this way, so a
+/// recording made from a log still names them.
+pub const WARNING_MARKER: &str = "warning";
+
+pub fn build(model: &Model, rule: &GapRule, source: &str, mut warnings: Vec<String>) -> Report {
+    for (i, s) in model.sessions.iter().enumerate() {
+        let stated = s.loose.markers.iter();
+        for m in stated.filter(|m| s.name(m.name) == WARNING_MARKER) {
+            let text = m.text.as_deref().unwrap_or("(no text)");
+            warnings.push(if model.sessions.len() > 1 {
+                format!("session {}: {text}", i + 1)
+            } else {
+                text.to_owned()
+            });
+        }
+    }
     let sessions = model
         .sessions
         .iter()
