@@ -1,5 +1,5 @@
-//! Keys → actions: a pure mapping. The help overlay is generated from `KEYS`, so the two
-//! cannot drift.
+//! Keys → actions: one table ([`KEYS`]) from which the key handling, the help
+//! overlay and the footer are all made, so they cannot drift.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
@@ -28,123 +28,222 @@ pub enum Action {
     ScrollDown,
 }
 
-/// One line of the help overlay.
-#[derive(Debug, Clone, Copy)]
-pub struct KeyHint {
-    pub keys: &'static str,
-    pub what: &'static str,
-    /// Only meaningful when replaying.
-    pub replay: bool,
+/// When a binding does something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    Always,
+    /// Attached to a prover.
+    Live,
+    /// Replaying a recording.
+    Replay,
 }
 
-pub const KEYS: [KeyHint; 15] = [
-    KeyHint {
+/// A key as the table names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    Code(KeyCode),
+    Ctrl(char),
+}
+
+const fn ch(c: char) -> Key {
+    Key::Code(KeyCode::Char(c))
+}
+
+/// One binding: the keys that trigger it, its action, and how the help and the footer show
+/// it. [`KEYS`] is the only keymap: [`map`], the help overlay and the footer are made from it.
+#[derive(Debug, Clone, Copy)]
+pub struct Binding {
+    pub action: Action,
+    pub codes: &'static [Key],
+    /// The keys as the help shows them.
+    pub keys: &'static str,
+    pub what: &'static str,
+    pub when: When,
+    /// Its short form in the footer, when it has a place there.
+    pub footer: Option<&'static str>,
+}
+
+pub const KEYS: [Binding; 19] = [
+    Binding {
+        action: Action::Quit,
+        codes: &[ch('q'), Key::Ctrl('c')],
         keys: "q  Ctrl-C",
         what: "quit (a demo stops its prover)",
-        replay: false,
+        when: When::Always,
+        footer: Some("q quit"),
     },
-    KeyHint {
+    Binding {
+        action: Action::Help,
+        codes: &[ch('?')],
         keys: "?",
         what: "this help",
-        replay: false,
+        when: When::Always,
+        footer: Some("? help"),
     },
-    KeyHint {
+    Binding {
+        action: Action::NextTab,
+        codes: &[Key::Code(KeyCode::Tab)],
         keys: "tab",
         what: "next panel: timeline, gaps, memory, GPU, stats",
-        replay: false,
+        when: When::Always,
+        footer: Some("tab panel"),
     },
-    KeyHint {
+    Binding {
+        action: Action::Up,
+        codes: &[Key::Code(KeyCode::Up), ch('k')],
         keys: "↑ ↓  k j",
         what: "select the previous / next proof",
-        replay: false,
+        when: When::Always,
+        footer: Some("↑↓ proof"),
     },
-    KeyHint {
+    Binding {
+        action: Action::Down,
+        codes: &[Key::Code(KeyCode::Down), ch('j')],
+        keys: "",
+        what: "",
+        when: When::Always,
+        footer: None,
+    },
+    Binding {
+        action: Action::Left,
+        codes: &[Key::Code(KeyCode::Left), ch('h')],
         keys: "← →  h l",
         what: "pan the time axis",
-        replay: false,
+        when: When::Always,
+        footer: Some("←→ pan"),
     },
-    KeyHint {
+    Binding {
+        action: Action::Right,
+        codes: &[Key::Code(KeyCode::Right), ch('l')],
+        keys: "",
+        what: "",
+        when: When::Always,
+        footer: None,
+    },
+    Binding {
+        action: Action::ZoomIn,
+        codes: &[ch('+'), ch('=')],
         keys: "+  -",
         what: "zoom in / out on the time axis",
-        replay: false,
+        when: When::Always,
+        footer: Some("+/- zoom"),
     },
-    KeyHint {
+    Binding {
+        action: Action::ZoomOut,
+        codes: &[ch('-'), ch('_')],
+        keys: "",
+        what: "",
+        when: When::Always,
+        footer: None,
+    },
+    Binding {
+        action: Action::Follow,
+        codes: &[ch('f')],
         keys: "f",
         what: "follow the latest proof",
-        replay: false,
+        when: When::Always,
+        footer: Some("f follow"),
     },
-    KeyHint {
+    Binding {
+        action: Action::Pause,
+        codes: &[ch(' ')],
         keys: "space",
         what: "pause / resume (live: hold events; replay: stop the clock)",
-        replay: false,
+        when: When::Always,
+        footer: Some("space pause"),
     },
-    KeyHint {
+    Binding {
+        action: Action::Record,
+        codes: &[ch('r')],
         keys: "r",
         what: "start / stop recording (live)",
-        replay: false,
+        when: When::Live,
+        footer: Some("r rec"),
     },
-    KeyHint {
+    Binding {
+        action: Action::Expand,
+        codes: &[ch('e')],
         keys: "e",
         what: "timeline: a row per thread under each phase / one summary row",
-        replay: false,
+        when: When::Always,
+        footer: None,
     },
-    KeyHint {
+    Binding {
+        action: Action::ScrollUp,
+        codes: &[Key::Code(KeyCode::PageUp), ch('K')],
         keys: "PgUp PgDn",
         what: "timeline: scroll its rows (also J K)",
-        replay: false,
+        when: When::Always,
+        footer: None,
     },
-    KeyHint {
+    Binding {
+        action: Action::ScrollDown,
+        codes: &[Key::Code(KeyCode::PageDown), ch('J')],
+        keys: "",
+        what: "",
+        when: When::Always,
+        footer: None,
+    },
+    Binding {
+        action: Action::Escape,
+        codes: &[Key::Code(KeyCode::Esc)],
         keys: "esc",
         what: "close help, clear message",
-        replay: false,
+        when: When::Always,
+        footer: None,
     },
-    KeyHint {
+    Binding {
+        action: Action::Speed,
+        codes: &[ch('s')],
         keys: "s",
         what: "replay speed: 1×, 2×, 10×, max",
-        replay: true,
+        when: When::Replay,
+        footer: None,
     },
-    KeyHint {
+    Binding {
+        action: Action::PrevProof,
+        codes: &[ch('[')],
         keys: "[",
         what: "jump to the previous proof",
-        replay: true,
+        when: When::Replay,
+        footer: None,
     },
-    KeyHint {
+    Binding {
+        action: Action::NextProof,
+        codes: &[ch(']')],
         keys: "]",
         what: "jump to the next proof",
-        replay: true,
+        when: When::Replay,
+        footer: None,
     },
 ];
 
-/// The action for a key press (releases and repeats of non-navigation keys are ignored).
+/// Every binding, in the help's order.
+pub fn bindings() -> impl Iterator<Item = &'static Binding> {
+    KEYS.iter()
+}
+
+/// The footer's key list: every binding with a footer form that does something `when`.
+pub fn footer(when: When) -> String {
+    bindings()
+        .filter(|b| b.when == When::Always || b.when == when)
+        .filter_map(|b| b.footer)
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
+/// The action for a key press (releases are ignored).
 pub fn map(key: KeyEvent) -> Option<Action> {
     if key.kind == KeyEventKind::Release {
         return None;
     }
-    if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-        return Some(Action::Quit);
-    }
-    Some(match key.code {
-        KeyCode::Char('q') => Action::Quit,
-        KeyCode::Char('?') => Action::Help,
-        KeyCode::Tab => Action::NextTab,
-        KeyCode::Up | KeyCode::Char('k') => Action::Up,
-        KeyCode::Down | KeyCode::Char('j') => Action::Down,
-        KeyCode::Left | KeyCode::Char('h') => Action::Left,
-        KeyCode::Right | KeyCode::Char('l') => Action::Right,
-        KeyCode::Char('+') | KeyCode::Char('=') => Action::ZoomIn,
-        KeyCode::Char('-') | KeyCode::Char('_') => Action::ZoomOut,
-        KeyCode::Char('f') => Action::Follow,
-        KeyCode::Char(' ') => Action::Pause,
-        KeyCode::Char('r') => Action::Record,
-        KeyCode::Char('s') => Action::Speed,
-        KeyCode::Char('[') => Action::PrevProof,
-        KeyCode::Char(']') => Action::NextProof,
-        KeyCode::Esc => Action::Escape,
-        KeyCode::Char('e') => Action::Expand,
-        KeyCode::PageUp | KeyCode::Char('K') => Action::ScrollUp,
-        KeyCode::PageDown | KeyCode::Char('J') => Action::ScrollDown,
-        _ => return None,
-    })
+    let pressed = match key.code {
+        KeyCode::Char(c) if key.modifiers.contains(KeyModifiers::CONTROL) => Key::Ctrl(c),
+        code => Key::Code(code),
+    };
+    bindings()
+        .find(|b| b.codes.contains(&pressed))
+        .map(|b| b.action)
 }
 
 #[cfg(test)]
@@ -167,8 +266,29 @@ mod tests {
     }
 
     #[test]
+    fn every_binding_maps_to_its_action_and_no_key_is_bound_twice() {
+        let mut seen = Vec::new();
+        for b in bindings() {
+            for k in b.codes {
+                assert!(!seen.contains(k), "{k:?} bound twice");
+                seen.push(*k);
+                let ev = match k {
+                    Key::Code(c) => KeyEvent::new(*c, KeyModifiers::NONE),
+                    Key::Ctrl(c) => KeyEvent::new(KeyCode::Char(*c), KeyModifiers::CONTROL),
+                };
+                assert_eq!(map(ev), Some(b.action), "{k:?}");
+            }
+        }
+        assert_eq!(
+            footer(When::Live),
+            "q quit  ? help  tab panel  ↑↓ proof  ←→ pan  +/- zoom  f follow  space pause  r rec"
+        );
+        assert!(!footer(When::Replay).contains("rec"));
+    }
+
+    #[test]
     fn every_documented_key_maps_to_something() {
-        for hint in KEYS.iter().filter(|h| !h.keys.is_empty()) {
+        for hint in bindings().filter(|h| !h.keys.is_empty()) {
             let first = hint.keys.split_whitespace().next().unwrap();
             let code = match first {
                 "tab" => KeyCode::Tab,

@@ -1,7 +1,7 @@
 //! The help overlay, generated from the key table in `input`.
 
 use super::{bold, dim};
-use crate::input::KEYS;
+use crate::input::{KEYS, When};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -18,7 +18,8 @@ const LEGEND: [&str; 4] = [
 
 pub fn render(area: Rect, buf: &mut Buffer) {
     let w = area.width.min(84);
-    let h = (KEYS.len() as u16 + LEGEND.len() as u16 + 5).min(area.height);
+    let h = (KEYS.iter().filter(|k| !k.keys.is_empty()).count() as u16 + LEGEND.len() as u16 + 5)
+        .min(area.height);
     let r = Rect {
         x: area.x + (area.width - w) / 2,
         y: area.y + (area.height - h) / 2,
@@ -26,9 +27,12 @@ pub fn render(area: Rect, buf: &mut Buffer) {
         height: h,
     };
     Clear.render(r, buf);
+    // Bindings with no help text share the line of the one before (↑ and ↓, + and -).
+    let shown = |k: &&crate::input::Binding| !k.keys.is_empty();
     let mut lines: Vec<Line> = KEYS
         .iter()
-        .filter(|k| !k.replay)
+        .filter(shown)
+        .filter(|k| k.when != When::Replay)
         .map(|k| {
             Line::from(vec![
                 Span::styled(format!("{:<10}", k.keys), bold()),
@@ -37,7 +41,7 @@ pub fn render(area: Rect, buf: &mut Buffer) {
         })
         .collect();
     lines.push(Line::from(Span::styled("replay", dim())));
-    lines.extend(KEYS.iter().filter(|k| k.replay).map(|k| {
+    lines.extend(KEYS.iter().filter(shown).filter(|k| k.when == When::Replay).map(|k| {
         Line::from(vec![
             Span::styled(format!("{:<10}", k.keys), bold()),
             Span::raw(k.what),

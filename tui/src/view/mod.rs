@@ -208,10 +208,7 @@ fn render_footer(state: &ViewState, area: Rect, buf: &mut Buffer) {
             Span::styled("  ? help", dim()),
         ])
     } else {
-        Line::from(Span::styled(
-            "q quit  ? help  tab panel  ↑↓ proof  ←→ pan  +/- zoom  f follow  space pause  r rec",
-            dim(),
-        ))
+        Line::from(Span::styled(crate::input::footer(crate::input::When::Live), dim()))
     };
     Paragraph::new(line).render(area, buf);
 }
