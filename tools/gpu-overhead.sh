@@ -3,6 +3,8 @@
 # CPU, proofs that verify), the probe's overhead on a real GPU proof (ABBA pairs, bootstrap
 # interval), and the probe's hot path there. Everything printed goes to $OUT/run.txt.
 # Usage (device tool): PAIRS=20 bash tools/gpu-overhead.sh
+# SKIP_TESTS=1 / SKIP_HOTPATH=1 leave out the correctness tests / the hot-path bench; KNOBS="VAR=x …"
+# repeats the overhead with each setting (KNOB_PAIRS pairs).
 set -uo pipefail
 B=.gpu
 OUT=${OUT:-/tmp/out}
@@ -11,9 +13,11 @@ export PROOFSCOPE_CACHE=/tmp/pscache
 chmod +x $B/* 2>/dev/null
 exec > >(tee "$OUT/run.txt") 2>&1
 nvidia-smi -L; nproc; date -u
-echo "== gpu tests (kernels equal the CPU up to 2^${MAX_LOG:-20}; GPU proofs verify)"
-PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 200 $B/gpu-tests --test-threads 1 2>&1 \
-  | grep -E "^test |test result|panicked"
+if [ -z "${SKIP_TESTS:-}" ]; then
+  echo "== gpu tests (kernels equal the CPU up to 2^${MAX_LOG:-20}; GPU proofs verify)"
+  PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 200 $B/gpu-tests --test-threads 1 2>&1 \
+    | grep -E "^test |test result|panicked"
+fi
 overhead() {
   timeout 420 $B/prover bench --probe-overhead --circuit sha256 --log-size 20 --circuits 4 \
     --srs synthetic --backend gpu --runs "$1"
@@ -25,5 +29,6 @@ for knob in ${KNOBS:-}; do
   echo "== probe overhead with $knob, ${KNOB_PAIRS:-15} pairs"
   env "$knob" bash -c "$(declare -f overhead); B=$B overhead ${KNOB_PAIRS:-15}"
 done
+[ -n "${SKIP_HOTPATH:-}" ] && exit 0
 echo "== probe hot path"
 timeout 90 $B/probe-bench --bench span --warm-up-time 1 --measurement-time 3 2>&1 | grep -E "^span|time:"
