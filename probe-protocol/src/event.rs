@@ -179,6 +179,12 @@ pub struct Hello {
     pub history_budget_bytes: u64,
     /// The prover's command line, for bug reports.
     pub command_line: Vec<String>,
+    /// CPU model as the OS names it, e.g. `AMD EPYC 9454 48-Core Processor` (protocol 1.1;
+    /// empty when unknown or sent by a 1.0 prover).
+    pub cpu_model: String,
+    /// Operating system and kernel, e.g. `Debian GNU/Linux 12 (bookworm), Linux 6.1.0-18-amd64`
+    /// (protocol 1.1; empty when unknown).
+    pub os: String,
 }
 
 /// One GPU as NVML reports it.

@@ -168,7 +168,7 @@ fn another_major_version_is_an_error_naming_both() {
     let e = err(&b);
     assert!(
         e.to_string()
-            .contains("this build speaks 1.0, the peer sent 2.0"),
+            .contains(&format!("this build speaks {}, the peer sent 2.0", protocol_version())),
         "{e}"
     );
 }

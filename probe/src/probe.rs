@@ -96,6 +96,8 @@ impl Probe {
                 .map_or(0, |d| d.as_nanos() as u64),
             history_budget_bytes: config.history_bytes as u64,
             command_line: info.command_line,
+            cpu_model: system::cpu_model(),
+            os: system::os(),
         };
         let socket = config.socket_path();
         let default_dir = config.socket == SocketChoice::Default;

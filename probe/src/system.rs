@@ -60,6 +60,49 @@ pub fn total_ram_bytes() -> u64 {
         .unwrap_or(0)
 }
 
+/// The CPU model as the OS names it: `model name` (x86) or `Model`/`Hardware` (Arm) of
+/// `/proc/cpuinfo`; empty when it says none.
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .map(|s| cpu_model_in(&s))
+        .unwrap_or_default()
+}
+
+fn cpu_model_in(cpuinfo: &str) -> String {
+    ["model name", "Model", "Hardware"]
+        .iter()
+        .find_map(|key| {
+            cpuinfo.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == *key && !v.trim().is_empty()).then(|| v.trim().to_owned())
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// OS and kernel: `PRETTY_NAME` of os-release and the kernel release, e.g.
+/// `Debian GNU/Linux 12 (bookworm), Linux 6.1.0-18-amd64`; the parts that are known.
+pub fn os() -> String {
+    let pretty = ["/etc/os-release", "/usr/lib/os-release"]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                let v = l.strip_prefix("PRETTY_NAME=")?;
+                Some(v.trim().trim_matches('"').to_owned())
+            })
+        });
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|r| format!("Linux {}", r.trim()));
+    [pretty, kernel]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub fn cpu_count() -> u32 {
     std::thread::available_parallelism()
         .map(|n| n.get() as u32)
@@ -94,6 +137,24 @@ pub fn thread_alive(os_tid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpu_model_is_read_on_x86_and_arm() {
+        assert_eq!(
+            cpu_model_in("processor\t: 0\nmodel name\t: AMD EPYC 9454 48-Core Processor\n"),
+            "AMD EPYC 9454 48-Core Processor"
+        );
+        assert_eq!(
+            cpu_model_in("CPU part\t: 0xd0c\nModel\t: Raspberry Pi 4\n"),
+            "Raspberry Pi 4"
+        );
+        assert_eq!(cpu_model_in("processor\t: 0\n"), "");
+    }
+
+    #[test]
+    fn this_machine_names_its_kernel() {
+        assert!(os().contains("Linux "), "{}", os());
+    }
 
     #[test]
     #[cfg_attr(miri, ignore = "reads /proc through pread")]

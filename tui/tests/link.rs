@@ -111,7 +111,7 @@ fn a_protocol_mismatch_is_a_clear_message_not_a_crash() {
         unreachable!()
     };
     assert!(
-        msg.contains("1.0") && msg.contains("2.0") && msg.contains("incompatible"),
+        msg.contains(&probe_protocol::protocol_version()) && msg.contains("2.0") && msg.contains("incompatible"),
         "{msg}"
     );
     server.join().unwrap();

@@ -32,6 +32,8 @@ pub fn one_of_each() -> Vec<Event> {
             gpu_sample_interval_ns: 100_000_000,
             history_budget_bytes: 64 << 20,
             command_line: vec!["prover".into(), "serve".into()],
+            cpu_model: "AMD EPYC 9454 48-Core Processor".into(),
+            os: "Debian GNU/Linux 12 (bookworm), Linux 6.1.0-18-amd64".into(),
         })),
         Event::NameDef {
             id: 3,

@@ -58,6 +58,9 @@ pub struct SessionReport {
     pub gpu_driver_version: Option<String>,
     pub cpu_count: u32,
     pub total_ram_bytes: u64,
+    /// Empty when the prover did not say (protocol 1.0).
+    pub cpu_model: String,
+    pub os: String,
     pub large_block_threshold: u64,
     pub command_line: Vec<String>,
     pub proofs: Vec<ProofReport>,
@@ -466,6 +469,8 @@ pub fn build(model: &Model, rule: &GapRule, source: &str, mut warnings: Vec<Stri
                 gpu_driver_version: h.gpu_driver_version.clone(),
                 cpu_count: h.cpu_count,
                 total_ram_bytes: h.total_ram_bytes,
+                cpu_model: h.cpu_model.clone(),
+                os: h.os.clone(),
                 large_block_threshold: h.large_block_threshold,
                 command_line: report_command_line(&h.command_line),
                 proofs,

@@ -131,12 +131,20 @@ pub fn render(r: &Report, detail: Detail) -> String {
         } else {
             let _ = writeln!(
                 o,
-                "machine:  {} CPUs, {} RAM; clock {}; large-block threshold {}",
+                "machine:  {} CPUs{}, {} RAM; clock {}; large-block threshold {}",
                 s.cpu_count,
+                if s.cpu_model.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", s.cpu_model)
+                },
                 bytes(s.total_ram_bytes),
                 s.clock,
                 bytes(s.large_block_threshold)
             );
+        }
+        if !s.os.is_empty() {
+            let _ = writeln!(o, "os:       {}", s.os);
         }
         if !s.command_line.is_empty() {
             // A report is pasted: a command line of hostile length is cut (JSON keeps it).
