@@ -88,7 +88,10 @@ fn another_major_version_is_a_clear_error_naming_both() {
         }
     );
     let msg = err.to_string();
-    assert!(msg.contains(&protocol_version()) && msg.contains("2.0"), "{msg}");
+    assert!(
+        msg.contains(&protocol_version()) && msg.contains("2.0"),
+        "{msg}"
+    );
 }
 
 #[test]

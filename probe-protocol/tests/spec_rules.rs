@@ -167,8 +167,10 @@ fn another_major_version_is_an_error_naming_both() {
     b[5] = 0x02;
     let e = err(&b);
     assert!(
-        e.to_string()
-            .contains(&format!("this build speaks {}, the peer sent 2.0", protocol_version())),
+        e.to_string().contains(&format!(
+            "this build speaks {}, the peer sent 2.0",
+            protocol_version()
+        )),
         "{e}"
     );
 }

@@ -59,6 +59,10 @@ pub enum Command {
         /// The recording (.psrec) to replay, or a log that `import` reads (told apart by its
         /// content).
         file: PathBuf,
+        /// Headless: report only the first N proofs of the recording (text and JSON; with
+        /// --slowest, the slowest of those).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        proofs: Option<u64>,
         #[command(flatten)]
         report: ReportArgs,
         #[command(flatten)]

@@ -230,6 +230,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         proofs: None,
         duration: None,
     };
+    let mut first_proofs = None;
     let (mut app, report, live, opts) = match &cli.command {
         Command::List => return Ok(list()),
         Command::Diff(x) => return diff(x),
@@ -270,10 +271,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Replay {
             file,
+            proofs,
             report,
             memory,
         } => {
             let opts = run_opts(report, memory, None)?;
+            first_proofs = *proofs;
             (App::replay(file.clone(), &opts)?, report, &no_live, opts)
         }
         #[cfg(feature = "demo")]
@@ -315,6 +318,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let needs_report = report.format != Format::Chrome || report.fail_on_gap.is_some();
     let rep = needs_report.then(|| {
         let mut r = report::build(&app.model, &opts.rule, &app.source, app.warnings.clone());
+        if let Some(n) = first_proofs {
+            r.keep_first(n as usize);
+        }
         if let Some(n) = report.slowest {
             r.keep_slowest(n as usize);
         }

@@ -143,7 +143,10 @@ fn the_cuzk_log_imports_into_a_recording_with_each_partition_and_the_wrappers_ga
     // The text report, as pasted into an issue, flags the gap with the cause.
     let o = run(&["replay".as_ref(), out.as_os_str(), "--headless".as_ref()]);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("! gap in prove: 10.2 s after the last child"), "{text}");
+    assert!(
+        text.contains("! gap in prove: 10.2 s after the last child"),
+        "{text}"
+    );
 
     // An existing output is kept unless --force.
     let o = run(&[
@@ -184,7 +187,10 @@ fn a_file_in_no_known_format_is_refused_with_what_was_expected() {
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("known format"), "{err}");
-    assert!(err.contains("junk.log:3"), "the malformed line is named: {err}");
+    assert!(
+        err.contains("junk.log:3"),
+        "the malformed line is named: {err}"
+    );
     assert!(!out.exists(), "nothing written");
     let o = run(&["replay".as_ref(), junk.as_os_str(), "--headless".as_ref()]);
     assert_eq!(o.status.code(), Some(1), "{o:?}");

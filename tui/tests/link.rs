@@ -111,7 +111,9 @@ fn a_protocol_mismatch_is_a_clear_message_not_a_crash() {
         unreachable!()
     };
     assert!(
-        msg.contains(&probe_protocol::protocol_version()) && msg.contains("2.0") && msg.contains("incompatible"),
+        msg.contains(&probe_protocol::protocol_version())
+            && msg.contains("2.0")
+            && msg.contains("incompatible"),
         "{msg}"
     );
     server.join().unwrap();

@@ -316,3 +316,50 @@ fn a_long_session_reports_a_summary_that_fits_an_issue() {
     let short = run(&["--summary", "--worst", "3"]);
     assert!(short.contains("worst 3 by unaccounted share:"), "{short}");
 }
+
+#[test]
+fn replay_proofs_n_reports_the_first_n_and_refuses_zero() {
+    let bin = env!("CARGO_BIN_EXE_proofscope");
+    let file = common::recording("cpu-sha256-sync.psrec");
+    let o = std::process::Command::new(bin)
+        .arg("replay")
+        .arg(&file)
+        .args(["--headless", "--format", "json", "--proofs", "2"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<u64> = v["sessions"][0]["proofs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [1, 2]);
+    // With --slowest: the slowest of the first N.
+    let o = std::process::Command::new(bin)
+        .arg("replay")
+        .arg(&file)
+        .args([
+            "--headless",
+            "--format",
+            "json",
+            "--proofs",
+            "3",
+            "--slowest",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let proofs = v["sessions"][0]["proofs"].as_array().unwrap();
+    assert_eq!(proofs.len(), 1);
+    assert!(proofs[0]["id"].as_u64().unwrap() <= 3);
+    let o = std::process::Command::new(bin)
+        .arg("replay")
+        .arg(&file)
+        .args(["--headless", "--proofs", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}

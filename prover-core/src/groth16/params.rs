@@ -88,17 +88,19 @@ fn file_name(size: &CircuitSize) -> String {
     format!("{}-2^{}-v{FORMAT}.params", size.kind.name(), size.log)
 }
 
-/// Progress of a long step, shown on stderr and sent to viewers as markers.
+/// Progress of a long step, shown on stderr and sent to viewers as markers. With an estimate,
+/// a bar and the time left; without one (a step with no model of its cost), the time so far:
+/// a bar that guesses wrong is worse than none.
 #[derive(Debug)]
 pub struct Progress {
     what: String,
-    estimate: Duration,
+    estimate: Option<Duration>,
     started: Instant,
     tty: bool,
 }
 
 impl Progress {
-    pub fn new(what: String, estimate: Duration) -> Progress {
+    pub fn new(what: String, estimate: Option<Duration>) -> Progress {
         use std::io::IsTerminal;
         Progress {
             what,
@@ -111,7 +113,18 @@ impl Progress {
     /// Prints the progress line and tells viewers (marker `status`).
     pub fn tick(&self) {
         let el = self.started.elapsed().as_secs_f64();
-        let est = self.estimate.as_secs_f64().max(0.1);
+        let Some(est) = self.estimate.map(|e| e.as_secs_f64().max(0.1)) else {
+            self.show(format!("{}: {el:.1} s so far", self.what));
+            return;
+        };
+        if el > est {
+            // Past the estimate: say so rather than sit at 99 %.
+            self.show(format!(
+                "{}: {el:.1} s, longer than the {est:.0} s estimated",
+                self.what
+            ));
+            return;
+        }
         let frac = (el / est).min(0.99);
         let width = 30;
         let filled = (frac * width as f64) as usize;
@@ -127,11 +140,14 @@ impl Progress {
             })
             .collect();
         let eta = (est - el).max(0.0);
-        let line = format!(
+        self.show(format!(
             "{} [{bar}] {:>3.0}%  {el:.1} s, about {eta:.0} s left (estimated)",
             self.what,
             frac * 100.0
-        );
+        ));
+    }
+
+    fn show(&self, line: String) {
         if self.tty {
             crate::err!("\r{line}\x1b[K");
         }
@@ -140,10 +156,13 @@ impl Progress {
 
     pub fn finish(&self, outcome: &str) {
         let line = format!(
-            "{}: {outcome} in {:.1} s (estimated {:.1} s)",
+            "{}: {outcome} in {:.1} s{}",
             self.what,
             self.started.elapsed().as_secs_f64(),
-            self.estimate.as_secs_f64()
+            self.estimate.map_or(String::new(), |e| format!(
+                " (estimated {:.1} s)",
+                e.as_secs_f64()
+            ))
         );
         if self.tty {
             crate::errln!("\r{line}\x1b[K");
@@ -217,7 +236,10 @@ pub fn load_or_generate(size: CircuitSize, cache_dir: &Path) -> Result<ParamSet,
         size.kind.name(),
         size.log
     );
-    let progress = std::sync::Arc::new(Progress::new(what, estimate_generation(&shape, size.log)));
+    let progress = std::sync::Arc::new(Progress::new(
+        what,
+        Some(estimate_generation(&shape, size.log)),
+    ));
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let ticker = {
         let (p, d) = (progress.clone(), done.clone());
@@ -358,7 +380,8 @@ pub fn synthetic(size: CircuitSize) -> Result<ParamSet, ParamsError> {
             size.kind.name(),
             size.log
         ),
-        Duration::from_secs(1),
+        // Random points cost what the machine's RNG and normalisation cost: no model.
+        None,
     );
     let seed = rand::random::<u64>();
     let n = 1usize << size.log;

@@ -223,7 +223,11 @@ impl Calls {
                 Some(t) => c.workers.get(&t).map(|w| &w.ms),
                 None => Some(&c.ms),
             };
-            have.is_some_and(|m| pairs.iter().any(|(k, _)| k != "gpu_tid" && m.contains_key(k)))
+            have.is_some_and(|m| {
+                pairs
+                    .iter()
+                    .any(|(k, _)| k != "gpu_tid" && m.contains_key(k))
+            })
         });
         if repeats && let Some(c) = self.open.take() {
             self.warnings.push(format!(

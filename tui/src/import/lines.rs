@@ -227,14 +227,19 @@ mod tests {
             }))
         );
         assert_eq!(
-            parse("2026-11-30T12:00:01.123Z INFO bellperson::groth16::prover: prover time: 36.012s"),
+            parse(
+                "2026-11-30T12:00:01.123Z INFO bellperson::groth16::prover: prover time: 36.012s"
+            ),
             Some(Ok(LogLine::ProverTime(Duration::from_millis(36_012))))
         );
         assert_eq!(
             parse("synthesis time: 812.5ms"),
             Some(Ok(LogLine::SynthesisTime(Duration::from_micros(812_500))))
         );
-        assert_eq!(parse("prover time: 1m2.5s").unwrap().unwrap(), LogLine::ProverTime(Duration::from_millis(62_500)));
+        assert_eq!(
+            parse("prover time: 1m2.5s").unwrap().unwrap(),
+            LogLine::ProverTime(Duration::from_millis(62_500))
+        );
         assert_eq!(parse("unrelated: key=1"), None);
     }
 

@@ -39,7 +39,9 @@ pub struct Imported {
     pub warnings: Vec<String>,
 }
 
-/// Whether `path` is a recording (by its magic), as opposed to a log to import.
+/// Whether `path` is to be read as a recording rather than imported as a log: its first bytes
+/// are the recording magic or a beginning of it (an empty or cut file is a broken recording,
+/// and the recording reader says how), or it starts with a byte no text log starts with.
 pub fn is_recording(path: &Path) -> Result<bool> {
     let mut f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut head = [0u8; 8];
@@ -52,7 +54,7 @@ pub fn is_recording(path: &Path) -> Result<bool> {
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         }
     }
-    Ok(got == head.len() && head == RECORDING_MAGIC)
+    Ok(head[..got] == RECORDING_MAGIC[..got] || head[0] == RECORDING_MAGIC[0])
 }
 
 /// Reads the logs, in order, as one log.
@@ -67,7 +69,10 @@ pub fn import(paths: &[PathBuf]) -> Result<Imported> {
         let mut n = 0;
         loop {
             buf.clear();
-            if r.read_until(b'\n', &mut buf).with_context(|| format!("reading {name}"))? == 0 {
+            if r.read_until(b'\n', &mut buf)
+                .with_context(|| format!("reading {name}"))?
+                == 0
+            {
                 break;
             }
             n += 1;
@@ -103,7 +108,11 @@ pub fn import(paths: &[PathBuf]) -> Result<Imported> {
             if out.malformed.is_empty() {
                 String::new()
             } else {
-                format!("; {} malformed: {}", out.malformed.len(), out.malformed.join("; "))
+                format!(
+                    "; {} malformed: {}",
+                    out.malformed.len(),
+                    out.malformed.join("; ")
+                )
             }
         );
     }
@@ -240,7 +249,12 @@ fn events(
                     thread,
                 }),
             ));
-            timed.push((s.end, 0, -depth(j), Event::SpanEnd(SpanEnd { ts: s.end, span })));
+            timed.push((
+                s.end,
+                0,
+                -depth(j),
+                Event::SpanEnd(SpanEnd { ts: s.end, span }),
+            ));
             end_ts = end_ts.max(s.end);
         }
         for (at, kind, text) in &p.causes {

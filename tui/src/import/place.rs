@@ -65,7 +65,14 @@ struct Tree {
 }
 
 impl Tree {
-    fn add(&mut self, name: &str, lane: Lane, start: u64, len: u64, parent: Option<usize>) -> usize {
+    fn add(
+        &mut self,
+        name: &str,
+        lane: Lane,
+        start: u64,
+        len: u64,
+        parent: Option<usize>,
+    ) -> usize {
         self.spans.push(PlannedSpan {
             name: name.into(),
             lane,
@@ -131,15 +138,25 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, first_wall_ns: Option<u64>) 
     ];
     let steps_end = t.chain(&before, Lane::Caller, at, outer);
     at = match get("pre_lock_cpu_ms") {
-        Some(pre) if steps_end == at => t.chain(&[("pre_lock_cpu", Some(pre))], Lane::Caller, at, outer),
+        Some(pre) if steps_end == at => {
+            t.chain(&[("pre_lock_cpu", Some(pre))], Lane::Caller, at, outer)
+        }
         Some(pre) => steps_end.max(pre * MS),
         None => steps_end,
     };
-    at = t.chain(&[("mutex_wait", get("mutex_wait_ms"))], Lane::Caller, at, outer);
+    at = t.chain(
+        &[("mutex_wait", get("mutex_wait_ms"))],
+        Lane::Caller,
+        at,
+        outer,
+    );
 
     // The locked section: prep_msm then b_g2_msm on one thread, the GPU workers beside it.
     let mut section_end = t.chain(
-        &[("prep_msm", get("prep_msm_ms")), ("b_g2_msm", get("b_g2_msm_ms"))],
+        &[
+            ("prep_msm", get("prep_msm_ms")),
+            ("b_g2_msm", get("b_g2_msm_ms")),
+        ],
         Lane::Prep,
         at,
         outer,
@@ -170,7 +187,9 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, first_wall_ns: Option<u64>) 
             g,
             outer,
         );
-        section_end = section_end.max(g).max(at + wget("gpu_total_ms").unwrap_or(0) * MS);
+        section_end = section_end
+            .max(g)
+            .max(at + wget("gpu_total_ms").unwrap_or(0) * MS);
     }
     let mut causes = Vec::new();
     at = match get("mutex_held_ms") {
@@ -209,7 +228,13 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, first_wall_ns: Option<u64>) 
         .unwrap_or(timers_end);
     if !c.has_cuzk() {
         // Nothing inside is known: one child says so rather than a gap that is no finding.
-        t.add("gpu_call (no inner timers)", Lane::Caller, 0, wrapper, Some(outer));
+        t.add(
+            "gpu_call (no inner timers)",
+            Lane::Caller,
+            0,
+            wrapper,
+            Some(outer),
+        );
     }
     let lost = wrapper.saturating_sub(timers_end);
     if c.has_cuzk() && lost > 0 && c.async_dealloc_ms.is_none() {
@@ -259,7 +284,9 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, first_wall_ns: Option<u64>) 
 
     // Where it starts on the session clock.
     let lead = c.synthesis.map_or(0, |d| d.as_nanos() as u64);
-    let from_run = run.and_then(|r| r.start).map(|s| (s * MS).saturating_sub(lead));
+    let from_run = run
+        .and_then(|r| r.start)
+        .map(|s| (s * MS).saturating_sub(lead));
     let from_wall = c.wall_end.zip(first_wall_ns).and_then(|(w, first)| {
         let w = w.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as u64;
         // The wall clock of the last line is the wrapper's end.
@@ -291,7 +318,10 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, first_wall_ns: Option<u64>) 
         if let Some(sy) = calls.synthesis.get(&r.job)
             && let (Some(a), Some(b)) = (sy.start, sy.end)
         {
-            label += &format!(", job synthesis {}", crate::format::dur(b.saturating_sub(a) * MS));
+            label += &format!(
+                ", job synthesis {}",
+                crate::format::dur(b.saturating_sub(a) * MS)
+            );
             if !sy.kind.is_empty() {
                 label += &format!(" ({})", sy.kind);
             }

@@ -382,6 +382,16 @@ fn gpu_report(s: &Session) -> Vec<GpuReport> {
 
 impl Report {
     /// Keeps, in each session, only the `n` proofs that took longest (in id order): `--slowest`.
+    /// Keeps the first `n` proofs of the whole report (in session order), for `replay --proofs`.
+    pub fn keep_first(&mut self, n: usize) {
+        let mut left = n;
+        for s in &mut self.sessions {
+            let k = left.min(s.proofs.len());
+            s.proofs.truncate(k);
+            left -= k;
+        }
+    }
+
     pub fn keep_slowest(&mut self, n: usize) {
         for s in &mut self.sessions {
             let mut d: Vec<u64> = s.proofs.iter().map(|p| p.duration_ns).collect();
@@ -399,12 +409,12 @@ impl Report {
     }
 }
 
-/// Builds the report of everything the model retains.
 /// A marker of this name outside every proof carries a warning for the report's reader in its
 /// text (docs/PROTOCOL.md): `import` writes the malformed lines of a log this way, so a
 /// recording made from a log still names them.
 pub const WARNING_MARKER: &str = "warning";
 
+/// Builds the report of everything the model retains.
 pub fn build(model: &Model, rule: &GapRule, source: &str, mut warnings: Vec<String>) -> Report {
     for (i, s) in model.sessions.iter().enumerate() {
         let stated = s.loose.markers.iter();

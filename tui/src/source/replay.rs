@@ -370,7 +370,10 @@ mod tests {
         drop(w);
         let err = Replay::open(&path, 1 << 20).unwrap_err().to_string();
         assert!(
-            err.contains("this build speaks 1.0, the peer sent 2.0"),
+            err.contains(&format!(
+                "this build speaks {}, the peer sent 2.0",
+                probe_protocol::protocol_version()
+            )),
             "{err}"
         );
     }

@@ -41,12 +41,17 @@ pub fn render(area: Rect, buf: &mut Buffer) {
         })
         .collect();
     lines.push(Line::from(Span::styled("replay", dim())));
-    lines.extend(KEYS.iter().filter(shown).filter(|k| k.when == When::Replay).map(|k| {
-        Line::from(vec![
-            Span::styled(format!("{:<10}", k.keys), bold()),
-            Span::raw(k.what),
-        ])
-    }));
+    lines.extend(
+        KEYS.iter()
+            .filter(shown)
+            .filter(|k| k.when == When::Replay)
+            .map(|k| {
+                Line::from(vec![
+                    Span::styled(format!("{:<10}", k.keys), bold()),
+                    Span::raw(k.what),
+                ])
+            }),
+    );
     lines.push(Line::from(Span::styled("legend", dim())));
     for l in LEGEND.iter().copied() {
         lines.push(Line::from(Span::raw(l)));

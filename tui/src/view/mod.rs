@@ -208,7 +208,10 @@ fn render_footer(state: &ViewState, area: Rect, buf: &mut Buffer) {
             Span::styled("  ? help", dim()),
         ])
     } else {
-        Line::from(Span::styled(crate::input::footer(crate::input::When::Live), dim()))
+        Line::from(Span::styled(
+            crate::input::footer(crate::input::When::Live),
+            dim(),
+        ))
     };
     Paragraph::new(line).render(area, buf);
 }

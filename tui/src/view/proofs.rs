@@ -19,13 +19,10 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let shown = state.shown(model);
     let rows = inner.height as usize;
     if keys.is_empty() {
-        let status = model
-            .current()
-            .and_then(|s| s.status.clone())
-            .unwrap_or_else(|| "no proof yet".into());
-        Paragraph::new(status)
+        // The prover's status line (a progress bar) is shown whole in the main panel: wrapped
+        // into this narrow list it was unreadable.
+        Paragraph::new("no proof yet")
             .style(dim())
-            .wrap(ratatui::widgets::Wrap { trim: true })
             .render(inner, buf);
         return;
     }
