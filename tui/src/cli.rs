@@ -128,6 +128,9 @@ pub struct GapArgs {
     /// … and at least this many milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 50.0, value_parser = parse_millis)]
     pub gap_min_ms: f64,
+    /// A GPU idle for more than PCT % of a proof is flagged (GPU provers).
+    #[arg(long, value_name = "PCT", default_value_t = 50.0, value_parser = parse_percent)]
+    pub gpu_idle_pct: f64,
 }
 
 impl GapArgs {
@@ -135,6 +138,7 @@ impl GapArgs {
         GapRule {
             min_fraction: self.gap_fraction,
             min_ns: (self.gap_min_ms * 1e6) as u64,
+            gpu_idle_fraction: self.gpu_idle_pct / 100.0,
         }
     }
 }

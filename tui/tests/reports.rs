@@ -241,6 +241,20 @@ fn h200_ghost_recordings_tell_the_story_at_scale() {
         );
         let h = p.phases.iter().find(|ph| ph.name == "ntt_msm_h").unwrap();
         assert!(h.memory.unwrap().gpu_used_max.unwrap() > GB, "{h:?}");
+        // Both GPUs idle through synthesis: 16-20 % busy from their GPU spans, and said so.
+        assert_eq!(p.gpu_use.len(), 2, "{name}");
+        for u in &p.gpu_use {
+            assert_eq!(u.source, proofscope::analysis::BusySource::GpuSpans);
+            assert!((0.1..0.25).contains(&u.busy_share), "{u:?}");
+            assert_eq!(u.idle_during[0].0, "synthesis", "{u:?}");
+            let f = u.finding.as_deref().expect("flagged at the default 50 %");
+            assert!(
+                f.contains(&format!("GPU {} idle", u.device))
+                    && f.contains("while synthesis ran on main")
+                    && f.contains("overlap synthesis of the next batch"),
+                "{f}"
+            );
+        }
         let rel = &p.releases;
         if sync {
             let tail = tail.expect("the ghost's tail is listed");

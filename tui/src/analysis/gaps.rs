@@ -64,11 +64,13 @@ pub struct Gap {
     pub flagged: bool,
 }
 
-/// When a gap is worth flagging.
+/// When a gap (or an idle GPU) is worth flagging.
 #[derive(Debug, Clone, Copy)]
 pub struct GapRule {
     pub min_fraction: f64,
     pub min_ns: u64,
+    /// A GPU idle for more than this fraction of a proof is a finding.
+    pub gpu_idle_fraction: f64,
 }
 
 impl Default for GapRule {
@@ -76,6 +78,7 @@ impl Default for GapRule {
         GapRule {
             min_fraction: 0.05,
             min_ns: 50_000_000,
+            gpu_idle_fraction: 0.5,
         }
     }
 }
@@ -252,6 +255,7 @@ mod tests {
         let strict = GapRule {
             min_fraction: 0.01,
             min_ns: MS,
+            ..GapRule::default()
         };
         assert!(unaccounted(iv(0, 200), &[iv(40, 200)], &strict)[0].flagged);
     }

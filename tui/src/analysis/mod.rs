@@ -2,11 +2,13 @@
 
 pub mod diagnosis;
 pub mod gaps;
+pub mod gpu_use;
 pub mod listing;
 pub mod stats;
 
 pub use diagnosis::{Diagnosis, DiagnosisKind, ReleaseEvidence, diagnose};
 pub use gaps::{Gap, GapRule, Interval, Place, SpanGaps, proof_gaps, unaccounted};
+pub use gpu_use::{BusySource, GpuUse, gpu_use};
 pub use listing::{ListedGap, Summed, gap_listing};
 pub use stats::{PhaseStats, phase_stats};
 

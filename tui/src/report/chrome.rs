@@ -141,7 +141,7 @@ fn session<W: Write>(
         }))?;
     }
     gaps(ev, pid, s, rule)?;
-    gpu(ev, si, s)?;
+    gpu(ev, si, s, rule)?;
     for a in s.alloc.all() {
         ev.push(
             &json!({"ph": "C", "name": "memory", "pid": pid, "ts": us(a.ts),
@@ -183,7 +183,7 @@ fn gaps<W: Write>(ev: &mut Events<'_, W>, pid: u64, s: &Session, rule: &GapRule)
 }
 
 /// GPU spans on lanes per device and stream, and the NVML counters.
-fn gpu<W: Write>(ev: &mut Events<'_, W>, si: usize, s: &Session) -> io::Result<()> {
+fn gpu<W: Write>(ev: &mut Events<'_, W>, si: usize, s: &Session, rule: &GapRule) -> io::Result<()> {
     let mut spans: Vec<(u64, &probe_protocol::GpuSpan)> = s
         .proofs
         .values()
@@ -219,6 +219,21 @@ fn gpu<W: Write>(ev: &mut Events<'_, W>, si: usize, s: &Session) -> io::Result<(
                 "ph": "X", "name": s.name(g.name), "cat": "gpu",
                 "pid": gpu_pid(si, dev), "tid": base + l, "ts": us(g.start), "dur": us(g.end - g.start),
                 "args": {"proof": proof, "launched_by": g.span, "stream": stream}
+            }))?;
+        }
+    }
+    // Each proof's GPU use: an instant at the proof's start, the finding in its args.
+    for p in s.proofs.values() {
+        let Some(start) = p.outer().map(|o| o.start) else {
+            continue;
+        };
+        for u in crate::analysis::gpu_use(s, p, rule.gpu_idle_fraction) {
+            ev.push(&json!({
+                "ph": "i", "s": "p", "cat": "gpu_use",
+                "name": format!("GPU {} busy {:.0}% of proof {}", u.device, u.busy_share * 100.0, p.id),
+                "pid": gpu_pid(si, u.device), "tid": 0, "ts": us(start),
+                "args": {"proof": p.id, "busy_share": u.busy_share, "busy_ns": u.busy_ns,
+                         "source": u.source, "idle_during": u.idle_during, "finding": u.finding}
             }))?;
         }
     }

@@ -215,6 +215,9 @@ pub struct ProofReport {
     pub releases: ProofReleases,
     /// Device work reported as GPU spans, per device, name and launching phase.
     pub gpu_work: Vec<GpuWork>,
+    /// Each GPU's busy share of the proof, what ran while it idled, and the finding when it
+    /// idled more than the rule allows.
+    pub gpu_use: Vec<crate::analysis::GpuUse>,
 }
 
 /// GPU spans of one name on one device, launched from one phase, within a proof.
@@ -344,6 +347,7 @@ pub fn proof_report(
         small_gaps: small,
         releases: rel,
         gpu_work: gpu_work(s, p, a),
+        gpu_use: crate::analysis::gpu_use(s, p, rule.gpu_idle_fraction),
     })
 }
 

@@ -356,6 +356,12 @@ fn proofs_full(o: &mut String, s: &super::SessionReport) {
                 ))
             );
         }
+        for u in &p.gpu_use {
+            let _ = writeln!(o, "  {}", gpu_use_line(u));
+            if let Some(f) = &u.finding {
+                let _ = writeln!(o, "  ! {f}");
+            }
+        }
         let rel = &p.releases;
         let _ = writeln!(
             o,
@@ -374,6 +380,30 @@ fn proofs_full(o: &mut String, s: &super::SessionReport) {
             group(&rel.after_outer)
         );
     }
+}
+
+/// "gpu0 busy 36% of the proof (7.0 s of 19.3 s, GPU spans); idle during synthesis 10.2 s, …"
+fn gpu_use_line(u: &crate::analysis::GpuUse) -> String {
+    let mut s = format!(
+        "gpu{} busy {:.0}% of the proof ({} of {}, {})",
+        u.device,
+        u.busy_share * 100.0,
+        dur(u.busy_ns),
+        dur(u.proof_ns),
+        match u.source {
+            crate::analysis::BusySource::GpuSpans => "GPU spans",
+            crate::analysis::BusySource::Nvml => "NVML utilisation",
+        }
+    );
+    if !u.idle_during.is_empty() {
+        let during: Vec<String> = u
+            .idle_during
+            .iter()
+            .map(|(p, _, ns)| format!("{p} {}", dur(*ns)))
+            .collect();
+        s += &format!("; idle during {}", during.join(", "));
+    }
+    s
 }
 
 /// The proofs in brief: duration and unaccounted statistics, the `worst` proofs by unaccounted
@@ -438,6 +468,33 @@ fn proofs_summary(o: &mut String, s: &super::SessionReport, worst: usize) {
         .iter()
         .flat_map(|p| p.gaps.iter().filter(|g| g.flagged).map(move |g| (p.id, g)))
         .collect();
+    let busy: Vec<f64> = done
+        .iter()
+        .flat_map(|p| p.gpu_use.iter().map(|u| u.busy_share))
+        .collect();
+    if !busy.is_empty() {
+        let mut b = busy.clone();
+        b.sort_by(f64::total_cmp);
+        let idle: Vec<(u64, &crate::analysis::GpuUse)> = done
+            .iter()
+            .flat_map(|p| p.gpu_use.iter().map(move |u| (p.id, u)))
+            .filter(|(_, u)| u.finding.is_some())
+            .collect();
+        let _ = writeln!(
+            o,
+            "GPU busy share per proof and GPU: p50 {:.0}%, min {:.0}%, max {:.0}%; {} idle finding{}",
+            b[(b.len() - 1) / 2] * 100.0,
+            b[0] * 100.0,
+            b[b.len() - 1] * 100.0,
+            idle.len(),
+            if idle.len() == 1 { "" } else { "s" }
+        );
+        let mut worst_idle = idle;
+        worst_idle.sort_by(|a, b| a.1.busy_share.total_cmp(&b.1.busy_share));
+        for (id, u) in worst_idle.iter().take(worst) {
+            let _ = writeln!(o, "  proof #{id}: {}", u.finding.as_deref().unwrap_or(""));
+        }
+    }
     let _ = writeln!(o, "\n-- flagged gaps: {} --", flagged.len());
     for (id, g) in flagged {
         let _ = writeln!(

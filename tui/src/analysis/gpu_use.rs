@@ -1,0 +1,283 @@
+//! How much of a proof each GPU was busy, and what ran while it idled. An idle GPU is a
+//! finding like a gap: on a GPU prover, the wall time the device waits for the CPU (synthesis,
+//! the epilogue, a synchronous release) is throughput nobody gets back unless batches overlap.
+//! Busy time is the union of the proof's GPU spans on that device (exact); without GPU spans,
+//! NVML's utilisation samples over the proof stand in (each sample is the share of its period a
+//! kernel ran).
+
+use super::gaps::Interval;
+use crate::format::dur;
+use crate::model::{Proof, Session};
+
+/// Where a busy share came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BusySource {
+    GpuSpans,
+    Nvml,
+}
+
+/// One GPU over one proof.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct GpuUse {
+    pub device: u32,
+    pub source: BusySource,
+    pub busy_ns: u64,
+    pub proof_ns: u64,
+    /// busy / proof, 0..=1.
+    pub busy_share: f64,
+    /// Phases (children of the outer span) that ran while the GPU idled: (phase, thread, ns),
+    /// most first.
+    pub idle_during: Vec<(String, String, u64)>,
+    /// The finding's sentence when the GPU idled more than the rule allows.
+    pub finding: Option<String>,
+}
+
+/// Merges intervals (any order) into sorted disjoint ones.
+fn union(mut v: Vec<Interval>) -> Vec<Interval> {
+    v.sort();
+    let mut out: Vec<Interval> = Vec::with_capacity(v.len());
+    for i in v.into_iter().filter(|i| !i.is_empty()) {
+        match out.last_mut() {
+            Some(last) if i.start <= last.end => last.end = last.end.max(i.end),
+            _ => out.push(i),
+        }
+    }
+    out
+}
+
+/// The parts of `range` the sorted disjoint `busy` intervals leave.
+fn complement(range: Interval, busy: &[Interval]) -> Vec<Interval> {
+    let mut out = Vec::new();
+    let mut at = range.start;
+    for b in busy {
+        if b.start > at {
+            out.push(Interval::new(at, b.start.min(range.end)));
+        }
+        at = at.max(b.end);
+    }
+    if at < range.end {
+        out.push(Interval::new(at, range.end));
+    }
+    out.retain(|i| !i.is_empty());
+    out
+}
+
+/// Devices the proof used or could have: the session's GPUs, and any its GPU spans name.
+fn devices(session: &Session, proof: &Proof) -> Vec<u32> {
+    let mut d: Vec<u32> = session
+        .hello
+        .as_ref()
+        .map(|h| h.gpus.iter().map(|g| g.index).collect())
+        .unwrap_or_default();
+    d.extend(proof.gpu_spans.iter().map(|g| g.device));
+    d.sort_unstable();
+    d.dedup();
+    d
+}
+
+/// Each GPU's use over `proof`, with a finding where it idled more than `max_idle` (0..=1) of
+/// the proof. Empty for a proof that ran on the CPU or whose GPUs left no evidence.
+pub fn gpu_use(session: &Session, proof: &Proof, max_idle: f64) -> Vec<GpuUse> {
+    let gpu_proof =
+        proof.begin.as_ref().is_some_and(|b| b.backend == "gpu") || !proof.gpu_spans.is_empty();
+    let (Some(outer), true) = (proof.outer(), gpu_proof) else {
+        return Vec::new();
+    };
+    let range = Interval::new(outer.start, outer.end_or(session.now));
+    if range.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for device in devices(session, proof) {
+        let spans: Vec<Interval> = proof
+            .gpu_spans
+            .iter()
+            .filter(|g| g.device == device)
+            .map(|g| Interval::new(g.start.max(range.start), g.end.min(range.end)))
+            .collect();
+        let (source, busy_ns, idle) = if !spans.is_empty() {
+            let busy = union(spans);
+            let busy_ns = busy.iter().map(Interval::len).sum();
+            (BusySource::GpuSpans, busy_ns, complement(range, &busy))
+        } else {
+            // NVML: each sample speaks for the period since the previous one.
+            let Some(series) = session.gpu.get(&device) else {
+                continue;
+            };
+            let period = session
+                .hello
+                .as_ref()
+                .map_or(100_000_000, |h| h.gpu_sample_interval_ns.max(1));
+            let samples: Vec<_> = series
+                .range(range.start, range.end)
+                .iter()
+                .filter_map(|s| s.util_pct.map(|u| (s.ts, u)))
+                .collect();
+            if samples.is_empty() {
+                continue;
+            }
+            let mean = samples.iter().map(|s| f64::from(s.1)).sum::<f64>() / samples.len() as f64;
+            let busy_ns = (range.len() as f64 * mean / 100.0) as u64;
+            let idle = samples
+                .iter()
+                .filter(|s| s.1 < 10)
+                .map(|s| Interval::new(s.0.saturating_sub(period).max(range.start), s.0))
+                .collect();
+            (BusySource::Nvml, busy_ns, union(idle))
+        };
+        let mut during: Vec<(String, String, u64)> = proof
+            .children(outer.id)
+            .filter_map(|c| {
+                let ci = Interval::new(c.start, c.end_or(session.now));
+                let ov: u64 = idle.iter().map(|i| i.overlap(&ci)).sum();
+                (ov > 0).then(|| {
+                    (
+                        session.name(c.name).to_owned(),
+                        session.thread_name(c.thread).into_owned(),
+                        ov,
+                    )
+                })
+            })
+            .collect();
+        // A phase run by several threads (ntt_msm_h per GPU worker) counts once, its longest.
+        during.sort_by(|x, y| x.0.cmp(&y.0).then(y.2.cmp(&x.2)));
+        during.dedup_by(|later, first| later.0 == first.0);
+        during.sort_by_key(|d| std::cmp::Reverse(d.2));
+        during.truncate(3);
+        let busy_share = busy_ns as f64 / range.len() as f64;
+        let mut u = GpuUse {
+            device,
+            source,
+            busy_ns,
+            proof_ns: range.len(),
+            busy_share,
+            idle_during: during,
+            finding: None,
+        };
+        if 1.0 - busy_share > max_idle {
+            u.finding = Some(sentence(&u));
+        }
+        out.push(u);
+    }
+    out
+}
+
+fn sentence(u: &GpuUse) -> String {
+    let idle = (1.0 - u.busy_share) * 100.0;
+    let mut s = format!("GPU {} idle {idle:.0}% of the proof", u.device);
+    match u.idle_during.first() {
+        Some((phase, thread, ns)) => {
+            s += &format!(" while {phase} ran on {thread} ({} of it)", dur(*ns));
+            let others: Vec<String> = u.idle_during[1..]
+                .iter()
+                .map(|(p, _, ns)| format!("{p} {}", dur(*ns)))
+                .collect();
+            if !others.is_empty() {
+                s += &format!(", then {}", others.join(", "));
+            }
+            if phase == "synthesis" {
+                s += ": overlap synthesis of the next batch with this one's GPU phases";
+            } else {
+                s += &format!(
+                    ": keep the GPU fed while {phase} runs (overlap it with another batch's GPU work)"
+                );
+            }
+        }
+        None => s += " with no phase running: the prover waited between its GPU calls",
+    }
+    if u.source == BusySource::Nvml {
+        s += " (from NVML utilisation: no GPU spans)";
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Span;
+    use probe_protocol::{GpuSpan, ProofBegin};
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn busy_is_the_union_of_gpu_spans_and_the_idle_phases_are_named() {
+        let mut s = Session {
+            names: [(1, "prove"), (2, "synthesis"), (3, "ntt_msm_h"), (4, "k")]
+                .into_iter()
+                .map(|(id, n)| (id, n.to_string()))
+                .collect(),
+            ..Session::default()
+        };
+        s.threads.insert(1, ("main".into(), 10));
+        s.threads.insert(2, ("gpu-0".into(), 11));
+        s.now = 1000 * MS;
+        let mut p = Proof {
+            begin: Some(ProofBegin {
+                span: 1,
+                backend: "gpu".into(),
+                ..ProofBegin::default()
+            }),
+            ..Proof::default()
+        };
+        for (i, sp) in [
+            Span {
+                id: 1,
+                parent: None,
+                name: 1,
+                thread: 1,
+                start: 0,
+                end: Some(1000 * MS),
+            },
+            Span {
+                id: 2,
+                parent: Some(1),
+                name: 2,
+                thread: 1,
+                start: 0,
+                end: Some(640 * MS),
+            },
+            Span {
+                id: 3,
+                parent: Some(1),
+                name: 3,
+                thread: 2,
+                start: 640 * MS,
+                end: Some(1000 * MS),
+            },
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            p.index.insert(sp.id, i);
+            p.spans.push(sp);
+        }
+        // Two overlapping kernels and one apart: 300 ms busy in all.
+        for (a, b) in [(650, 800), (700, 850), (900, 1000)] {
+            p.gpu_spans.push(GpuSpan {
+                start: a * MS,
+                end: b * MS,
+                device: 0,
+                stream: 0,
+                name: 4,
+                span: Some(3),
+            });
+        }
+        let u = gpu_use(&s, &p, 0.5);
+        assert_eq!(u.len(), 1);
+        assert_eq!(u[0].busy_ns, 300 * MS);
+        assert_eq!(u[0].source, BusySource::GpuSpans);
+        assert_eq!(
+            u[0].idle_during[0],
+            ("synthesis".into(), "main".into(), 640 * MS)
+        );
+        let f = u[0].finding.as_deref().unwrap();
+        assert!(
+            f.starts_with("GPU 0 idle 70% of the proof while synthesis ran on main"),
+            "{f}"
+        );
+        assert!(f.contains("overlap synthesis of the next batch"), "{f}");
+        // Under the threshold: measured, not flagged.
+        assert!(gpu_use(&s, &p, 0.8)[0].finding.is_none());
+    }
+}
