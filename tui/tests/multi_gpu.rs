@@ -155,9 +155,15 @@ fn two_gpus_appear_in_the_timeline_the_gpu_panel_and_the_report() {
     assert_eq!(row("└gpu1.s0"), row("ntt_msm_h:1") + 1, "{timeline}");
 
     let gpu = render(&app, Tab::Gpu);
-    // Each device's average over the shown proof.
-    assert!(gpu.contains("gpu0: util avg 80%"), "{gpu}");
-    assert!(gpu.contains("gpu1: util avg 81%"), "{gpu}");
+    // Each device's busy share of the shown proof, and its average utilisation over it.
+    let line = |dev: &str| {
+        gpu.lines()
+            .find(|l| l.contains(dev))
+            .unwrap_or("")
+            .to_owned()
+    };
+    assert!(line("gpu0: busy").contains("util avg 80%"), "{gpu}");
+    assert!(line("gpu1: busy").contains("util avg 81%"), "{gpu}");
 
     let r = proofscope::report::build(&app.model, &app.view.rule, &app.source, vec![]);
     let threads: Vec<&str> = r.sessions[0].proofs[0]
@@ -181,7 +187,7 @@ fn a_real_two_gpu_recording_shows_both_devices() {
     }
     let gpu = render(&app, Tab::Gpu);
     assert!(
-        gpu.contains("gpu0: util") && gpu.contains("gpu1: util"),
+        gpu.contains("gpu0: busy 10% (!)") && gpu.contains("gpu1: busy 10% (!)"),
         "{gpu}"
     );
 

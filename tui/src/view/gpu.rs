@@ -30,6 +30,12 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let range = proof_range.map(|(a, b)| state.window(a, b));
     // Offsets from the proof's start, as on the timeline.
     let origin = proof_range.map(|(a, _)| a);
+    // Each GPU's busy share of the shown proof (GPU spans, else NVML): the idle-GPU finding.
+    let uses = state
+        .shown(model)
+        .and_then(|k| model.proof(k))
+        .map(|p| crate::analysis::gpu_use(s, p, state.rule.gpu_idle_fraction))
+        .unwrap_or_default();
     let devices: Vec<_> = s.gpu.iter().collect();
     let parts = Layout::vertical(
         devices
@@ -74,8 +80,18 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
                     w.iter().copied().fold(0.0, f64::max)
                 )
             };
+            let busy = uses
+                .iter()
+                .find(|u| u.device == *dev)
+                .map_or(String::new(), |u| {
+                    format!(
+                        "busy {:.0}%{}  ",
+                        u.busy_share * 100.0,
+                        if u.finding.is_some() { " (!)" } else { "" }
+                    )
+                });
             format!(
-                "gpu{dev}: {util}  mem peak {} / {}  {power}  ({} samples)",
+                "gpu{dev}: {busy}{util}  mem peak {} / {}  {power}  ({} samples)",
                 pts.iter()
                     .filter_map(|g| g.mem_used_bytes)
                     .max()

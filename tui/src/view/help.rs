@@ -9,11 +9,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
 /// What the glyphs of the views mean.
-const LEGEND: [&str; 4] = [
+const LEGEND: [&str; 5] = [
     "proofs: ✓ valid  ✗ INVALID  ~ synthetic SRS  · not checked  … running",
     "        ! a flagged gap",
     "timeline: █ phase  ▬ its threads / GPU streams  ▔ prove (the wrapper timer)",
     "          ░ unaccounted: red when flagged, yellow under the threshold",
+    "GPU: busy N% of the proof (GPU spans, else NVML); (!) idle past --gpu-idle-pct",
 ];
 
 pub fn render(area: Rect, buf: &mut Buffer) {
