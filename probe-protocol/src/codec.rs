@@ -108,6 +108,7 @@ fn min_fields(tag: u8) -> usize {
         tag::HEARTBEAT | tag::LIVE_START => 2,
         tag::HISTORY_GAP => 5,
         tag::GOODBYE => 3,
+        tag::THREAD_SCHED => 6,
         tag::SUBSCRIBE => 3,
         _ => 1,
     }
@@ -229,6 +230,14 @@ pub(crate) fn encode_event(
         Event::Goodbye { ts, reason } => {
             cur.put_ts(out, *ts)?;
             write_str(out, reason);
+        }
+        // Added in 1.2: absolute, so an older reader that skips it keeps its cursors right.
+        Event::ThreadSched(s) => {
+            write_uint(out, s.ts);
+            write_uint(out, s.thread as u64);
+            write_uint(out, s.cpu_ns);
+            write_uint(out, s.runq_ns);
+            write_uint(out, s.timeslices);
         }
         Event::Subscribe(s) => {
             write_bool(out, s.history);
@@ -452,6 +461,13 @@ pub(crate) fn decode_event(
             ts: cur.get_ts(r)?,
             reason: r.read_str("goodbye reason")?.to_owned(),
         },
+        tag::THREAD_SCHED => Event::ThreadSched(ThreadSched {
+            ts: r.read_u64("sched timestamp")?,
+            thread: r.read_u32("thread id")?,
+            cpu_ns: r.read_u64("on-CPU ns")?,
+            runq_ns: r.read_u64("run-queue ns")?,
+            timeslices: r.read_u64("timeslices")?,
+        }),
         tag::SUBSCRIBE => Event::Subscribe(Subscribe {
             history: r.read_bool("history flag")?,
             client: r.read_str("client name")?.to_owned(),

@@ -33,6 +33,8 @@ pub mod tag {
     pub const HISTORY_GAP: u8 = 16;
     pub const LIVE_START: u8 = 17;
     pub const GOODBYE: u8 = 18;
+    /// Since 1.2.
+    pub const THREAD_SCHED: u8 = 19;
     /// Client → server.
     pub const SUBSCRIBE: u8 = 32;
 }
@@ -59,6 +61,7 @@ pub enum EventKind {
     HistoryGap = tag::HISTORY_GAP,
     LiveStart = tag::LIVE_START,
     Goodbye = tag::GOODBYE,
+    ThreadSched = tag::THREAD_SCHED,
     Subscribe = tag::SUBSCRIBE,
 }
 
@@ -83,11 +86,12 @@ impl EventKind {
         EventKind::HistoryGap,
         EventKind::LiveStart,
         EventKind::Goodbye,
+        EventKind::ThreadSched,
         EventKind::Subscribe,
     ];
 
     /// Number of kinds: the length of [`EventKind::ALL`].
-    pub const COUNT: usize = 19;
+    pub const COUNT: usize = 20;
 
     pub fn tag(self) -> u8 {
         self as u8
@@ -114,7 +118,8 @@ impl EventKind {
             EventKind::HistoryGap => 15,
             EventKind::LiveStart => 16,
             EventKind::Goodbye => 17,
-            EventKind::Subscribe => 18,
+            EventKind::ThreadSched => 18,
+            EventKind::Subscribe => 19,
         }
     }
 
@@ -143,6 +148,7 @@ impl EventKind {
             EventKind::HistoryGap => "history_gap",
             EventKind::LiveStart => "live_start",
             EventKind::Goodbye => "goodbye",
+            EventKind::ThreadSched => "thread_sched",
             EventKind::Subscribe => "subscribe",
         }
     }
@@ -367,6 +373,22 @@ pub struct HistoryGap {
     pub evicted_until: Ns,
 }
 
+/// A thread's scheduler counters (Linux `/proc/self/task/<tid>/schedstat`), sampled while it
+/// is inside a span: what a gap on it was — running, waiting for a CPU, or neither (blocked or
+/// sleeping). Counters are cumulative since the thread started; readers take differences.
+/// Since protocol 1.2; carries an absolute timestamp, as kinds added by a minor version must.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ThreadSched {
+    pub ts: Ns,
+    pub thread: ThreadId,
+    /// Time on a CPU.
+    pub cpu_ns: u64,
+    /// Time runnable, waiting on a run queue.
+    pub runq_ns: u64,
+    /// Times it was scheduled in.
+    pub timeslices: u64,
+}
+
 /// What a client asks for on connect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subscribe {
@@ -412,6 +434,7 @@ pub enum Event {
         ts: Ns,
         reason: String,
     },
+    ThreadSched(ThreadSched),
     Subscribe(Subscribe),
 }
 
@@ -436,6 +459,7 @@ impl Event {
             Event::HistoryGap(_) => EventKind::HistoryGap,
             Event::LiveStart { .. } => EventKind::LiveStart,
             Event::Goodbye { .. } => EventKind::Goodbye,
+            Event::ThreadSched(_) => EventKind::ThreadSched,
             Event::Subscribe(_) => EventKind::Subscribe,
         }
     }
@@ -459,6 +483,7 @@ impl Event {
             Event::Dropped(d) => d.ts,
             Event::Heartbeat { ts } | Event::LiveStart { ts } | Event::Goodbye { ts, .. } => *ts,
             Event::HistoryGap(h) => h.ts,
+            Event::ThreadSched(s) => s.ts,
         })
     }
 

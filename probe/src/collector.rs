@@ -73,6 +73,7 @@ pub(crate) struct Collector {
     /// The cycle's batch, kept between cycles for its buffers.
     batch: Batch,
     rss: system::RssReader,
+    sched: crate::sched::SchedSampler,
     /// `None` until the first sample (taken in the first cycle, as a baseline).
     last_alloc_sample: Option<Instant>,
     last_send: Instant,
@@ -97,6 +98,7 @@ fn set_ts(ev: &mut Event, ns: u64) {
         Event::Dropped(d) => d.ts = ns,
         Event::Heartbeat { ts } | Event::LiveStart { ts } | Event::Goodbye { ts, .. } => *ts = ns,
         Event::HistoryGap(h) => h.ts = ns,
+        Event::ThreadSched(s) => s.ts = ns,
         Event::GpuSpan(_)
         | Event::Hello(_)
         | Event::NameDef { .. }
@@ -163,6 +165,7 @@ impl Collector {
             blocks: Vec::new(),
             batch: Batch::default(),
             rss: system::RssReader::new(),
+            sched: crate::sched::SchedSampler::default(),
             last_alloc_sample: None,
             last_send: now,
             last_refit: now,
@@ -252,6 +255,7 @@ impl Collector {
                 .threads
                 .id_of(os_tid, Some(&thread_name), &mut batch.defs);
             self.threads.attach_ring(thread);
+            self.sched.register(thread, os_tid);
             self.rings.push(DrainedRing {
                 consumer,
                 thread,
@@ -296,6 +300,11 @@ impl Collector {
         let mut latest: Option<u32> = None;
         for (thread, e) in &self.raw {
             let ts = conv.to_ns(e.ticks);
+            match e.kind() {
+                RawKind::SpanBegin => self.sched.span_edge(*thread, true),
+                RawKind::SpanEnd => self.sched.span_edge(*thread, false),
+                RawKind::Marker => {}
+            }
             batch.data.push(ring_event(e, *thread, ts));
             if let Some(t) = latest
                 && t != *thread
@@ -356,6 +365,9 @@ impl Collector {
             free_bytes: t.free_bytes,
             rss_bytes: self.rss.bytes(),
         }));
+        if self.session.config.sched_sample {
+            self.sched.sample(now, &mut batch.data);
+        }
     }
 
     /// Losses before the collector since the last cycle (full rings, full queues), as one
@@ -427,11 +439,12 @@ impl Collector {
             self.session.clock.refit();
             self.last_refit = Instant::now();
         }
-        let threads = &mut self.threads;
+        let (threads, sched) = (&mut self.threads, &mut self.sched);
         self.rings.retain(|r| {
             let done = r.consumer.is_closed() && r.consumer.is_empty();
             if done {
                 threads.ring_closed(r.thread);
+                sched.forget(r.thread);
             }
             !done
         });

@@ -61,6 +61,9 @@ pub struct ProbeConfig {
     pub ring_events: usize,
     pub subscriber_bytes: usize,
     pub flush_interval: Duration,
+    /// Scheduler counters of the threads inside a span, at the allocator cadence
+    /// (`ThreadSched`); `PROOFSCOPE_SCHED=0` turns them off.
+    pub sched_sample: bool,
 }
 
 /// A bad environment variable.
@@ -99,6 +102,7 @@ impl ProbeConfig {
             ring_events: DEFAULT_RING_EVENTS,
             subscriber_bytes: DEFAULT_SUBSCRIBER_BYTES,
             flush_interval: DEFAULT_FLUSH_INTERVAL,
+            sched_sample: true,
         }
     }
 
@@ -132,18 +136,23 @@ impl ProbeConfig {
                 }),
             }
         };
-        if let Some(v) = get("PROOFSCOPE_OFF") {
-            self.off = match v.trim().to_ascii_lowercase().as_str() {
-                "1" | "true" | "yes" | "on" => true,
-                "0" | "false" | "no" | "off" | "" => false,
-                _ => {
-                    return Err(ConfigError {
-                        name: "PROOFSCOPE_OFF",
-                        value: v,
-                        reason: "expected 1/0, true/false",
-                    });
-                }
-            };
+        let flag = |name: &'static str| -> Result<Option<bool>, ConfigError> {
+            let Some(v) = get(name) else { return Ok(None) };
+            match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => Ok(Some(true)),
+                "0" | "false" | "no" | "off" | "" => Ok(Some(false)),
+                _ => Err(ConfigError {
+                    name,
+                    value: v,
+                    reason: "expected 1/0, true/false",
+                }),
+            }
+        };
+        if let Some(v) = flag("PROOFSCOPE_OFF")? {
+            self.off = v;
+        }
+        if let Some(v) = flag("PROOFSCOPE_SCHED")? {
+            self.sched_sample = v;
         }
         if let Some(v) = get("PROOFSCOPE_SOCKET") {
             self.socket = match v.trim() {

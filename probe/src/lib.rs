@@ -36,6 +36,7 @@ mod probe;
 mod proof;
 mod recorder;
 mod ring;
+mod sched;
 mod server;
 mod session;
 mod slot_tls;

@@ -143,6 +143,13 @@ pub fn one_of_each() -> Vec<Event> {
             ts: 3_100_000,
             reason: "signal".into(),
         },
+        Event::ThreadSched(ThreadSched {
+            ts: 3_200_000,
+            thread: 1,
+            cpu_ns: 1_500_000_000,
+            runq_ns: 20_000_000,
+            timeslices: 300,
+        }),
         Event::Subscribe(Subscribe {
             history: true,
             client: "proofscope 0.1.0".into(),

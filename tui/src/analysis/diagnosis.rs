@@ -34,6 +34,12 @@ pub enum DiagnosisKind {
     GpuBusy,
     /// Events were dropped around the gap: spans may be missing.
     DroppedEvents,
+    /// The thread was waiting on a run queue: more runnable threads than CPUs.
+    WaitingForCpu,
+    /// The thread ran on a CPU through the gap: code no span covers.
+    RunningUninstrumented,
+    /// The thread was off-CPU and not runnable: a lock, I/O, a sleep or another thread.
+    Blocked,
     /// Nothing on the gap's thread; other threads of the proof worked meanwhile.
     WaitingOnOtherThreads,
     /// No evidence at all.
@@ -50,24 +56,31 @@ impl DiagnosisKind {
             DiagnosisKind::GpuIdle => "gpu_idle",
             DiagnosisKind::GpuBusy => "gpu_busy",
             DiagnosisKind::DroppedEvents => "dropped_events",
+            DiagnosisKind::WaitingForCpu => "waiting_for_cpu",
+            DiagnosisKind::RunningUninstrumented => "running_uninstrumented",
+            DiagnosisKind::Blocked => "blocked",
             DiagnosisKind::WaitingOnOtherThreads => "waiting_on_other_threads",
             DiagnosisKind::NoEvidence => "no_evidence",
         }
     }
 
+    /// Every kind, in the order of precedence a diagnosis applies.
+    pub const ALL: [DiagnosisKind; 10] = [
+        DiagnosisKind::SynchronousRelease,
+        DiagnosisKind::Releases,
+        DiagnosisKind::GpuIdle,
+        DiagnosisKind::GpuBusy,
+        DiagnosisKind::WaitingForCpu,
+        DiagnosisKind::RunningUninstrumented,
+        DiagnosisKind::Blocked,
+        DiagnosisKind::DroppedEvents,
+        DiagnosisKind::WaitingOnOtherThreads,
+        DiagnosisKind::NoEvidence,
+    ];
+
     /// The kind named by [`DiagnosisKind::as_str`].
     pub fn from_name(name: &str) -> Option<DiagnosisKind> {
-        [
-            DiagnosisKind::SynchronousRelease,
-            DiagnosisKind::Releases,
-            DiagnosisKind::GpuIdle,
-            DiagnosisKind::GpuBusy,
-            DiagnosisKind::DroppedEvents,
-            DiagnosisKind::WaitingOnOtherThreads,
-            DiagnosisKind::NoEvidence,
-        ]
-        .into_iter()
-        .find(|k| k.as_str() == name)
+        DiagnosisKind::ALL.into_iter().find(|k| k.as_str() == name)
     }
 }
 
@@ -80,6 +93,114 @@ pub const CAUSE_PREFIX: &str = "cause:";
 pub struct StatedCause {
     pub kind: DiagnosisKind,
     pub sentence: String,
+}
+
+/// What the gap's thread did, from its scheduler counters (`ThreadSched`) around the gap.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SchedEvidence {
+    /// The samples' window (it covers at least half the gap).
+    pub window_ns: u64,
+    pub cpu_ns: u64,
+    pub runq_ns: u64,
+    /// Neither on a CPU nor runnable: blocked or sleeping.
+    pub off_ns: u64,
+    pub kind: DiagnosisKind,
+    /// Spans of other threads that ended as the gap did: what it likely waited for
+    /// (thread, span).
+    pub waited_for: Vec<(String, String)>,
+}
+
+fn sched_evidence(session: &Session, proof: &Proof, span: &Span, gap: Interval) -> Option<SchedEvidence> {
+    let series = session.sched.get(&span.thread)?;
+    let slack = 250_000_000;
+    let near = series.range(gap.start.saturating_sub(slack), gap.end.saturating_add(slack));
+    let s0 = near
+        .iter()
+        .rev()
+        .find(|s| s.ts <= gap.start)
+        .or_else(|| near.first())?;
+    let s1 = near
+        .iter()
+        .find(|s| s.ts >= gap.end)
+        .or_else(|| near.last())?;
+    let window = Interval::new(s0.ts, s1.ts);
+    if window.is_empty() || window.overlap(&gap) * 2 < gap.len() {
+        return None;
+    }
+    let w = window.len();
+    let cpu = s1.cpu_ns.saturating_sub(s0.cpu_ns).min(w);
+    let runq = s1.runq_ns.saturating_sub(s0.runq_ns).min(w - cpu);
+    let off = w - cpu - runq;
+    let share = |x: u64| x as f64 / w as f64;
+    let kind = if share(runq) >= 0.2 {
+        DiagnosisKind::WaitingForCpu
+    } else if cpu >= off {
+        DiagnosisKind::RunningUninstrumented
+    } else {
+        DiagnosisKind::Blocked
+    };
+    let mut waited_for = Vec::new();
+    if kind == DiagnosisKind::Blocked {
+        let near_end = (gap.len() / 50).max(2_000_000);
+        for s in &proof.spans {
+            if s.thread == span.thread {
+                continue;
+            }
+            if let Some(e) = s.end
+                && e + near_end >= gap.end
+                && e <= gap.end + near_end
+            {
+                waited_for.push((
+                    session.thread_name(s.thread).into_owned(),
+                    session.name(s.name).to_owned(),
+                ));
+            }
+        }
+        waited_for.truncate(3);
+    }
+    Some(SchedEvidence {
+        window_ns: w,
+        cpu_ns: cpu,
+        runq_ns: runq,
+        off_ns: off,
+        kind,
+        waited_for,
+    })
+}
+
+fn sched_sentence(e: &SchedEvidence) -> String {
+    let pct = |x: u64| x as f64 / e.window_ns.max(1) as f64 * 100.0;
+    match e.kind {
+        DiagnosisKind::WaitingForCpu => format!(
+            "runnable but waiting for a CPU {} ({:.0}% of the thread's time around the gap; on a CPU {:.0}%): more runnable threads than CPUs, the host is oversubscribed",
+            dur(e.runq_ns),
+            pct(e.runq_ns),
+            pct(e.cpu_ns)
+        ),
+        DiagnosisKind::RunningUninstrumented => format!(
+            "the thread ran on a CPU {} ({:.0}% of its time around the gap): code no span covers",
+            dur(e.cpu_ns),
+            pct(e.cpu_ns)
+        ),
+        _ => {
+            let mut s = format!(
+                "the thread was blocked or sleeping {} ({:.0}% of its time around the gap; on a CPU {:.0}%, waiting for one {:.0}%): a lock, I/O or another thread",
+                dur(e.off_ns),
+                pct(e.off_ns),
+                pct(e.cpu_ns),
+                pct(e.runq_ns)
+            );
+            if !e.waited_for.is_empty() {
+                let w: Vec<String> = e
+                    .waited_for
+                    .iter()
+                    .map(|(t, n)| format!("{n} on {t}"))
+                    .collect();
+                s += &format!("; it resumed as {} ended", w.join(", "));
+            }
+            s
+        }
+    }
 }
 
 /// What the evidence says about one gap.
@@ -97,6 +218,8 @@ pub struct Diagnosis {
     pub dropped: u64,
     /// What a `cause:<kind>` marker on the gap's thread, inside the gap, says.
     pub stated: Option<StatedCause>,
+    /// Whether the thread ran, waited for a CPU or was blocked (protocol 1.2 probes).
+    pub sched: Option<SchedEvidence>,
 }
 
 /// Phases that run on the GPU in C2.
@@ -192,6 +315,8 @@ pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) ->
             })
         });
 
+    d.sched = sched_evidence(session, proof, span, gap);
+
     d.sentence = sentence(&d, len, &session.thread_name(span.thread));
     d.kind = kind(&d, len);
     d
@@ -208,6 +333,8 @@ fn kind(d: &Diagnosis, len: u64) -> DiagnosisKind {
         }
     } else if let Some(c) = &d.stated {
         c.kind
+    } else if let (Some(s), None) = (&d.sched, d.gpu_util_pct) {
+        s.kind
     } else if let Some(u) = d.gpu_util_pct {
         if u < 30.0 {
             DiagnosisKind::GpuIdle
@@ -249,6 +376,12 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
     if let Some(c) = &d.stated {
         parts.push(c.sentence.clone());
     }
+    // Scheduling evidence leads unless the GPU's says more (a GPU phase's gap).
+    if let (Some(s), None) = (&d.sched, d.gpu_util_pct)
+        && d.releases.count == 0
+    {
+        parts.push(sched_sentence(s));
+    }
     if let Some(u) = d.gpu_util_pct {
         if u < 30.0 {
             parts.push(format!("GPU mostly idle (average utilisation {u:.0}%)"));
@@ -257,6 +390,11 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
                 "GPU busy (average utilisation {u:.0}%) with no span covering it"
             ));
         }
+    }
+    if let (Some(s), Some(_)) = (&d.sched, d.gpu_util_pct)
+        && d.releases.count == 0
+    {
+        parts.push(sched_sentence(s));
     }
     if d.dropped > 0 {
         parts.push(format!(
@@ -365,6 +503,47 @@ mod tests {
         assert!(d.sentence.contains("on dealloc"), "{}", d.sentence);
         assert!(!d.sentence.contains("synchronous"), "{}", d.sentence);
         assert_eq!(d.kind, DiagnosisKind::Releases);
+    }
+
+    /// Samples every 10 ms across a 500 ms gap on thread 1, with the given shares.
+    fn sched_session(cpu_pct: u64, runq_pct: u64) -> Session {
+        let mut s = session();
+        let mut series = crate::model::TimeSeries::default();
+        for i in 0..=60u64 {
+            let t = 950 + i * 10;
+            series.push(probe_protocol::ThreadSched {
+                ts: t * MS,
+                thread: 1,
+                cpu_ns: t * MS * cpu_pct / 100,
+                runq_ns: t * MS * runq_pct / 100,
+                timeslices: i,
+            });
+        }
+        s.sched.insert(1, series);
+        s
+    }
+
+    #[test]
+    fn scheduler_counters_say_running_waiting_for_a_cpu_or_blocked() {
+        let outer = span(1, 1, 1, 0, 3000);
+        let gap = Interval::new(1000 * MS, 1500 * MS);
+        let d = diagnose(&sched_session(50, 50), &Proof::default(), &outer, gap);
+        assert_eq!(d.kind, DiagnosisKind::WaitingForCpu, "{}", d.sentence);
+        assert!(d.sentence.contains("runnable but waiting for a CPU 250.0 ms"), "{}", d.sentence);
+        let d = diagnose(&sched_session(95, 2), &Proof::default(), &outer, gap);
+        assert_eq!(d.kind, DiagnosisKind::RunningUninstrumented, "{}", d.sentence);
+        assert!(d.sentence.contains("code no span covers"), "{}", d.sentence);
+        // Blocked until a span on another thread ended: named.
+        let mut proof = Proof::default();
+        proof.spans.push(span(5, 3, 3, 900, 1500));
+        let d = diagnose(&sched_session(1, 0), &proof, &outer, gap);
+        assert_eq!(d.kind, DiagnosisKind::Blocked, "{}", d.sentence);
+        assert!(d.sentence.contains("blocked or sleeping 495.0 ms"), "{}", d.sentence);
+        assert!(d.sentence.contains("it resumed as prep_msm on prep_msm ended"), "{}", d.sentence);
+        // Samples that do not cover the gap say nothing.
+        let mut s = sched_session(50, 50);
+        s.sched.get_mut(&1).unwrap().trim_before(1400 * MS);
+        assert!(diagnose(&s, &Proof::default(), &outer, gap).sched.is_none());
     }
 
     #[test]

@@ -310,14 +310,6 @@ pub fn places(r: &ProofReleases) -> [(&'static str, &ReleaseGroup); 4] {
 }
 
 /// Every label value a diagnosis kind can take (pre-created, so rate() works from zero).
-pub fn gap_kinds() -> [DiagnosisKind; 7] {
-    [
-        DiagnosisKind::SynchronousRelease,
-        DiagnosisKind::Releases,
-        DiagnosisKind::GpuIdle,
-        DiagnosisKind::GpuBusy,
-        DiagnosisKind::DroppedEvents,
-        DiagnosisKind::WaitingOnOtherThreads,
-        DiagnosisKind::NoEvidence,
-    ]
+pub fn gap_kinds() -> [DiagnosisKind; DiagnosisKind::ALL.len()] {
+    DiagnosisKind::ALL
 }

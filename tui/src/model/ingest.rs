@@ -174,6 +174,10 @@ impl Model {
                 + s.gpu
                     .values_mut()
                     .map(|g| g.trim_before(start))
+                    .sum::<usize>()
+                + s.sched
+                    .values_mut()
+                    .map(|t| t.trim_before(start))
                     .sum::<usize>();
             events += n as u64;
             freed += n * SAMPLE_BYTES;
@@ -196,6 +200,7 @@ impl Model {
                 s.gpu.values().map(|g| g.len()).max().unwrap_or(0),
                 s.loose.spans.len() + s.loose.markers.len() + s.loose.gpu_spans.len(),
                 s.dropped.len(),
+                s.sched.values().map(|t| t.len()).max().unwrap_or(0),
             ];
             let Some((which, &n)) = series.iter().enumerate().max_by_key(|(_, n)| **n) else {
                 continue;
@@ -212,6 +217,10 @@ impl Model {
                     (g.map_or(0, |g| g.trim_half()), SAMPLE_BYTES)
                 }
                 4 => (s.trim_loose(), SPAN_BYTES),
+                6 => {
+                    let t = s.sched.values_mut().max_by_key(|t| t.len());
+                    (t.map_or(0, |t| t.trim_half()), SAMPLE_BYTES)
+                }
                 _ => {
                     let n = s.dropped.len().div_ceil(2);
                     s.dropped.drain(..n);
@@ -467,6 +476,12 @@ impl Session {
             }
             Event::GpuSample(g) => {
                 if self.fresh(g.ts) && self.gpu.entry(g.device).or_default().push(*g) {
+                    return SAMPLE_BYTES;
+                }
+                0
+            }
+            Event::ThreadSched(t) => {
+                if self.fresh(t.ts) && self.sched.entry(t.thread).or_default().push(t) {
                     return SAMPLE_BYTES;
                 }
                 0

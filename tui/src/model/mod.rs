@@ -152,6 +152,8 @@ pub struct Session {
     pub releases: TimeSeries<BlockEvent>,
     pub allocs: TimeSeries<BlockEvent>,
     pub gpu: BTreeMap<u32, TimeSeries<GpuSample>>,
+    /// Scheduler counters per thread, sampled while it is inside a span (protocol 1.2).
+    pub sched: BTreeMap<u32, TimeSeries<probe_protocol::ThreadSched>>,
     /// (ts, per-kind counts) of every `Dropped`.
     pub dropped: Vec<(u64, Vec<(EventKind, u64)>)>,
     pub dropped_total: u64,

@@ -16,6 +16,11 @@ impl Timed for probe_protocol::BlockEvent {
         self.ts
     }
 }
+impl Timed for probe_protocol::ThreadSched {
+    fn ts(&self) -> u64 {
+        self.ts
+    }
+}
 impl Timed for probe_protocol::GpuSample {
     fn ts(&self) -> u64 {
         self.ts
