@@ -142,7 +142,8 @@ fn sched_evidence(session: &Session, proof: &Proof, span: &Span, gap: Interval) 
     let mut waited_for = Vec::new();
     if kind == DiagnosisKind::Blocked {
         let near_end = (gap.len() / 50).max(2_000_000);
-        for s in &proof.spans {
+        // The proof's spans, and those outside every proof (a server's other work).
+        for s in proof.spans.iter().chain(&session.loose.spans) {
             if s.thread == span.thread {
                 continue;
             }

@@ -1,0 +1,112 @@
+//! Scheduling evidence on a real prover (`probe/examples/contended_prover.rs`): a CPU-bound
+//! stretch no phase covers is "running" alone and "waiting for a CPU" beside a CPU hog pinned
+//! to the same core (started here, bounded in time); a stretch blocked on a lock is "blocked",
+//! naming the span of the thread that held it.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
+
+mod common;
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The flagged gaps of 2 proofs of the contended prover: (kind, sched evidence, sentence).
+fn flagged_gaps(hog: bool) -> Vec<(String, serde_json::Value, String)> {
+    let exe = common::example("contended_prover");
+    // The prover pins its proving thread to the first CPU it may use; the hog does the same.
+    let _hog = hog.then(|| {
+        Running(
+            Command::new(&exe)
+                .args(["hog", "60"])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("contended.sock");
+    let _prover = Running(
+        Command::new(&exe)
+            .args(["--proofs", "3"])
+            .env("PROOFSCOPE_SOCKET", &sock)
+            .env("PROOFSCOPE_GPU_SAMPLE_MS", "0")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sock.exists() {
+        assert!(Instant::now() < deadline, "the example opened no socket");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = Command::new(BIN)
+        .arg("attach")
+        .arg(&sock)
+        .args(["--headless", "--proofs", "2", "--duration", "60", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut gaps = Vec::new();
+    for p in v["sessions"][0]["proofs"].as_array().unwrap() {
+        if p["complete"] != true {
+            continue;
+        }
+        for g in p["gaps"].as_array().unwrap() {
+            if g["flagged"] == true {
+                let d = &g["diagnosis"];
+                gaps.push((
+                    d["kind"].as_str().unwrap().to_owned(),
+                    d["sched"].clone(),
+                    d["sentence"].as_str().unwrap().to_owned(),
+                ));
+            }
+        }
+    }
+    assert!(gaps.len() >= 4, "two flagged gaps a proof: {gaps:?}");
+    gaps
+}
+
+#[test]
+fn gaps_say_whether_the_thread_ran_waited_for_a_cpu_or_was_blocked() {
+    let alone = flagged_gaps(false);
+    assert!(
+        alone.iter().any(|g| g.0 == "running_uninstrumented"),
+        "{alone:?}"
+    );
+    for g in alone.iter().filter(|g| g.0 == "blocked") {
+        assert!(
+            g.2.contains("it resumed as hold_lock on holder ended"),
+            "{g:?}"
+        );
+    }
+    assert!(alone.iter().any(|g| g.0 == "blocked"), "{alone:?}");
+
+    // Beside the hog, the CPU-bound stretch waits for the CPU about half the time.
+    let crowded = flagged_gaps(true);
+    let waiting: Vec<_> = crowded
+        .iter()
+        .filter(|g| g.0 == "waiting_for_cpu")
+        .collect();
+    assert!(!waiting.is_empty(), "{crowded:?}");
+    for g in waiting {
+        let runq = g.1["runq_ns"].as_u64().unwrap();
+        assert!(runq > 50_000_000, "run-queue time {runq} ns: {g:?}");
+        assert!(g.2.contains("runnable but waiting for a CPU"), "{g:?}");
+    }
+    assert!(crowded.iter().any(|g| g.0 == "blocked"), "{crowded:?}");
+    assert!(
+        crowded.iter().all(|g| g.0 != "no_evidence"),
+        "{crowded:?}"
+    );
+}
