@@ -70,7 +70,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     if args.first().is_some_and(|a| a == "hog") {
         let secs = num(1, "hog SECS")?;
-        let cpu = args.get(2).map_or(Ok(first_cpu() as u64), |_| num(2, "hog CPU"))?;
+        let cpu = args
+            .get(2)
+            .map_or(Ok(first_cpu() as u64), |_| num(2, "hog CPU"))?;
         pin(cpu as usize)?;
         spin(Duration::from_secs(secs));
         return Ok(());
@@ -81,7 +83,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         match args[i].as_str() {
             "--proofs" => proofs = num(i + 1, "--proofs")?,
             "--cpu" => cpu = num(i + 1, "--cpu")?,
-            other => return Err(format!("unknown argument {other:?} (--proofs N, --cpu K, hog SECS K)").into()),
+            other => {
+                return Err(
+                    format!("unknown argument {other:?} (--proofs N, --cpu K, hog SECS K)").into(),
+                );
+            }
         }
         i += 2;
     }

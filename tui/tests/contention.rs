@@ -52,7 +52,15 @@ fn flagged_gaps(hog: bool) -> Vec<(String, serde_json::Value, String)> {
     let out = Command::new(BIN)
         .arg("attach")
         .arg(&sock)
-        .args(["--headless", "--proofs", "2", "--duration", "60", "--format", "json"])
+        .args([
+            "--headless",
+            "--proofs",
+            "2",
+            "--duration",
+            "60",
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -105,8 +113,5 @@ fn gaps_say_whether_the_thread_ran_waited_for_a_cpu_or_was_blocked() {
         assert!(g.2.contains("runnable but waiting for a CPU"), "{g:?}");
     }
     assert!(crowded.iter().any(|g| g.0 == "blocked"), "{crowded:?}");
-    assert!(
-        crowded.iter().all(|g| g.0 != "no_evidence"),
-        "{crowded:?}"
-    );
+    assert!(crowded.iter().all(|g| g.0 != "no_evidence"), "{crowded:?}");
 }

@@ -110,10 +110,18 @@ pub struct SchedEvidence {
     pub waited_for: Vec<(String, String)>,
 }
 
-fn sched_evidence(session: &Session, proof: &Proof, span: &Span, gap: Interval) -> Option<SchedEvidence> {
+fn sched_evidence(
+    session: &Session,
+    proof: &Proof,
+    span: &Span,
+    gap: Interval,
+) -> Option<SchedEvidence> {
     let series = session.sched.get(&span.thread)?;
     let slack = 250_000_000;
-    let near = series.range(gap.start.saturating_sub(slack), gap.end.saturating_add(slack));
+    let near = series.range(
+        gap.start.saturating_sub(slack),
+        gap.end.saturating_add(slack),
+    );
     let s0 = near
         .iter()
         .rev()
@@ -530,17 +538,36 @@ mod tests {
         let gap = Interval::new(1000 * MS, 1500 * MS);
         let d = diagnose(&sched_session(50, 50), &Proof::default(), &outer, gap);
         assert_eq!(d.kind, DiagnosisKind::WaitingForCpu, "{}", d.sentence);
-        assert!(d.sentence.contains("runnable but waiting for a CPU 250.0 ms"), "{}", d.sentence);
+        assert!(
+            d.sentence
+                .contains("runnable but waiting for a CPU 250.0 ms"),
+            "{}",
+            d.sentence
+        );
         let d = diagnose(&sched_session(95, 2), &Proof::default(), &outer, gap);
-        assert_eq!(d.kind, DiagnosisKind::RunningUninstrumented, "{}", d.sentence);
+        assert_eq!(
+            d.kind,
+            DiagnosisKind::RunningUninstrumented,
+            "{}",
+            d.sentence
+        );
         assert!(d.sentence.contains("code no span covers"), "{}", d.sentence);
         // Blocked until a span on another thread ended: named.
         let mut proof = Proof::default();
         proof.spans.push(span(5, 3, 3, 900, 1500));
         let d = diagnose(&sched_session(1, 0), &proof, &outer, gap);
         assert_eq!(d.kind, DiagnosisKind::Blocked, "{}", d.sentence);
-        assert!(d.sentence.contains("blocked or sleeping 495.0 ms"), "{}", d.sentence);
-        assert!(d.sentence.contains("it resumed as prep_msm on prep_msm ended"), "{}", d.sentence);
+        assert!(
+            d.sentence.contains("blocked or sleeping 495.0 ms"),
+            "{}",
+            d.sentence
+        );
+        assert!(
+            d.sentence
+                .contains("it resumed as prep_msm on prep_msm ended"),
+            "{}",
+            d.sentence
+        );
         // Samples that do not cover the gap say nothing.
         let mut s = sched_session(50, 50);
         s.sched.get_mut(&1).unwrap().trim_before(1400 * MS);

@@ -1,0 +1,102 @@
+//! What scheduling evidence costs: the collector thread's CPU time while THREADS threads sit
+//! inside a span (each sampled every allocator cycle, 10 ms), with `ThreadSched` sampling on
+//! and off, alternated (off, on, on, off, …) over ROUNDS rounds of SECS seconds. Prints the
+//! collector's CPU share of one core per round and the median difference per thread sampled.
+//!
+//! `cargo bench -p proofscope-probe --bench sched` (THREADS, ROUNDS, SECS from the environment).
+
+use proofscope_probe::{Probe, ProbeConfig, SessionInfo, SocketChoice, span};
+use std::time::{Duration, Instant};
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// utime + stime of this process's thread named `name`, in clock ticks.
+fn thread_ticks(name: &str) -> Option<u64> {
+    for e in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let dir = e.path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim_end() != name {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+        // Fields after the `(comm)`: state is field 3; utime, stime are fields 14 and 15.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        return Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?);
+    }
+    None
+}
+
+/// The collector's CPU share of one core over `secs` with `threads` threads inside a span.
+fn round(sched: bool, threads: u64, secs: u64) -> f64 {
+    let mut config = ProbeConfig::new("sched-bench", "0").socket(SocketChoice::None);
+    config.sched_sample = sched;
+    config.gpu_sample = None;
+    let probe = Probe::start(config, SessionInfo::default()).expect("probe");
+    let stop = Instant::now() + Duration::from_secs(secs) + Duration::from_millis(200);
+    let workers: Vec<_> = (0..threads)
+        .map(|i| {
+            std::thread::Builder::new()
+                .name(format!("inside-{i}"))
+                .spawn(move || {
+                    let _s = span!("waiting");
+                    while Instant::now() < stop {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                })
+                .expect("thread")
+        })
+        .collect();
+    // Let the collector adopt every ring before measuring.
+    std::thread::sleep(Duration::from_millis(100));
+    let t0 = Instant::now();
+    let a = thread_ticks("probe-collector").expect("collector thread");
+    std::thread::sleep(Duration::from_secs(secs));
+    let b = thread_ticks("probe-collector").expect("collector thread");
+    let wall = t0.elapsed().as_secs_f64();
+    for w in workers {
+        let _ = w.join();
+    }
+    probe.shutdown("done");
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    (b - a) as f64 / hz / wall
+}
+
+fn main() {
+    let (threads, rounds, secs) = (env("THREADS", 16), env("ROUNDS", 6), env("SECS", 5));
+    let mut diffs = Vec::new();
+    println!("collector CPU share of one core, {threads} threads inside a span, {secs} s a round");
+    for r in 0..rounds {
+        // ABBA: off-on, then on-off.
+        let order = if r % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        let mut got = [0.0; 2];
+        for sched in order {
+            got[usize::from(sched)] = round(sched, threads, secs);
+        }
+        println!(
+            "round {r}: sched off {:.3} %, on {:.3} %",
+            got[0] * 100.0,
+            got[1] * 100.0
+        );
+        diffs.push(got[1] - got[0]);
+    }
+    diffs.sort_by(f64::total_cmp);
+    let median = diffs[diffs.len() / 2];
+    println!(
+        "median difference: {:+.3} % of a core ({:+.1} µs per thread sample at 100 samples/s; range {:+.3} … {:+.3} %)",
+        median * 100.0,
+        median / threads as f64 / 100.0 * 1e6,
+        diffs[0] * 100.0,
+        diffs[diffs.len() - 1] * 100.0
+    );
+}
