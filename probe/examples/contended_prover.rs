@@ -84,9 +84,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--proofs" => proofs = num(i + 1, "--proofs")?,
             "--cpu" => cpu = num(i + 1, "--cpu")?,
             other => {
-                return Err(
-                    format!("unknown argument {other:?} (--proofs N, --cpu K, hog SECS K)").into(),
-                );
+                return Err(format!(
+                    "unknown argument {other:?} (--proofs N, --cpu K, hog SECS K)"
+                )
+                .into());
             }
         }
         i += 2;

@@ -59,6 +59,10 @@ pub enum Command {
         /// The recording (.psrec) to replay, or a log that `import` reads (told apart by its
         /// content).
         file: PathBuf,
+        /// Dashboard: the Stats panel shows the phase statistics of recording (or log) B beside
+        /// FILE's, with bars (headless: use `proofscope diff FILE B`).
+        #[arg(long, value_name = "B", conflicts_with = "headless")]
+        compare: Option<PathBuf>,
         /// Headless: report only the first N proofs of the recording (text and JSON; with
         /// --slowest, the slowest of those).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]

@@ -185,6 +185,17 @@ fn diff(x: &proofscope::cli::DiffArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// B's phase statistics for `replay A --compare B`: B replayed headless, once.
+fn comparison(b: &std::path::Path, opts: &RunOpts) -> Result<proofscope::view::Comparison> {
+    let mut other =
+        App::replay(b.to_owned(), opts).with_context(|| format!("reading {}", b.display()))?;
+    app::run_headless(&mut other, Until::default());
+    Ok(proofscope::view::Comparison {
+        label: b.display().to_string(),
+        stats: proofscope::analysis::phase_stats(&other.model),
+    })
+}
+
 /// `proofscope import LOG... -o FILE`.
 fn import(x: &proofscope::cli::ImportArgs) -> Result<ExitCode> {
     use proofscope::import;
@@ -271,13 +282,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Replay {
             file,
+            compare,
             proofs,
             report,
             memory,
         } => {
             let opts = run_opts(report, memory, None)?;
             first_proofs = *proofs;
-            (App::replay(file.clone(), &opts)?, report, &no_live, opts)
+            let mut app = App::replay(file.clone(), &opts)?;
+            if let Some(b) = compare {
+                app.view.compare = Some(comparison(b, &opts)?);
+            }
+            (app, report, &no_live, opts)
         }
         #[cfg(feature = "demo")]
         Command::Demo {

@@ -146,3 +146,34 @@ fn two_gpus_keep_their_legends_at_120x36() {
         "{screen}"
     );
 }
+
+/// `replay A --compare B`: the Stats panel shows B's phase statistics and bars beside A's.
+#[test]
+fn stats_compare_the_ghost_fixed_with_the_ghost() {
+    let mut app = common::replayed("h200-ghost-sync.psrec");
+    let b = common::replayed("h200-ghost-async.psrec");
+    app.view.compare = Some(proofscope::view::Comparison {
+        label: "recordings/h200-ghost-async.psrec".into(),
+        stats: proofscope::analysis::phase_stats(&b.model),
+    });
+    app.view.tab = Tab::Stats;
+    let screen = render(&app, 120, 36);
+    insta::assert_snapshot!("stats_compare_120x36", screen);
+    assert!(screen.contains("B vs A"), "{screen}");
+    assert!(
+        screen.contains("▒ B: recordings/h200-ghost-async.psrec"),
+        "{screen}"
+    );
+    // prove: 19.3 s before, 15.5 s after the fix, both as bars.
+    let prove = screen.lines().position(|l| l.contains("│prove ")).unwrap();
+    let lines: Vec<&str> = screen.lines().collect();
+    assert!(
+        lines[prove].contains("19.3 s") && lines[prove].contains('█'),
+        "{screen}"
+    );
+    assert!(
+        lines[prove + 1].contains("15.5 s") && lines[prove + 1].contains('▒'),
+        "{screen}"
+    );
+    assert!(lines[prove].contains("-19."), "the change: {screen}");
+}

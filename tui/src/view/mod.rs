@@ -8,6 +8,7 @@ mod help;
 mod memory;
 mod proofs;
 mod stats;
+pub use stats::Comparison;
 pub mod timeline;
 
 use crate::analysis::GapRule;
@@ -73,6 +74,8 @@ pub struct ViewState {
     pub expand: bool,
     /// Timeline: rows scrolled off the top.
     pub scroll: usize,
+    /// `replay --compare B`: B's phase statistics, shown beside these in the Stats panel.
+    pub compare: Option<stats::Comparison>,
 }
 
 impl Default for ViewState {
@@ -91,6 +94,7 @@ impl Default for ViewState {
             message: None,
             expand: false,
             scroll: 0,
+            compare: None,
         }
     }
 }
@@ -180,7 +184,7 @@ impl Widget for &Screen<'_> {
             Tab::Gaps => gaps::render(self.model, self.state, panel, buf),
             Tab::Memory => memory::render(self.model, self.state, panel, buf),
             Tab::Gpu => gpu::render(self.model, self.state, panel, buf),
-            Tab::Stats => stats::render(self.model, panel, buf),
+            Tab::Stats => stats::render(self.model, self.state.compare.as_ref(), panel, buf),
         }
         render_footer(self.state, foot, buf);
         if self.state.help {

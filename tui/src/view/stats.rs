@@ -1,14 +1,24 @@
-//! Per-phase statistics across proofs.
+//! Per-phase statistics across proofs; with `replay A --compare B`, B's beside A's, with bars.
 
 use super::{bold, dim};
-use crate::analysis::phase_stats;
+use crate::analysis::{PhaseStats, phase_stats};
 use crate::format::dur;
 use crate::model::Model;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 
-pub fn render(model: &Model, area: Rect, buf: &mut Buffer) {
+/// Another session's phase statistics, shown beside this one's (`replay --compare`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// What B is (its file).
+    pub label: String,
+    pub stats: Vec<PhaseStats>,
+}
+
+pub fn render(model: &Model, compare: Option<&Comparison>, area: Rect, buf: &mut Buffer) {
     let stats = phase_stats(model);
     if stats.is_empty() {
         Paragraph::new("no completed proof yet")
@@ -16,6 +26,13 @@ pub fn render(model: &Model, area: Rect, buf: &mut Buffer) {
             .render(area, buf);
         return;
     }
+    match compare {
+        None => table(&stats, area, buf),
+        Some(c) => compared(&stats, c, area, buf),
+    }
+}
+
+fn table(stats: &[PhaseStats], area: Rect, buf: &mut Buffer) {
     let header = Row::new(["phase", "count", "p50", "p95", "max"].map(Cell::from)).style(bold());
     let rows = stats.iter().map(|s| {
         Row::new(vec![
@@ -34,6 +51,84 @@ pub fn render(model: &Model, area: Rect, buf: &mut Buffer) {
             Constraint::Length(10),
             Constraint::Length(10),
             Constraint::Length(10),
+        ],
+    )
+    .header(header)
+    .render(area, buf);
+}
+
+const A_STYLE: Style = Style::new().fg(Color::Cyan);
+const B_STYLE: Style = Style::new().fg(Color::Magenta);
+
+/// Two rows a phase (A, then B): count, p50, p95, and a bar of the p50 on one scale.
+fn compared(a: &[PhaseStats], c: &Comparison, area: Rect, buf: &mut Buffer) {
+    // A's phases in order, then those only B has.
+    let mut names: Vec<&str> = a.iter().map(|s| s.name.as_str()).collect();
+    for s in &c.stats {
+        if !names.contains(&s.name.as_str()) {
+            names.push(&s.name);
+        }
+    }
+    let find = |v: &'_ [PhaseStats], n: &str| v.iter().find(|s| s.name == n).cloned();
+    let scale = a
+        .iter()
+        .chain(&c.stats)
+        .map(|s| s.p50_ns)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let fixed = 14 + 6 + 10 + 10 + 9 + 5;
+    let bar_w = area.width.saturating_sub(fixed).max(4) as u64;
+    let bar = |s: &Option<PhaseStats>, style: Style, glyph: &str| {
+        let n = s.as_ref().map_or(0, |s| (s.p50_ns * bar_w).div_ceil(scale)) as usize;
+        Line::from(Span::styled(glyph.repeat(n), style))
+    };
+    let two =
+        |f: &dyn Fn(&PhaseStats) -> String, x: &Option<PhaseStats>, y: &Option<PhaseStats>| {
+            Text::from(vec![
+                Line::styled(x.as_ref().map_or("-".into(), f), A_STYLE),
+                Line::styled(y.as_ref().map_or("-".into(), f), B_STYLE),
+            ])
+        };
+    let rows = names.iter().map(|n| {
+        let (x, y) = (find(a, n), find(&c.stats, n));
+        let change = match (&x, &y) {
+            (Some(x), Some(y)) if x.p50_ns > 0 => {
+                format!("{:+.1}%", (y.p50_ns as f64 / x.p50_ns as f64 - 1.0) * 100.0)
+            }
+            _ => String::new(),
+        };
+        Row::new(vec![
+            Cell::from(n.to_string()),
+            Cell::from(two(&|s| s.count.to_string(), &x, &y)),
+            Cell::from(two(&|s| dur(s.p50_ns), &x, &y)),
+            Cell::from(two(&|s| dur(s.p95_ns), &x, &y)),
+            Cell::from(change),
+            Cell::from(Text::from(vec![
+                bar(&x, A_STYLE, "█"),
+                bar(&y, B_STYLE, "▒"),
+            ])),
+        ])
+        .height(2)
+    });
+    let [legend, area] =
+        ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+    Paragraph::new(Line::from(vec![
+        Span::styled("█ A: this recording   ", A_STYLE),
+        Span::styled(format!("▒ B: {}", c.label), B_STYLE),
+    ]))
+    .render(legend, buf);
+    let header = Row::new(["phase", "count", "p50", "p95", "B vs A", "p50 bars"].map(Cell::from))
+        .style(bold());
+    Table::new(
+        rows,
+        [
+            Constraint::Length(14),
+            Constraint::Length(6),
+            Constraint::Length(10),
+            Constraint::Length(10),
+            Constraint::Length(9),
+            Constraint::Min(4),
         ],
     )
     .header(header)
