@@ -4,15 +4,14 @@
 use crate::analysis::GapRule;
 use crate::child::ChildProver;
 use crate::input::{self, Action};
-use crate::model::{LinkState, Model, Retention};
-use crate::source::SourceMsg;
-use crate::source::live::{self, Live, Target};
-use crate::source::record::Recorder;
-use crate::source::replay::Replay;
+use crate::model::{Model, Retention};
+use crate::source::attached::Attached;
+use crate::source::live::Target;
+use crate::source::replayed::{ImportedLog, Replayed};
+use crate::source::{LinkState, Said, Source};
 use crate::view::{Screen, ViewState};
 use anyhow::Result;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
 use std::time::{Duration, Instant};
 
 /// Options shared by every way of running.
@@ -27,51 +26,34 @@ pub struct RunOpts {
 pub struct App {
     pub model: Model,
     pub view: ViewState,
-    rx: Receiver<SourceMsg>,
-    tx: Sender<SourceMsg>,
-    live: Option<Live>,
-    pub replay: Option<Replay>,
-    recorder: Option<Recorder>,
-    record_path: Option<PathBuf>,
+    /// Where the session comes from: a live prover, a recording or a log.
+    pub feed: Box<dyn Source>,
     /// A prover this viewer started (the demo), stopped when the viewer quits.
     pub demo: Option<ChildProver>,
+    /// What the report calls the source.
     pub source: String,
     pub warnings: Vec<String>,
     dirty: bool,
     demo_exit_seen: bool,
-    /// Since when the prover has been lost without a goodbye (live).
-    lost_since: Option<Instant>,
-    /// Frames that arrived while the live view was paused.
-    hold: crate::hold::Hold,
-    /// The recording a log was imported into, when `replay` was given a log: it lives as long
-    /// as the replay reads it.
-    imported: Option<tempfile::NamedTempFile>,
 }
 
 impl App {
-    fn new(opts: &RunOpts, source: String) -> App {
-        let (tx, rx) = channel();
-        App {
-            model: Model::new(opts.retention),
+    fn with(opts: &RunOpts, source: String, feed: Box<dyn Source>, model: Model) -> App {
+        let mut app = App {
+            model,
             view: ViewState {
                 rule: opts.rule,
                 ..ViewState::default()
             },
-            rx,
-            tx,
-            live: None,
-            replay: None,
-            recorder: None,
-            record_path: opts.record.clone(),
+            feed,
             demo: None,
             source,
             warnings: Vec::new(),
             dirty: true,
             demo_exit_seen: false,
-            lost_since: None,
-            hold: crate::hold::Hold::default(),
-            imported: None,
-        }
+        };
+        app.refresh_link();
+        app
     }
 
     /// Follows a live prover.
@@ -79,120 +61,76 @@ impl App {
         let source = match &target {
             Target::Socket(p) | Target::Discovered(p) => p.display().to_string(),
         };
-        let mut app = App::new(opts, source);
-        app.live = Some(live::start(target, app.tx.clone())?);
-        if let Some(p) = opts.record.clone() {
-            app.start_recording(p)?;
-        }
-        Ok(app)
+        let model = Model::new(opts.retention);
+        let feed = Attached::start(target, opts.record.clone(), &model)?;
+        Ok(App::with(opts, source, Box::new(feed), model))
     }
 
     /// Replays a recording file, or a log in a format `import` reads (told apart by content).
     pub fn replay(file: PathBuf, opts: &RunOpts) -> Result<App> {
-        if !crate::import::is_recording(&file)? {
-            let imported = crate::import::to_temporary(&file)?;
-            let mut app = App::replay(imported.path().to_owned(), opts)?;
-            app.source = format!("{} (log, imported)", file.display());
-            app.imported = Some(imported);
-            return Ok(app);
-        }
-        let mut app = App::new(opts, file.display().to_string());
+        let mut model = Model::new(opts.retention);
         // The proof index takes at most a sixteenth of the memory budget.
-        let r = Replay::open(&file, opts.retention.max_bytes / 16)?;
-        app.warnings.extend(r.warnings.iter().cloned());
-        app.model.bad_frames += r.bad_frames();
-        app.replay = Some(r);
-        app.update_transport();
+        let budget = opts.retention.max_bytes / 16;
+        let (feed, label, warnings): (Box<dyn Source>, String, Vec<String>) =
+            if crate::import::is_recording(&file)? {
+                let (r, w) = Replayed::open(&file, budget, &mut model)?;
+                (Box::new(r), file.display().to_string(), w)
+            } else {
+                let (r, w) = ImportedLog::open(&file, budget, &mut model)?;
+                (
+                    Box::new(r),
+                    format!("{} (log, imported)", file.display()),
+                    w,
+                )
+            };
+        let mut app = App::with(opts, label, feed, model);
+        app.warnings = warnings;
         Ok(app)
     }
 
-    fn start_recording(&mut self, path: PathBuf) -> Result<()> {
-        let rec = Recorder::create(&path, self.model.current())?;
-        self.model.recording = Some(rec.path.clone());
-        self.recorder = Some(rec);
-        Ok(())
+    /// Names the source in the header and the report (tests use stable names).
+    pub fn relabel(&mut self, label: &str) {
+        self.source = label.to_owned();
+        self.feed.relabel(label.to_owned());
+        self.refresh_link();
     }
 
-    fn stop_recording(&mut self) -> Option<String> {
-        let rec = self.recorder.take()?;
-        let path = rec.path.clone();
-        if let Err(e) = rec.finish() {
-            self.view.message = Some(format!("recording {path} failed: {e}"));
+    /// What the source says goes to the footer and the report.
+    fn take(&mut self, said: Said) -> usize {
+        if let Some(m) = said.message {
+            self.view.message = Some(m);
         }
-        self.model.recording = None;
-        Some(path)
+        self.warnings.extend(said.warnings);
+        if said.applied > 0 {
+            self.dirty = true;
+        }
+        said.applied
     }
 
-    fn handle(&mut self, msg: SourceMsg) {
-        match msg {
-            SourceMsg::Frame { raw, events } => {
-                if let Some(r) = self.recorder.as_mut()
-                    && let Err(e) = r.frame(&raw)
-                {
-                    self.view.message = Some(format!("recording stopped: {e}"));
-                    self.stop_recording();
-                }
-                if self.view.paused {
-                    self.hold.push(events, self.model.retention.max_bytes);
-                    self.view.held = (self.hold.events, self.hold.dropped);
-                } else {
-                    self.model.ingest_all(events);
-                }
-                if self.demo.is_some()
-                    && self
-                        .view
-                        .message
-                        .as_deref()
-                        .is_some_and(|m| m.starts_with("demo prover starting"))
-                    && self.model.sessions.iter().any(|s| s.proofs_done > 0)
-                {
-                    self.view.message = None;
-                }
-            }
-            SourceMsg::Link(state) => {
-                match &state {
-                    LinkState::Disconnected(_) => {
-                        self.lost_since.get_or_insert_with(Instant::now);
-                    }
-                    _ => self.lost_since = None,
-                }
-                self.model.link = state;
-            }
-            SourceMsg::Notice(note) => {
-                self.view.message = Some(note.clone());
-                self.warnings.push(note);
-            }
-            SourceMsg::BadFrame(why) => {
-                self.model.bad_frames += 1;
-                self.warnings.push(why);
-            }
-        }
-        self.dirty = true;
+    /// The link's state, transport line, recording and hold, as the views show them.
+    fn refresh_link(&mut self) {
+        self.view.link = self.feed.link();
+        self.view.recording = self.feed.recording();
+        self.view.transport = self.feed.transport(&self.model);
+        let (paused, held) = self.feed.paused();
+        self.view.paused = paused;
+        self.view.held = held;
     }
 
     /// Applies what the source has for us, for at most `budget`. Returns messages applied.
     pub fn pump(&mut self, budget: Duration) -> usize {
-        let t0 = Instant::now();
-        let mut n = 0;
-        if let Some(r) = self.replay.as_mut() {
-            let model = &mut self.model;
-            n += r.due(|events| model.ingest_all(events));
-            if n > 0 {
-                self.dirty = true;
-            }
-            self.update_transport();
-            return n;
-        }
-        // Paused, frames are still taken (recorded, and held within the memory bound), so the
-        // channel from the source never grows without bound.
-        while t0.elapsed() < budget {
-            match self.rx.try_recv() {
-                Ok(m) => {
-                    self.handle(m);
-                    n += 1;
-                }
-                Err(_) => break,
-            }
+        let said = self.feed.pump(&mut self.model, budget);
+        let n = self.take(said);
+        self.refresh_link();
+        if self.demo.is_some()
+            && self
+                .view
+                .message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("demo prover starting"))
+            && self.model.sessions.iter().any(|s| s.proofs_done > 0)
+        {
+            self.view.message = None;
         }
         if let Some(d) = self.demo.as_mut()
             && !self.demo_exit_seen
@@ -216,41 +154,10 @@ impl App {
 
     /// Blocks up to `wait` for a message (headless live runs).
     pub fn wait(&mut self, wait: Duration) -> bool {
-        match self.rx.recv_timeout(wait) {
-            Ok(m) => {
-                self.handle(m);
-                true
-            }
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => false,
-        }
-    }
-
-    fn update_transport(&mut self) {
-        let Some(r) = &self.replay else { return };
-        let proofs = self.model.proof_keys().len();
-        self.view.transport = Some(format!(
-            "{} {}  │  +{} of {}  │  frame {}/{}  │  {} proofs  │  s speed  [ ] proof  space pause",
-            if r.paused {
-                "⏸"
-            } else if r.done() {
-                "■"
-            } else {
-                "▶"
-            },
-            r.speed.label(),
-            crate::format::dur(r.position()),
-            crate::format::dur(r.end()),
-            r.next,
-            r.frame_count(),
-            proofs
-        ));
-        self.model.link = LinkState::Replay {
-            file: r.file.clone(),
-            position: r.position(),
-            total: r.end(),
-            speed: r.speed.label().into(),
-            paused: r.paused,
-        };
+        let said = self.feed.wait(&mut self.model, wait);
+        let n = self.take(said);
+        self.refresh_link();
+        n > 0
     }
 
     fn select(&mut self, delta: isize) {
@@ -269,30 +176,6 @@ impl App {
         if next != keys.len() - 1 {
             self.view.follow = false;
         }
-    }
-
-    /// Ingests a replay up to frame `idx` (a fresh model when going back).
-    fn replay_seek(&mut self, idx: usize) {
-        let Some(r) = self.replay.as_mut() else {
-            return;
-        };
-        let model = &mut self.model;
-        let sought = r.seek(idx, |frame| match frame {
-            Some(events) => model.ingest_all(events),
-            None => {
-                let link = std::mem::take(&mut model.link);
-                let bad = model.bad_frames;
-                *model = Model::new(model.retention);
-                model.link = link;
-                model.bad_frames = bad;
-            }
-        });
-        if let Err(e) = sought {
-            self.view.message = Some(format!("replay: {e:#}"));
-        }
-        self.view.selected = None;
-        self.view.follow = true;
-        self.update_transport();
     }
 
     /// Applies an action; `true` means quit.
@@ -330,69 +213,23 @@ impl App {
                 self.view.follow = true;
                 self.view.selected = None;
             }
-            Action::Pause => match self.replay.as_mut() {
-                Some(r) => {
-                    let p = !r.paused;
-                    r.set_paused(p);
-                    self.update_transport();
+            // The link's keys: the source answers them.
+            Action::Pause
+            | Action::Record
+            | Action::Speed
+            | Action::PrevProof
+            | Action::NextProof => {
+                let said = self.feed.control(a, &mut self.model);
+                let jumped = matches!(a, Action::PrevProof | Action::NextProof) && said.applied > 0;
+                self.take(said);
+                if jumped {
+                    self.view.selected = None;
+                    self.view.follow = true;
                 }
-                None => {
-                    self.view.paused = !self.view.paused;
-                    if !self.view.paused {
-                        self.resume();
-                    }
-                }
-            },
-            Action::Record => {
-                if self.replay.is_some() {
-                    self.view.message = Some("a replay is already a recording".into());
-                } else if let Some(p) = self.stop_recording() {
-                    self.view.message = Some(format!("recording saved to {p}"));
-                } else {
-                    let path = self.record_path.clone().unwrap_or_else(|| {
-                        let secs = std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map_or(0, |d| d.as_secs());
-                        PathBuf::from(format!("proofscope-{secs}.psrec"))
-                    });
-                    match self.start_recording(path) {
-                        Ok(()) => self.view.message = Some("recording (r stops)".into()),
-                        Err(e) => self.view.message = Some(format!("cannot record: {e:#}")),
-                    }
-                }
-            }
-            Action::Speed => {
-                if let Some(r) = self.replay.as_mut() {
-                    let s = r.speed.next();
-                    r.set_speed(s);
-                    self.update_transport();
-                }
-            }
-            Action::PrevProof | Action::NextProof => {
-                let target = self
-                    .replay
-                    .as_ref()
-                    .and_then(|r| r.proof_target(a == Action::NextProof));
-                if let Some(i) = target {
-                    self.replay_seek(i);
-                }
+                self.refresh_link();
             }
         }
         false
-    }
-
-    /// Applies what was held while paused.
-    fn resume(&mut self) {
-        for events in self.hold.take() {
-            self.model.ingest_all(events);
-        }
-        if self.hold.dropped > 0 {
-            self.warnings.push(format!(
-                "{} events that arrived while the view was paused were dropped (the hold was full)",
-                self.hold.dropped
-            ));
-        }
-        self.view.held = (0, self.hold.dropped);
     }
 
     /// Follow mode keeps the newest proof shown.
@@ -403,8 +240,9 @@ impl App {
     }
 
     pub fn finish(&mut self) {
-        self.stop_recording();
-        self.live.take();
+        if let Some(m) = self.feed.finish() {
+            self.view.message = Some(m);
+        }
         if let Some(mut d) = self.demo.take() {
             d.stop();
         }
@@ -513,9 +351,8 @@ pub fn run_headless(app: &mut App, until: Until) -> HeadlessEnd {
         libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_sigint as *const () as libc::sighandler_t);
     }
-    if let Some(r) = app.replay.as_mut() {
-        r.set_speed(crate::source::replay::Speed::Max);
-        app.pump(Duration::ZERO);
+    if app.feed.is_finite() {
+        app.wait(Duration::ZERO);
         app.finish();
         return HeadlessEnd::default();
     }
@@ -526,12 +363,13 @@ pub fn run_headless(app: &mut App, until: Until) -> HeadlessEnd {
         let done: u64 = app.model.sessions.iter().map(|s| s.proofs_done_live).sum();
         let said_goodbye = app.model.current().is_some_and(|s| s.goodbye.is_some());
         let gone_too_long = app
-            .lost_since
+            .feed
+            .lost_since()
             .is_some_and(|t| t.elapsed() >= RECONNECT_WINDOW);
         let stop = INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
             || until.proofs.is_some_and(|n| done >= n)
             || until.duration.is_some_and(|d| t0.elapsed() >= d)
-            || matches!(app.model.link, LinkState::Failed(_))
+            || matches!(app.view.link, LinkState::Failed(_))
             || (said_goodbye && until.duration.is_none())
             || (gone_too_long && until.duration.is_none())
             || app.demo.as_mut().is_some_and(|d| d.status().is_some());
@@ -542,8 +380,8 @@ pub fn run_headless(app: &mut App, until: Until) -> HeadlessEnd {
             break;
         }
     }
-    let vanished = match &app.model.link {
-        LinkState::Disconnected(why) if app.lost_since.is_some() => Some(why.clone()),
+    let vanished = match &app.view.link {
+        LinkState::Disconnected(why) if app.feed.lost_since().is_some() => Some(why.clone()),
         _ => None,
     };
     if let Some(why) = &vanished {
@@ -551,7 +389,7 @@ pub fn run_headless(app: &mut App, until: Until) -> HeadlessEnd {
             "the prover vanished without a goodbye ({why}); this report covers what arrived before"
         ));
     }
-    let failed = match &app.model.link {
+    let failed = match &app.view.link {
         LinkState::Failed(why) => Some(why.clone()),
         _ => None,
     };
@@ -566,7 +404,7 @@ pub fn run_headless(app: &mut App, until: Until) -> HeadlessEnd {
                 None => format!("the demo prover exited ({status})"),
             })
         });
-        demo.unwrap_or_else(|| match &app.model.link {
+        demo.unwrap_or_else(|| match &app.view.link {
             LinkState::Disconnected(why) | LinkState::Failed(why) | LinkState::Ended(why) => {
                 why.clone()
             }

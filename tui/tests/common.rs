@@ -38,12 +38,9 @@ pub fn opts() -> RunOpts {
 /// A replay of `name`, fully ingested, labelled with a stable source name.
 pub fn replayed(name: &str) -> App {
     let mut app = App::replay(recording(name), &opts()).unwrap();
-    app.source = format!("recordings/{name}");
-    if let Some(r) = app.replay.as_mut() {
-        r.file = format!("recordings/{name}");
-        r.set_speed(proofscope::source::replay::Speed::Max);
-    }
-    app.pump(std::time::Duration::ZERO);
+    app.relabel(&format!("recordings/{name}"));
+    // A replay's wait reads it through at full speed.
+    app.wait(std::time::Duration::ZERO);
     app
 }
 

@@ -5,7 +5,8 @@ mod common;
 
 use proofscope::app::App;
 use proofscope::input::Action;
-use proofscope::model::{LinkState, Model, Retention};
+use proofscope::model::{Model, Retention};
+use proofscope::source::LinkState;
 use proofscope::source::live::Target;
 use std::io::Write;
 use std::process::{Child, Command};
@@ -66,11 +67,11 @@ fn the_ui_keeps_its_data_and_reconnects_when_the_prover_returns() {
     first.wait().unwrap();
     assert!(
         pump_until(&mut app, 10, |a| matches!(
-            &a.model.link,
+            &a.view.link,
             LinkState::Ended(why) if why.starts_with("prover finished: done: 1 proofs")
         )),
         "the UI did not say the prover finished: {:?}",
-        app.model.link
+        app.view.link
     );
     let kept = app.model.sessions[0].proofs_done;
     assert_eq!(kept, 1);
@@ -80,7 +81,7 @@ fn the_ui_keeps_its_data_and_reconnects_when_the_prover_returns() {
         pump_until(&mut app, 120, |a| a.model.sessions.len() == 2
             && a.model.sessions[1].proofs_done == 1),
         "no reconnection: {:?}",
-        app.model.link
+        app.view.link
     );
     assert_eq!(app.model.sessions[0].proofs_done, kept, "old data kept");
     second.wait().unwrap();
@@ -104,10 +105,10 @@ fn a_protocol_mismatch_is_a_clear_message_not_a_crash() {
         .unwrap();
     let mut app = App::live(Target::Socket(sock), &common::opts()).unwrap();
     assert!(pump_until(&mut app, 10, |a| matches!(
-        a.model.link,
+        a.view.link,
         LinkState::Failed(_)
     )));
-    let LinkState::Failed(msg) = &app.model.link else {
+    let LinkState::Failed(msg) = &app.view.link else {
         unreachable!()
     };
     assert!(
@@ -254,13 +255,13 @@ fn a_clean_finish_stays_a_finish_while_the_socket_goes_away() {
         .unwrap();
     let mut app = App::live(Target::Socket(sock), &common::opts()).unwrap();
     assert!(pump_until(&mut app, 10, |a| matches!(
-        a.model.link,
+        a.view.link,
         LinkState::Ended(_)
     )));
     server.join().unwrap();
     // Retries meanwhile (the socket still there, then gone) keep the finish.
     pump_until(&mut app, 2, |_| false);
-    match &app.model.link {
+    match &app.view.link {
         LinkState::Ended(why) => assert_eq!(why, "prover finished: done"),
         other => panic!("the clean finish became {other:?}"),
     }

@@ -117,10 +117,7 @@ fn app() -> App {
     w.flush().unwrap();
     drop(w);
     let mut app = App::replay(path, &common::opts()).unwrap();
-    if let Some(r) = app.replay.as_mut() {
-        r.set_speed(proofscope::source::replay::Speed::Max);
-    }
-    app.pump(std::time::Duration::ZERO);
+    app.wait(std::time::Duration::ZERO);
     app
 }
 

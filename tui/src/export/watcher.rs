@@ -8,8 +8,9 @@ use super::metrics::{
     ProverLabels, ResultLabels, gap_kinds, places, result_label,
 };
 use crate::analysis::GapRule;
-use crate::model::{LinkState, Model, Proof, Retention, Session};
+use crate::model::{Model, Proof, Retention, Session};
 use crate::report::proof_report;
+use crate::source::LinkState;
 use crate::source::SourceMsg;
 use crate::source::live::{self, Target};
 use probe_protocol::{Event, EventKind};

@@ -108,27 +108,6 @@ impl Proof {
     }
 }
 
-/// Connection or replay state, set by the source; shown in the header.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum LinkState {
-    #[default]
-    Idle,
-    Connecting(String),
-    Live(String),
-    /// Lost the prover; retrying. (what, since when — wall ms)
-    Disconnected(String),
-    /// A clear protocol error (e.g. version mismatch); not retried.
-    Failed(String),
-    Replay {
-        file: String,
-        position: u64,
-        total: u64,
-        speed: String,
-        paused: bool,
-    },
-    Ended(String),
-}
-
 /// One session: one prover process's stream (a connection or a recording).
 #[derive(Debug, Default)]
 pub struct Session {
@@ -238,9 +217,6 @@ pub struct ProofKey {
 pub struct Model {
     pub sessions: Vec<Session>,
     pub retention: Retention,
-    pub link: LinkState,
-    /// Recording to this file, if any.
-    pub recording: Option<String>,
     pub evicted_proofs: u64,
     pub evicted_events: u64,
     /// Whole sessions evicted (older provers' streams, once nothing else was left to evict).

@@ -5,8 +5,8 @@
 //! name and command line, or else the only prover running. An incompatible protocol version,
 //! and a prover that refuses this viewer, are clear, final errors.
 
+use super::LinkState;
 use super::SourceMsg;
-use crate::model::LinkState;
 use probe_protocol::discovery;
 use probe_protocol::{
     DecodeError, Event, FrameReader, ReadError, ReadErrorKind, Subscribe, encode_frame,

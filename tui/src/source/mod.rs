@@ -1,21 +1,97 @@
-//! Where events come from: a live prover's socket (with reconnection) or a recording file.
-//! Both deliver the same frames to the same model.
+//! Where sessions come from, through one door: a live prover's socket ([`attached`]), a
+//! recording ([`replayed`]) or a log imported on the fly ([`replayed::ImportedLog`]) are the
+//! three implementations of [`Source`], which feeds the model. What belongs to the link — the
+//! connection state, the replay transport, the recorder, the hold of a paused live view — lives
+//! in the source, not in the model or the app loop.
 
+pub mod attached;
 pub mod live;
 pub mod record;
 pub mod replay;
+pub mod replayed;
 
+use crate::input::Action;
+use crate::model::Model;
 use probe_protocol::Event;
+use std::time::{Duration, Instant};
 
-/// What a source hands to the app.
+/// What the live transport thread hands to its source.
 #[derive(Debug)]
 pub enum SourceMsg {
     /// One frame: its raw bytes (prefix included, for recording) and its events.
     Frame { raw: Vec<u8>, events: Vec<Event> },
     /// Connection state changed.
-    Link(crate::model::LinkState),
+    Link(LinkState),
     /// A frame that did not decode (counted; the stream goes on).
     BadFrame(String),
     /// Something the user should read (e.g. a restarted prover is followed now).
     Notice(String),
+}
+
+/// Connection or replay state, set by the source; shown in the header.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum LinkState {
+    #[default]
+    Idle,
+    Connecting(String),
+    Live(String),
+    /// Lost the prover; retrying. (what, since when — wall ms)
+    Disconnected(String),
+    /// A clear protocol error (e.g. version mismatch); not retried.
+    Failed(String),
+    Replay {
+        file: String,
+        position: u64,
+        total: u64,
+        speed: String,
+        paused: bool,
+    },
+    Ended(String),
+}
+
+/// What a source said while it fed the model: for the user and the report.
+#[derive(Debug, Default)]
+pub struct Said {
+    /// Messages applied (frames, link changes, …).
+    pub applied: usize,
+    /// A message for the footer.
+    pub message: Option<String>,
+    /// Warnings for the report.
+    pub warnings: Vec<String>,
+}
+
+/// The one door: every way a session reaches the viewer.
+pub trait Source: std::fmt::Debug {
+    /// Applies to `model` what is due: what arrived (a live source, for at most `budget`),
+    /// or what the replay clock has reached.
+    fn pump(&mut self, model: &mut Model, budget: Duration) -> Said;
+    /// Blocks up to `wait` for something, then applies it (headless live runs). A finite
+    /// source runs to its end instead.
+    fn wait(&mut self, model: &mut Model, wait: Duration) -> Said;
+    /// A key the source answers to (pause, speed, proof jumps, record); what it says back.
+    /// Actions it has nothing to do with are ignored.
+    fn control(&mut self, action: Action, model: &mut Model) -> Said;
+    /// The state shown in the header.
+    fn link(&self) -> LinkState;
+    /// The replay transport line, for sources that have one.
+    fn transport(&self, _model: &Model) -> Option<String> {
+        None
+    }
+    /// A file and its end (replays): headless runs read it through at full speed.
+    fn is_finite(&self) -> bool;
+    /// Paused (the replay clock stopped, or live events held), and for live: events held and
+    /// dropped while paused.
+    fn paused(&self) -> (bool, (u64, u64));
+    /// Since when the prover has been lost without a goodbye (live).
+    fn lost_since(&self) -> Option<Instant> {
+        None
+    }
+    /// The file being recorded to.
+    fn recording(&self) -> Option<String> {
+        None
+    }
+    /// Names the source in the header (tests give recordings stable names).
+    fn relabel(&mut self, _label: String) {}
+    /// Stops: a recording is closed, a connection dropped. Returns what the user should know.
+    fn finish(&mut self) -> Option<String>;
 }

@@ -1,7 +1,8 @@
 //! Header: who is profiled on what, and the state of the link, the recording and the counts.
 
 use super::{ViewState, bold, dim, warn};
-use crate::model::{LinkState, Model};
+use crate::model::Model;
+use crate::source::LinkState;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -35,7 +36,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         }
         None => l1.push(Span::styled("waiting for a prover…", dim())),
     }
-    let (link, style) = match &model.link {
+    let (link, style) = match &state.link {
         LinkState::Idle => ("idle".to_string(), dim()),
         LinkState::Connecting(p) => (
             format!("connecting to {p}"),
@@ -51,7 +52,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     };
     let mut l2 = vec![Span::styled(link, style)];
     l2.push(Span::styled(" │ ", dim()));
-    match &model.recording {
+    match &state.recording {
         Some(p) => l2.push(Span::styled(format!("● rec {p}"), warn())),
         None => l2.push(Span::styled("rec off", dim())),
     }
@@ -63,7 +64,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     }
     // Live: whether the newest proof is followed (`f` toggles it).
     if matches!(
-        model.link,
+        state.link,
         LinkState::Live(_) | LinkState::Connecting(_) | LinkState::Disconnected(_)
     ) {
         l2.push(Span::styled(" │ ", dim()));

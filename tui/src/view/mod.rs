@@ -76,6 +76,10 @@ pub struct ViewState {
     pub scroll: usize,
     /// `replay --compare B`: B's phase statistics, shown beside these in the Stats panel.
     pub compare: Option<stats::Comparison>,
+    /// The link as the source reports it (live, replay position and speed, …).
+    pub link: crate::source::LinkState,
+    /// The file the session is being recorded to.
+    pub recording: Option<String>,
 }
 
 impl Default for ViewState {
@@ -95,6 +99,8 @@ impl Default for ViewState {
             expand: false,
             scroll: 0,
             compare: None,
+            link: crate::source::LinkState::Idle,
+            recording: None,
         }
     }
 }

@@ -1,0 +1,196 @@
+//! A live prover as a [`Source`]: the transport thread's messages, the recorder (frames are
+//! written as they arrive), and the hold that keeps a paused view's events within the memory
+//! bound.
+
+use super::live::{self, Live, Target};
+use super::record::Recorder;
+use super::{LinkState, Said, Source, SourceMsg};
+use crate::hold::Hold;
+use crate::input::Action;
+use crate::model::Model;
+use anyhow::Result;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+#[derive(Debug)]
+pub struct Attached {
+    rx: Receiver<SourceMsg>,
+    /// Dropped to disconnect.
+    live: Option<Live>,
+    link: LinkState,
+    recorder: Option<Recorder>,
+    /// Where `r` records (`--record`), else a name with the time.
+    record_path: Option<PathBuf>,
+    paused: bool,
+    /// Frames that arrived while the view was paused.
+    hold: Hold,
+    lost_since: Option<Instant>,
+}
+
+impl Attached {
+    /// Connects (in the background) and, with `record`, records from the first frame.
+    pub fn start(target: Target, record: Option<PathBuf>, model: &Model) -> Result<Attached> {
+        let (tx, rx) = channel();
+        let mut a = Attached {
+            rx,
+            live: Some(live::start(target, tx)?),
+            link: LinkState::Idle,
+            recorder: None,
+            record_path: record.clone(),
+            paused: false,
+            hold: Hold::default(),
+            lost_since: None,
+        };
+        if let Some(p) = record {
+            a.start_recording(p, model)?;
+        }
+        Ok(a)
+    }
+
+    fn start_recording(&mut self, path: PathBuf, model: &Model) -> Result<()> {
+        self.recorder = Some(Recorder::create(&path, model.current())?);
+        Ok(())
+    }
+
+    /// Closes the recording; its path, and an error message if closing failed.
+    fn stop_recording(&mut self) -> Option<(String, Option<String>)> {
+        let rec = self.recorder.take()?;
+        let path = rec.path.clone();
+        let err = rec
+            .finish()
+            .err()
+            .map(|e| format!("recording {path} failed: {e}"));
+        Some((path, err))
+    }
+
+    fn handle(&mut self, msg: SourceMsg, model: &mut Model, said: &mut Said) {
+        said.applied += 1;
+        match msg {
+            SourceMsg::Frame { raw, events } => {
+                if let Some(r) = self.recorder.as_mut()
+                    && let Err(e) = r.frame(&raw)
+                {
+                    said.message = Some(format!("recording stopped: {e}"));
+                    self.stop_recording();
+                }
+                if self.paused {
+                    self.hold.push(events, model.retention.max_bytes);
+                } else {
+                    model.ingest_all(events);
+                }
+            }
+            SourceMsg::Link(state) => {
+                match &state {
+                    LinkState::Disconnected(_) => {
+                        self.lost_since.get_or_insert_with(Instant::now);
+                    }
+                    _ => self.lost_since = None,
+                }
+                self.link = state;
+            }
+            SourceMsg::Notice(note) => {
+                said.message = Some(note.clone());
+                said.warnings.push(note);
+            }
+            SourceMsg::BadFrame(why) => {
+                model.bad_frames += 1;
+                said.warnings.push(why);
+            }
+        }
+    }
+
+    /// Applies what was held while paused.
+    fn resume(&mut self, model: &mut Model, said: &mut Said) {
+        for events in self.hold.take() {
+            model.ingest_all(events);
+        }
+        if self.hold.dropped > 0 {
+            said.warnings.push(format!(
+                "{} events that arrived while the view was paused were dropped (the hold was full)",
+                self.hold.dropped
+            ));
+        }
+    }
+}
+
+impl Source for Attached {
+    fn pump(&mut self, model: &mut Model, budget: Duration) -> Said {
+        // Paused, frames are still taken (recorded, and held within the memory bound), so the
+        // channel from the transport never grows without bound.
+        let t0 = Instant::now();
+        let mut said = Said::default();
+        while t0.elapsed() < budget {
+            match self.rx.try_recv() {
+                Ok(m) => self.handle(m, model, &mut said),
+                Err(_) => break,
+            }
+        }
+        said
+    }
+
+    fn wait(&mut self, model: &mut Model, wait: Duration) -> Said {
+        let mut said = Said::default();
+        match self.rx.recv_timeout(wait) {
+            Ok(m) => self.handle(m, model, &mut said),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        }
+        said
+    }
+
+    fn control(&mut self, action: Action, model: &mut Model) -> Said {
+        let mut said = Said::default();
+        match action {
+            Action::Pause => {
+                self.paused = !self.paused;
+                if !self.paused {
+                    self.resume(model, &mut said);
+                }
+            }
+            Action::Record => {
+                said.message = Some(if let Some((path, err)) = self.stop_recording() {
+                    err.unwrap_or(format!("recording saved to {path}"))
+                } else {
+                    let path = self.record_path.clone().unwrap_or_else(|| {
+                        let secs = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_secs());
+                        PathBuf::from(format!("proofscope-{secs}.psrec"))
+                    });
+                    match self.start_recording(path, model) {
+                        Ok(()) => "recording (r stops)".into(),
+                        Err(e) => format!("cannot record: {e:#}"),
+                    }
+                });
+            }
+            _ => {}
+        }
+        said
+    }
+
+    fn link(&self) -> LinkState {
+        self.link.clone()
+    }
+
+    fn is_finite(&self) -> bool {
+        false
+    }
+
+    fn paused(&self) -> (bool, (u64, u64)) {
+        (self.paused, (self.hold.events, self.hold.dropped))
+    }
+
+    fn lost_since(&self) -> Option<Instant> {
+        self.lost_since
+    }
+
+    fn recording(&self) -> Option<String> {
+        self.recorder.as_ref().map(|r| r.path.clone())
+    }
+
+    fn finish(&mut self) -> Option<String> {
+        let err = self.stop_recording().and_then(|(_, e)| e);
+        self.live.take();
+        err
+    }
+}
