@@ -187,3 +187,39 @@ pub fn busy_session(path: &Path, proofs: u64, ghost_every: Option<u64>) -> u64 {
     w.write_frame(b.finish().unwrap()).unwrap();
     events
 }
+
+/// A child process killed and reaped when dropped, so a failing test leaves none behind.
+#[derive(Debug)]
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts example `name` with `args`, its probe serving on `sock` (no NVML sampling), and
+/// waits up to 30 s for the socket.
+pub fn serve_example(name: &str, args: &[&str], sock: &Path) -> Running {
+    use std::process::{Command, Stdio};
+    let child = Running(
+        Command::new(example(name))
+            .args(args)
+            .env("PROOFSCOPE_SOCKET", sock)
+            .env("PROOFSCOPE_GPU_SAMPLE_MS", "0")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !sock.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the {name} example opened no socket"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child
+}

@@ -3,21 +3,12 @@
 //! to the same core (started here, bounded in time); a stretch blocked on a lock is "blocked",
 //! naming the span of the thread that held it.
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
 
 mod common;
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::Running;
 
 /// The flagged gaps of 2 proofs of the contended prover: (kind, sched evidence, sentence).
 fn flagged_gaps(hog: bool) -> Vec<(String, serde_json::Value, String)> {
@@ -34,21 +25,7 @@ fn flagged_gaps(hog: bool) -> Vec<(String, serde_json::Value, String)> {
     });
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("contended.sock");
-    let _prover = Running(
-        Command::new(&exe)
-            .args(["--proofs", "3"])
-            .env("PROOFSCOPE_SOCKET", &sock)
-            .env("PROOFSCOPE_GPU_SAMPLE_MS", "0")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !sock.exists() {
-        assert!(Instant::now() < deadline, "the example opened no socket");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let _prover = common::serve_example("contended_prover", &["--proofs", "3"], &sock);
     let out = Command::new(BIN)
         .arg("attach")
         .arg(&sock)

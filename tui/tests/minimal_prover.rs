@@ -3,26 +3,15 @@
 //! phases, and with `--dealloc sync` flags the tail gap and diagnoses the release.
 //! `probe/examples/tracing_prover.rs` speaks only `tracing`, through the probe's layer.
 
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
 
 mod common;
-use common::example;
 
 /// One example at a time: the ghost's share of a proof is what the test reads, and a second
 /// prover paging in its vectors on the same 2 cores would dilute it.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Runs the minimal prover with `dealloc` and returns the headless report of 3 proofs.
 fn report(dealloc: &str) -> String {
@@ -37,21 +26,7 @@ fn report_of(name: &str, args: &[&str]) -> String {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("example.sock");
-    let _prover = Running(
-        Command::new(example(name))
-            .args(args)
-            .env("PROOFSCOPE_SOCKET", &sock)
-            .env("PROOFSCOPE_GPU_SAMPLE_MS", "0")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !sock.exists() {
-        assert!(Instant::now() < deadline, "the example opened no socket");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let _prover = common::serve_example(name, args, &sock);
     let out = Command::new(BIN)
         .arg("attach")
         .arg(&sock)
