@@ -17,9 +17,10 @@ MAGIC = b"\x89PSREC\r\n"
 KINDS = {1: "hello", 2: "name_def", 3: "thread_def", 4: "proof_begin", 5: "proof_end",
          6: "span_begin", 7: "span_end", 8: "marker", 9: "alloc_sample", 10: "alloc",
          11: "release", 12: "gpu_sample", 13: "gpu_span", 14: "dropped", 15: "heartbeat",
-         16: "history_gap", 17: "live_start", 18: "goodbye", 19: "thread_sched", 32: "subscribe"}
+         16: "history_gap", 17: "live_start", 18: "goodbye", 19: "thread_sched", 20: "stack_def",
+         32: "subscribe"}
 MIN_FIELDS = {1: 1, 2: 2, 3: 3, 4: 2, 5: 2, 6: 6, 7: 2, 8: 5, 9: 8, 10: 5, 11: 5, 12: 13,
-              13: 6, 14: 2, 15: 1, 16: 4, 17: 1, 18: 2, 19: 5, 32: 2}
+              13: 6, 14: 2, 15: 1, 16: 4, 17: 1, 18: 2, 19: 5, 20: 2, 32: 2}
 
 
 def frames(data, offset=0):
@@ -111,8 +112,11 @@ def events(body):
             yield k, dict(zip(names, f[1:8]), ts=t)
         elif tag in (10, 11):
             t = ts(f[0])
-            yield k, {"ts": t, "bytes": f[1], "inside_ns": f[2], "thread": f[3],
-                      "span": span(f[4])}
+            ev = {"ts": t, "bytes": f[1], "inside_ns": f[2], "thread": f[3],
+                  "span": span(f[4])}
+            if len(f) > 5:  # since 1.3: the stack id, absolute
+                ev["stack"] = f[5]
+            yield k, ev
         elif tag == 12:
             names = ["device", "util_pct", "mem_util_pct", "mem_used_bytes", "mem_total_bytes",
                      "power_mw", "energy_mj", "temp_c", "sm_clock_mhz", "mem_clock_mhz",
@@ -134,6 +138,8 @@ def events(body):
                       "evicted_until": f[3]}
         elif tag == 18:
             yield k, {"ts": ts(f[0]), "reason": f[1]}
+        elif tag == 20:
+            yield k, {"id": f[0], "frames": list(f[1])}
         elif tag == 19:
             # Since 1.2; absolute fields, no cursor moves.
             yield k, {"ts": f[0], "thread": f[1], "cpu_ns": f[2], "runq_ns": f[3],

@@ -49,6 +49,7 @@ pub fn realistic_mix(n: usize) -> Vec<Event> {
         }
         if i.is_multiple_of(211) {
             out.push(Event::Release(BlockEvent {
+                stack: None,
                 ts,
                 bytes: 4_170_000_000,
                 inside_ns: 180_000_000,

@@ -109,6 +109,7 @@ fn min_fields(tag: u8) -> usize {
         tag::HISTORY_GAP => 5,
         tag::GOODBYE => 3,
         tag::THREAD_SCHED => 6,
+        tag::STACK_DEF => 3,
         tag::SUBSCRIBE => 3,
         _ => 1,
     }
@@ -122,7 +123,12 @@ pub(crate) fn encode_event(
 ) -> Result<(), EncodeError> {
     use msgpack::*;
     let t = ev.kind().tag();
-    write_array_len(out, min_fields(t) as u32);
+    // A block's stack id is a trailing field (1.3), written only when there is one.
+    let trailing = match ev {
+        Event::Alloc(b) | Event::Release(b) => usize::from(b.stack.is_some()),
+        _ => 0,
+    };
+    write_array_len(out, (min_fields(t) + trailing) as u32);
     write_uint(out, t as u64);
     match ev {
         Event::Hello(h) => put_map(out, h.as_ref(), "hello")?,
@@ -188,6 +194,9 @@ pub(crate) fn encode_event(
             write_uint(out, b.inside_ns);
             write_uint(out, b.thread as u64);
             cur.put_opt_span(out, b.span)?;
+            if let Some(s) = b.stack {
+                write_uint(out, s as u64);
+            }
         }
         Event::GpuSample(g) => {
             cur.put_ts(out, g.ts)?;
@@ -232,6 +241,13 @@ pub(crate) fn encode_event(
             write_str(out, reason);
         }
         // Added in 1.2: absolute, so an older reader that skips it keeps its cursors right.
+        Event::StackDef { id, frames } => {
+            write_uint(out, *id as u64);
+            write_array_len(out, frames.len() as u32);
+            for f in frames {
+                write_str(out, f);
+            }
+        }
         Event::ThreadSched(s) => {
             write_uint(out, s.ts);
             write_uint(out, s.thread as u64);
@@ -299,7 +315,7 @@ pub(crate) fn decode_event(
     let tag_at = r.pos();
     let t = r.read_u64("event tag")?;
     let known = u8::try_from(t).ok().and_then(EventKind::from_tag);
-    let needed = match known {
+    let mut needed = match known {
         Some(k) => min_fields(k.tag()),
         None => {
             for _ in 1..n {
@@ -389,13 +405,20 @@ pub(crate) fn decode_event(
             rss_bytes: r.read_u64("rss bytes")?,
         }),
         tag::ALLOC | tag::RELEASE => {
-            let b = BlockEvent {
+            let mut b = BlockEvent {
                 ts: cur.get_ts(r)?,
                 bytes: r.read_u64("block bytes")?,
                 inside_ns: r.read_u64("time inside allocator")?,
                 thread: r.read_u32("thread id")?,
                 span: cur.get_opt_span(r)?,
+                stack: None,
             };
+            if n > needed {
+                b.stack = r
+                    .read_opt_u64("stack id")?
+                    .map(|s| u32::try_from(s).unwrap_or(u32::MAX));
+                needed += 1;
+            }
             if t as u8 == tag::ALLOC {
                 Event::Alloc(b)
             } else {
@@ -461,6 +484,15 @@ pub(crate) fn decode_event(
             ts: cur.get_ts(r)?,
             reason: r.read_str("goodbye reason")?.to_owned(),
         },
+        tag::STACK_DEF => {
+            let id = r.read_u32("stack id")?;
+            let count = r.read_array_len("stack frames")?;
+            let mut frames = Vec::with_capacity(count.min(256));
+            for _ in 0..count {
+                frames.push(r.read_str("stack frame")?.to_owned());
+            }
+            Event::StackDef { id, frames }
+        }
         tag::THREAD_SCHED => Event::ThreadSched(ThreadSched {
             ts: r.read_u64("sched timestamp")?,
             thread: r.read_u32("thread id")?,

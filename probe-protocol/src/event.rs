@@ -12,6 +12,8 @@ pub type ProofId = u64;
 pub type NameId = u32;
 /// Thread id on the wire (see [`Event::ThreadDef`]); small, dense, per session.
 pub type ThreadId = u32;
+/// Interned call stack id (see [`Event::StackDef`]).
+pub type StackId = u32;
 
 /// One-byte tags that lead every event on the wire. Stable: a tag is never reused.
 pub mod tag {
@@ -35,6 +37,8 @@ pub mod tag {
     pub const GOODBYE: u8 = 18;
     /// Since 1.2.
     pub const THREAD_SCHED: u8 = 19;
+    /// Since 1.3.
+    pub const STACK_DEF: u8 = 20;
     /// Client → server.
     pub const SUBSCRIBE: u8 = 32;
 }
@@ -62,6 +66,7 @@ pub enum EventKind {
     LiveStart = tag::LIVE_START,
     Goodbye = tag::GOODBYE,
     ThreadSched = tag::THREAD_SCHED,
+    StackDef = tag::STACK_DEF,
     Subscribe = tag::SUBSCRIBE,
 }
 
@@ -87,11 +92,12 @@ impl EventKind {
         EventKind::LiveStart,
         EventKind::Goodbye,
         EventKind::ThreadSched,
+        EventKind::StackDef,
         EventKind::Subscribe,
     ];
 
     /// Number of kinds: the length of [`EventKind::ALL`].
-    pub const COUNT: usize = 20;
+    pub const COUNT: usize = 21;
 
     pub fn tag(self) -> u8 {
         self as u8
@@ -119,7 +125,8 @@ impl EventKind {
             EventKind::LiveStart => 16,
             EventKind::Goodbye => 17,
             EventKind::ThreadSched => 18,
-            EventKind::Subscribe => 19,
+            EventKind::StackDef => 19,
+            EventKind::Subscribe => 20,
         }
     }
 
@@ -149,6 +156,7 @@ impl EventKind {
             EventKind::LiveStart => "live_start",
             EventKind::Goodbye => "goodbye",
             EventKind::ThreadSched => "thread_sched",
+            EventKind::StackDef => "stack_def",
             EventKind::Subscribe => "subscribe",
         }
     }
@@ -314,6 +322,9 @@ pub struct BlockEvent {
     pub thread: ThreadId,
     /// Innermost open span on that thread, if any.
     pub span: Option<SpanId>,
+    /// The call stack that made the call ([`Event::StackDef`]), for blocks at or above the
+    /// stack threshold (protocol 1.3; a trailing field older readers skip).
+    pub stack: Option<StackId>,
 }
 
 /// One NVML sample of one device. Fields are `None` when the device did not answer.
@@ -435,6 +446,12 @@ pub enum Event {
         reason: String,
     },
     ThreadSched(ThreadSched),
+    /// A call stack, defined once and then referred to by id: frames innermost first, each
+    /// `function (file:line)` as far as the prover's symbols say. Since 1.3.
+    StackDef {
+        id: StackId,
+        frames: Vec<String>,
+    },
     Subscribe(Subscribe),
 }
 
@@ -460,6 +477,7 @@ impl Event {
             Event::LiveStart { .. } => EventKind::LiveStart,
             Event::Goodbye { .. } => EventKind::Goodbye,
             Event::ThreadSched(_) => EventKind::ThreadSched,
+            Event::StackDef { .. } => EventKind::StackDef,
             Event::Subscribe(_) => EventKind::Subscribe,
         }
     }
@@ -470,6 +488,7 @@ impl Event {
             Event::Hello(_)
             | Event::NameDef { .. }
             | Event::ThreadDef { .. }
+            | Event::StackDef { .. }
             | Event::Subscribe(_) => return None,
             Event::ProofBegin(p) => p.ts,
             Event::ProofEnd(p) => p.ts,
@@ -494,6 +513,7 @@ impl Event {
             Event::Hello(_)
                 | Event::NameDef { .. }
                 | Event::ThreadDef { .. }
+                | Event::StackDef { .. }
                 | Event::Dropped(_)
                 | Event::HistoryGap(_)
                 | Event::LiveStart { .. }

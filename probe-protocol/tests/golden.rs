@@ -13,10 +13,10 @@ fn hex(b: &[u8]) -> String {
 /// Event bytes of `ev` alone in a frame with base 500 (the frame header is checked once).
 fn event_bytes(ev: &Event) -> String {
     let frame = encode_frame(500, std::slice::from_ref(ev)).unwrap();
-    // prefix(4) | dd + count 4 (3 header fields + 1 event) | major 1 | minor 2 | base cd 01 f4
+    // prefix(4) | dd + count 4 (3 header fields + 1 event) | major 1 | minor 3 | base cd 01 f4
     assert_eq!(
         &frame[4..14],
-        &[0xdd, 0, 0, 0, 4, 0x01, 0x02, 0xcd, 0x01, 0xf4]
+        &[0xdd, 0, 0, 0, 4, 0x01, 0x03, 0xcd, 0x01, 0xf4]
     );
     hex(&frame[14..])
 }
@@ -26,8 +26,8 @@ fn frame_header_layout() {
     let frame = encode_frame(500, &[Event::Heartbeat { ts: 510 }]).unwrap();
     assert_eq!(
         hex(&frame),
-        // len=13 | array32 n=4 | major 1 | minor 2 | base 500 | [15, +10]
-        "0d 00 00 00 dd 00 00 00 04 01 02 cd 01 f4 92 0f 0a"
+        // len=13 | array32 n=4 | major 1 | minor 3 | base 500 | [15, +10]
+        "0d 00 00 00 dd 00 00 00 04 01 03 cd 01 f4 92 0f 0a"
     );
 }
 
@@ -53,7 +53,8 @@ fn golden_bytes_per_kind() {
         ),
         (
             "release",
-            "96 0b ce 00 1e 82 8c ce 00 a0 00 00 ce 0a ba 95 00 03 c0",
+            // Since 1.3, a trailing stack id (2) when the block has one.
+            "97 0b ce 00 1e 82 8c ce 00 a0 00 00 ce 0a ba 95 00 03 c0 02",
         ),
         ("gpu_sample", ""),
         ("gpu_span", "97 0d ce 00 1e 84 80 cd 0d ac 00 01 05 65"),
@@ -66,6 +67,11 @@ fn golden_bytes_per_kind() {
         ("live_start", "92 11 ce 00 23 16 6d"),
         ("proof_end", ""),
         ("goodbye", "93 12 ce 00 2f 4b 6c a6 73 69 67 6e 61 6c"),
+        // Since 1.3: [20, id 2, ["drop_in_place<T> (a.rs:1)", "main"]].
+        (
+            "stack_def",
+            "93 14 02 92 b9 64 72 6f 70 5f 69 6e 5f 70 6c 61 63 65 3c 54 3e 20 28 61 2e 72 73 3a 31 29 a4 6d 61 69 6e",
+        ),
         // Since 1.2, every field absolute: [19, ts 3_200_000, thread 1, cpu, runq, slices].
         (
             "thread_sched",

@@ -47,6 +47,12 @@ static PEAK: AtomicU64 = AtomicU64::new(0);
 static THRESHOLD: AtomicU64 = AtomicU64::new(DEFAULT_LARGE_BLOCK);
 static EVENTS_ON: AtomicBool = AtomicBool::new(false);
 static QUEUE: OnceLock<ArrayQueue<RawBlock>> = OnceLock::new();
+/// Blocks at or above this many bytes carry their call stack (`u64::MAX`: none).
+static STACK_THRESHOLD: AtomicU64 = AtomicU64::new(u64::MAX);
+/// Stacks captured in the hook, for the collector; matched to their block by `seq`.
+static STACKS: OnceLock<ArrayQueue<RawStack>> = OnceLock::new();
+static STACK_SEQ: AtomicU64 = AtomicU64::new(1);
+static DROPPED_STACKS: AtomicU64 = AtomicU64::new(0);
 static DROPPED_ALLOC: AtomicU64 = AtomicU64::new(0);
 static DROPPED_RELEASE: AtomicU64 = AtomicU64::new(0);
 
@@ -65,6 +71,22 @@ pub struct RawBlock {
     pub os_tid: u32,
     pub span: u64,
     pub release: bool,
+    /// `RawStack::seq` of its call stack; 0: none.
+    pub stack_seq: u64,
+}
+
+/// Return addresses kept per stack (innermost first).
+pub const STACK_DEPTH: usize = 32;
+/// Stacks waiting for the collector: a stack is kept only for blocks at or above the stack
+/// threshold, which are few.
+const STACK_QUEUE_CAPACITY: usize = 4096;
+
+/// A call stack captured in the allocator hook: raw return addresses, symbolised later.
+#[derive(Debug, Clone, Copy)]
+pub struct RawStack {
+    pub seq: u64,
+    pub depth: u8,
+    pub ips: [usize; STACK_DEPTH],
 }
 
 /// Totals over all threads.
@@ -163,10 +185,13 @@ pub fn dropped() -> (u64, u64) {
     )
 }
 
-/// Turns large-block events on (threshold in bytes) for a session.
-pub(crate) fn enable_events(threshold: u64) {
+/// Turns large-block events on (threshold in bytes) for a session, with call stacks for
+/// blocks at or above `stack_threshold` (`u64::MAX`: none).
+pub(crate) fn enable_events(threshold: u64, stack_threshold: u64) {
     let _ = QUEUE.get_or_init(|| ArrayQueue::new(LARGE_QUEUE_CAPACITY));
+    let _ = STACKS.get_or_init(|| ArrayQueue::new(STACK_QUEUE_CAPACITY));
     THRESHOLD.store(threshold.max(1), Ordering::Relaxed);
+    STACK_THRESHOLD.store(stack_threshold.max(1), Ordering::Relaxed);
     EVENTS_ON.store(true, Ordering::Release);
 }
 
@@ -183,13 +208,84 @@ pub(crate) fn drain(mut f: impl FnMut(RawBlock)) {
     }
 }
 
+/// Takes every captured stack (before the blocks: a block's stack is queued before it).
+pub(crate) fn drain_stacks(mut f: impl FnMut(RawStack)) {
+    if let Some(q) = STACKS.get() {
+        while let Some(s) = q.pop() {
+            f(s);
+        }
+    }
+}
+
+/// Stacks not kept (their queue was full): their blocks carry none.
+pub fn dropped_stacks() -> u64 {
+    DROPPED_STACKS.load(Ordering::Relaxed)
+}
+
+/// The calling thread's stack when `bytes` reaches the stack threshold: its `seq`, else 0.
+/// Walks the frames with the unwinder's unsynchronised trace into a fixed array: no
+/// allocation, no lock of our own (the unwinder takes the loader's recursive lock).
+#[inline]
+fn capture_stack(bytes: u64) -> u64 {
+    // Miri cannot run the system unwinder.
+    if cfg!(miri) || bytes < STACK_THRESHOLD.load(Ordering::Relaxed) {
+        return 0;
+    }
+    capture_stack_cold()
+}
+
+#[cold]
+#[inline(never)]
+fn capture_stack_cold() -> u64 {
+    let Some(q) = STACKS.get() else { return 0 };
+    let mut s = RawStack {
+        seq: STACK_SEQ.fetch_add(1, Ordering::Relaxed),
+        depth: 0,
+        ips: [0; STACK_DEPTH],
+    };
+    let mut n = 0;
+    // The frames of the capture itself end at `report` (or `report_external_large`), never
+    // inlined: recording starts with the frame that called the allocator. Looking up a
+    // frame's function start costs about what unwinding it does, for the first few only.
+    let ours = [
+        report as *const () as usize,
+        report_external_large as *const () as usize,
+    ];
+    let mut inside = true;
+    let mut skipped = 0;
+    // SAFETY: `trace_unsynchronized` requires that no other trace runs concurrently in a way
+    // that breaks the unwinder: the system unwinder (`_Unwind_Backtrace`) is thread-safe; the
+    // closure only writes into the local array and never panics (bounded index).
+    unsafe {
+        backtrace::trace_unsynchronized(|frame| {
+            if inside {
+                skipped += 1;
+                // Not found within 8 frames (an unexpected unwinder): record from there on.
+                inside = !ours.contains(&(frame.symbol_address() as usize)) && skipped < 8;
+                return true;
+            }
+            s.ips[n] = frame.ip() as usize;
+            n += 1;
+            n < STACK_DEPTH
+        });
+    }
+    s.depth = n as u8;
+    if n == 0 || q.push(s).is_err() {
+        DROPPED_STACKS.fetch_add(1, Ordering::Relaxed);
+        return 0;
+    }
+    s.seq
+}
+
 /// Whether this size produces an event: one relaxed load when events are off.
 #[inline(always)]
 fn is_large(size: usize) -> bool {
     EVENTS_ON.load(Ordering::Relaxed) && size as u64 >= THRESHOLD.load(Ordering::Relaxed)
 }
 
+// Never inlined: the stack capture finds where its own frames end by this function's address.
 #[cold]
+#[inline(never)]
 fn report(t0: u64, t1: u64, bytes: usize, release: bool) {
     enqueue(RawBlock {
         ticks: t0,
@@ -199,6 +295,7 @@ fn report(t0: u64, t1: u64, bytes: usize, release: bool) {
         os_tid: os_tid(),
         span: current_ctx().span,
         release,
+        stack_seq: capture_stack(bytes as u64),
     });
 }
 
@@ -333,5 +430,6 @@ fn report_external_large(bytes: u64, inside_ns: u64, release: bool) {
         os_tid: os_tid(),
         span: current_ctx().span,
         release,
+        stack_seq: capture_stack(bytes),
     });
 }

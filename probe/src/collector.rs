@@ -74,6 +74,7 @@ pub(crate) struct Collector {
     batch: Batch,
     rss: system::RssReader,
     sched: crate::sched::SchedSampler,
+    stacks: crate::stacks::StackTable,
     /// `None` until the first sample (taken in the first cycle, as a baseline).
     last_alloc_sample: Option<Instant>,
     last_send: Instant,
@@ -103,6 +104,7 @@ fn set_ts(ev: &mut Event, ns: u64) {
         | Event::Hello(_)
         | Event::NameDef { .. }
         | Event::ThreadDef { .. }
+        | Event::StackDef { .. }
         | Event::Subscribe(_) => {}
     }
 }
@@ -166,6 +168,7 @@ impl Collector {
             batch: Batch::default(),
             rss: system::RssReader::new(),
             sched: crate::sched::SchedSampler::default(),
+            stacks: crate::stacks::StackTable::default(),
             last_alloc_sample: None,
             last_send: now,
             last_refit: now,
@@ -321,6 +324,9 @@ impl Collector {
     fn take_large_blocks(&mut self, conv: Converter, batch: &mut Batch) {
         let mut blocks = std::mem::take(&mut self.blocks);
         alloc::drain(|b| blocks.push(b));
+        // After the blocks: a block's stack was queued before it, so it is here now.
+        let stacks = &mut self.stacks;
+        alloc::drain_stacks(|s| stacks.add_pending(s));
         for b in blocks.drain(..) {
             let thread = self.threads.id_of(b.os_tid, None, &mut batch.defs);
             let (ts, end) = if b.session_ns {
@@ -335,6 +341,9 @@ impl Collector {
                 inside_ns: end.saturating_sub(ts),
                 thread,
                 span: (b.span != 0).then_some(b.span),
+                stack: (b.stack_seq != 0)
+                    .then(|| self.stacks.id_of(b.stack_seq, &mut batch.defs))
+                    .flatten(),
             };
             batch.data.push(if b.release {
                 Event::Release(be)
@@ -475,6 +484,7 @@ impl Collector {
                 .map(|(id, name)| Event::NameDef { id, name }),
         );
         evs.extend(self.threads.definitions());
+        evs.extend(self.stacks.definitions());
         evs
     }
 

@@ -20,6 +20,9 @@ use std::time::Duration;
 
 /// Default threshold for large-block events (1 MiB).
 pub const DEFAULT_LARGE_BLOCK: u64 = 1 << 20;
+/// Blocks from this size on carry their call stack: a capture costs about what freeing a few
+/// MiB does, so it stays a small share of these frees (docs/BENCHMARKS.md).
+pub const DEFAULT_STACK_BLOCK: u64 = 16 << 20;
 /// Flight recorder budget.
 pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
 /// Allocator sample interval.
@@ -64,6 +67,9 @@ pub struct ProbeConfig {
     /// Scheduler counters of the threads inside a span, at the allocator cadence
     /// (`ThreadSched`); `PROOFSCOPE_SCHED=0` turns them off.
     pub sched_sample: bool,
+    /// Blocks at or above this many bytes carry their call stack (`u64::MAX`: none);
+    /// `PROOFSCOPE_STACK_BLOCK` (a size, or `off`).
+    pub stack_block: u64,
 }
 
 /// A bad environment variable.
@@ -103,6 +109,7 @@ impl ProbeConfig {
             subscriber_bytes: DEFAULT_SUBSCRIBER_BYTES,
             flush_interval: DEFAULT_FLUSH_INTERVAL,
             sched_sample: true,
+            stack_block: DEFAULT_STACK_BLOCK,
         }
     }
 
@@ -153,6 +160,14 @@ impl ProbeConfig {
         }
         if let Some(v) = flag("PROOFSCOPE_SCHED")? {
             self.sched_sample = v;
+        }
+        match get("PROOFSCOPE_STACK_BLOCK") {
+            Some(v) if matches!(v.trim(), "off" | "none" | "0") => self.stack_block = u64::MAX,
+            _ => {
+                if let Some(v) = size("PROOFSCOPE_STACK_BLOCK")? {
+                    self.stack_block = v.max(1);
+                }
+            }
         }
         if let Some(v) = get("PROOFSCOPE_SOCKET") {
             self.socket = match v.trim() {

@@ -41,6 +41,7 @@ mod server;
 mod session;
 mod slot_tls;
 mod span;
+mod stacks;
 mod state;
 mod subscriber;
 mod system;
@@ -49,7 +50,9 @@ mod threads;
 #[cfg(feature = "tracing")]
 mod tracing_layer;
 
-pub use alloc::{AllocTotals, CountingAllocator, report_external, thread_totals, totals};
+pub use alloc::{
+    AllocTotals, CountingAllocator, dropped_stacks, report_external, thread_totals, totals,
+};
 pub use collector::CollectorStats;
 pub use config::{ConfigError, DEFAULT_LARGE_BLOCK, ProbeConfig, SocketChoice};
 pub use error::ProbeError;

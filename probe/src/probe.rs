@@ -104,6 +104,7 @@ impl Probe {
         let record = config.record.clone();
         let gpu_sample = config.gpu_sample;
         let large_block = config.large_block;
+        let stack_block = config.stack_block;
         let session = Arc::new(Session::new(config, clock, hello));
         session::install(session.clone()).map_err(|_| ProbeError::AlreadyRunning)?;
 
@@ -139,7 +140,7 @@ impl Probe {
         if let Some(path) = socket {
             probe.server = Some(Server::start(session.clone(), path, default_dir)?);
         }
-        alloc::enable_events(large_block);
+        alloc::enable_events(large_block, stack_block);
         let s2 = session.clone();
         let handle = spawn_named("probe-collector", "collector", move || {
             Collector::new(s2).run()

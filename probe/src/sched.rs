@@ -97,6 +97,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "reads /proc/self/task/<tid>/schedstat")]
     fn only_threads_inside_a_span_are_sampled() {
         let me = crate::thread::os_tid();
         let mut s = SchedSampler::default();
@@ -113,6 +114,7 @@ mod tests {
             panic!("{out:?}")
         };
         assert_eq!((t.ts, t.thread), (100, 7));
-        assert!(t.cpu_ns > 0 && t.timeslices > 0, "{t:?}");
+        // A thread that has been scheduled at least once (its times may still read 0).
+        assert!(t.timeslices > 0, "{t:?}");
     }
 }

@@ -112,6 +112,7 @@ fn stream(proofs: u64, per: usize) -> Vec<Event> {
                 inside_ns: 5,
                 thread: 1,
                 span: Some(outer),
+                stack: None,
             }));
         }
         t += 200;

@@ -159,6 +159,7 @@ pub fn busy_session(path: &Path, proofs: u64, ghost_every: Option<u64>) -> u64 {
             inside_ns: if ghost { 60_000_000 } else { 500_000 },
             thread: 1,
             span: Some(outer),
+            stack: None,
         }));
         v.push(Event::AllocSample(AllocSample {
             ts: t0 + 9_600_000,

@@ -89,13 +89,19 @@ pub fn one_of_each() -> Vec<Event> {
             inside_ns: 12_000,
             thread: 1,
             span: Some(101),
+            stack: None,
         }),
+        Event::StackDef {
+            id: 2,
+            frames: vec!["drop_in_place<T> (a.rs:1)".into(), "main".into()],
+        },
         Event::Release(BlockEvent {
             ts: 2_000_000,
             bytes: 10 << 20,
             inside_ns: 180_000_000,
             thread: 3,
             span: None,
+            stack: Some(2),
         }),
         Event::GpuSample(Box::new(GpuSample {
             ts: 2_100_000,

@@ -17,6 +17,9 @@ pub struct ReleaseEvidence {
     pub on_proving_thread_ns: u64,
     /// Thread names, most time first.
     pub threads: Vec<String>,
+    /// The code that freed them, from their call stacks (protocol 1.3): who, bytes; most
+    /// bytes first.
+    pub freed_by: Vec<(String, u64)>,
 }
 
 /// The leading finding of a diagnosis, as a closed set: what fleet metrics count gaps by
@@ -253,6 +256,16 @@ pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) ->
         }
         d.releases.count += 1;
         d.releases.bytes += r.bytes;
+        if let Some(who) = r
+            .stack
+            .and_then(|id| session.stacks.get(&id))
+            .and_then(|frames| super::frames::who(frames))
+        {
+            match d.releases.freed_by.iter_mut().find(|(w, _)| *w == who) {
+                Some(x) => x.1 += r.bytes,
+                None => d.releases.freed_by.push((who, r.bytes)),
+            }
+        }
         d.releases.inside_ns += ov;
         if r.thread == span.thread {
             d.releases.on_proving_thread_ns += ov;
@@ -263,6 +276,9 @@ pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) ->
         }
     }
     by_thread.sort_by_key(|x| std::cmp::Reverse(x.1));
+    d.releases
+        .freed_by
+        .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     d.releases.threads = by_thread
         .iter()
         .map(|(t, _)| session.thread_name(*t).into_owned())
@@ -374,8 +390,18 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
         } else {
             ""
         };
+        let by = match r.freed_by.as_slice() {
+            [] => String::new(),
+            [(w, _)] => format!(" by {w}"),
+            [(w, b), rest @ ..] => format!(
+                " ({} by {w}; {} more call site{})",
+                bytes(*b),
+                rest.len(),
+                if rest.len() == 1 { "" } else { "s" }
+            ),
+        };
         parts.push(format!(
-            "{} freed in {} large release{} taking {} {whose} ({share:.0}% of the gap){verdict}",
+            "{} freed{by} in {} large release{} taking {} {whose} ({share:.0}% of the gap){verdict}",
             bytes(r.bytes),
             r.count,
             if r.count == 1 { "" } else { "s" },
@@ -468,6 +494,7 @@ mod tests {
                 inside_ns: 180 * MS,
                 thread: 1,
                 span: Some(1),
+                stack: None,
             });
         }
         let outer = span(1, 1, 1, 0, 2900);
@@ -500,6 +527,7 @@ mod tests {
             inside_ns: 100 * MS,
             thread: 2,
             span: None,
+            stack: None,
         });
         let outer = span(1, 1, 1, 0, 3000);
         let d = diagnose(

@@ -128,6 +128,7 @@ mod tests {
             inside_ns: 6 * US,
             thread: 1,
             span: Some(1),
+            stack: None,
         });
         s.now = end;
         let (listed, summed, _) = gap_listing(&s, &p, &GapRule::default());

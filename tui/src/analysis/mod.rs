@@ -1,6 +1,7 @@
 //! Plain code over the model: unaccounted gaps, their diagnoses, per-phase statistics.
 
 pub mod diagnosis;
+pub mod frames;
 pub mod gaps;
 pub mod gpu_use;
 pub mod listing;

@@ -359,6 +359,25 @@ impl Session {
                 self.names.insert(id, name);
                 cost
             }
+            Event::StackDef { id, frames } => {
+                // Frames beyond what a diagnosis reads are not kept.
+                let frames: Vec<String> = frames
+                    .into_iter()
+                    .take(64)
+                    .map(|f| cut(f, MAX_NAME))
+                    .collect();
+                // A redefinition replaces the stack (the later definition wins).
+                if let Some(old) = self.stacks.get_mut(&id) {
+                    *old = frames;
+                    return 0;
+                }
+                let len = frames.iter().map(String::len).sum();
+                let Some(cost) = self.room_for_def(len, def_budget) else {
+                    return 0;
+                };
+                self.stacks.insert(id, frames);
+                cost
+            }
             Event::ThreadDef { id, name, os_tid } => {
                 let name = cut(name, MAX_NAME);
                 if let Some(old) = self.threads.get_mut(&id) {

@@ -131,6 +131,8 @@ pub struct Session {
     pub releases: TimeSeries<BlockEvent>,
     pub allocs: TimeSeries<BlockEvent>,
     pub gpu: BTreeMap<u32, TimeSeries<GpuSample>>,
+    /// Call stacks of large blocks by id, frames innermost first (protocol 1.3).
+    pub stacks: HashMap<u32, Vec<String>>,
     /// Scheduler counters per thread, sampled while it is inside a span (protocol 1.2).
     pub sched: BTreeMap<u32, TimeSeries<probe_protocol::ThreadSched>>,
     /// (ts, per-kind counts) of every `Dropped`.

@@ -1,0 +1,269 @@
+//! Who freed (or allocated) a block, from its call stack: the drop that released it and the
+//! code that ran the drop, named as a reader looks for them — `drop_in_place<ProvingAssignment>`
+//! ← `prove_batch` (pipeline.rs:312) — past the allocator's, the probe's and the standard
+//! library's own frames.
+
+/// One frame as the probe symbolised it: `function (file:line)`, or an address.
+fn split(frame: &str) -> (&str, Option<&str>) {
+    match frame.rsplit_once(" (") {
+        Some((name, loc)) if loc.ends_with(')') => (name, Some(&loc[..loc.len() - 1])),
+        _ => (frame, None),
+    }
+}
+
+/// Frames of the machinery between the code and the system allocator. Inlined frames carry
+/// short names (`dealloc`, `drop_in_place<…>`), so a frame is also known by its file.
+fn is_machinery(name: &str, loc: Option<&str>) -> bool {
+    const PREFIXES: [&str; 11] = [
+        "backtrace::",
+        "proofscope_probe::",
+        "<proofscope_probe::",
+        "proofscope_preload::",
+        "__rust",
+        "__rdl",
+        "__rg_",
+        "alloc::alloc::",
+        "<alloc::alloc::",
+        "std::alloc::",
+        "0x",
+    ];
+    const NAMES: [&str; 12] = [
+        "alloc",
+        "dealloc",
+        "realloc",
+        "alloc_zeroed",
+        "free",
+        "cfree",
+        "__libc_free",
+        "munmap",
+        "malloc",
+        "calloc",
+        "operator delete(void*)",
+        "operator new(unsigned long)",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+        || NAMES.contains(&name)
+        || loc.is_some_and(|l| {
+            l.contains("/backtrace-0.")
+                || l.contains("proofscope-probe")
+                || l.contains("/probe/src/")
+        })
+}
+
+fn is_drop(name: &str) -> bool {
+    let n = name.strip_prefix("core::ptr::").unwrap_or(name);
+    n.starts_with("drop_in_place<")
+}
+
+/// A drop of a standard container: the interesting drop is the one of what it holds.
+fn is_container_drop(name: &str) -> bool {
+    let n = name.strip_prefix("core::ptr::").unwrap_or(name);
+    [
+        "drop_in_place<alloc::vec::Vec<",
+        "drop_in_place<alloc::boxed::Box<",
+        "drop_in_place<alloc::sync::Arc<",
+        "drop_in_place<alloc::rc::Rc<",
+        "drop_in_place<alloc::raw_vec",
+        "drop_in_place<[",
+    ]
+    .iter()
+    .any(|p| n.starts_with(p))
+}
+
+/// The standard library's or a dependency's frame (by name, or by a source file that is not
+/// the program's own).
+fn is_library(name: &str, loc: Option<&str>) -> bool {
+    [
+        "core::", "alloc::", "std::", "<core::", "<alloc::", "<std::", "rayon", "<rayon",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+        || loc.is_some_and(|l| {
+            l.starts_with("/rustc/")
+                || l.contains("/.cargo/registry/")
+                || l.contains("/.cargo/git/")
+                || l.starts_with("/usr/include/")
+        })
+}
+
+/// `a::b::C<d::E>` → `C<E>`; `a::b::f::{{closure}}` → `f::{{closure}}`.
+pub fn short(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut seg = String::new();
+    for c in name.chars() {
+        match c {
+            '<' | '>' | ',' | ' ' | '(' | ')' | '[' | ']' | '&' | ';' => {
+                out.push_str(&seg);
+                seg.clear();
+                out.push(c);
+            }
+            ':' => seg.push(c),
+            _ => {
+                // A path segment ends at `::`: drop it when it is a module (lowercase).
+                if seg.ends_with("::") {
+                    let head = &seg[..seg.len() - 2];
+                    let last = head.rsplit("::").next().unwrap_or(head);
+                    let module = last.chars().next().is_some_and(|f| f.is_ascii_lowercase())
+                        && !last.starts_with("{{");
+                    if module {
+                        seg.clear();
+                    }
+                }
+                seg.push(c);
+            }
+        }
+    }
+    out.push_str(&seg);
+    // The default allocator parameter says nothing.
+    out.replace(", Global>", ">")
+}
+
+fn file_line(loc: &str) -> String {
+    match loc.rsplit_once(':') {
+        Some((path, line)) => {
+            let file = path.rsplit('/').next().unwrap_or(path);
+            format!("{file}:{line}")
+        }
+        None => loc.to_owned(),
+    }
+}
+
+/// The frames a reader wants for a block's stack: the drop that freed it (the outermost
+/// `drop_in_place` of a run, past container drops) and the first frame of the program's own
+/// code after it, with its file:line — or, with no drop in the stack (a C `free`, a realloc),
+/// the outermost C++ destructor and its caller, else the first two frames of the program's
+/// code. `None` when nothing but machinery is known.
+pub fn who(frames: &[String]) -> Option<String> {
+    let parsed: Vec<(&str, Option<&str>)> = frames
+        .iter()
+        .map(|f| split(f))
+        .filter(|(n, l)| !is_machinery(n, *l))
+        .collect();
+    let drops: Vec<usize> = parsed
+        .iter()
+        .enumerate()
+        .filter(|(_, (n, _))| is_drop(n))
+        .map(|(i, _)| i)
+        .collect();
+    let describe = |(n, loc): (&str, Option<&str>)| match loc {
+        Some(l) => format!("`{}` ({})", short(n), file_line(l)),
+        None => format!("`{}`", short(n)),
+    };
+    if let Some(&first) = drops.first() {
+        // The consecutive run of drops from `first`, outward.
+        let mut last = first;
+        // Drops, containers' `Drop::drop` and `mem::drop` between them belong to the run.
+        while parsed.get(last + 1).is_some_and(|(n, l)| {
+            is_drop(n) || (is_library(n, *l) && (n.starts_with("drop") || n.contains("::drop")))
+        }) {
+            last += 1;
+        }
+        let run = &parsed[first..=last];
+        let chosen = run
+            .iter()
+            .rev()
+            .find(|(n, _)| is_drop(n) && !is_container_drop(n))
+            .or_else(|| run.iter().rev().find(|(n, _)| is_drop(n)))
+            .copied()?;
+        let caller = parsed[last + 1..]
+            .iter()
+            .find(|(n, l)| !is_library(n, *l))
+            .copied();
+        let head = format!("`{}`", short(chosen.0));
+        return Some(match caller {
+            Some(c) => format!("{head} ← {}", describe(c)),
+            None => head,
+        });
+    }
+    // C++: the outermost destructor of the first run, then the code that ran it.
+    if let Some(first) = parsed.iter().position(|(n, _)| n.contains("::~")) {
+        let mut last = first;
+        while parsed.get(last + 1).is_some_and(|(n, _)| n.contains("::~")) {
+            last += 1;
+        }
+        let caller = parsed[last + 1..]
+            .iter()
+            .find(|(n, l)| !is_library(n, *l))
+            .copied();
+        return Some(match caller {
+            Some(c) => format!("{} ← {}", describe(parsed[last]), describe(c)),
+            None => describe(parsed[last]),
+        });
+    }
+    let mut own = parsed.iter().filter(|(n, l)| !is_library(n, *l)).copied();
+    let a = own.next()?;
+    Some(match own.next() {
+        Some(b) => format!("{} ← {}", describe(a), describe(b)),
+        None => describe(a),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn the_drop_of_what_a_container_held_and_the_code_that_ran_it() {
+        let stack = s(&[
+            "backtrace::backtrace::libunwind::trace (/x/libunwind.rs:117)",
+            "proofscope_probe::alloc::capture_stack_cold (/p/alloc.rs:240)",
+            "<proofscope_probe::alloc::CountingAllocator as core::alloc::global::GlobalAlloc>::dealloc (/p/alloc.rs:300)",
+            "__rustc::__rust_dealloc",
+            "<alloc::raw_vec::RawVec<T,A> as core::ops::drop::Drop>::drop (/rustc/raw_vec.rs:400)",
+            "core::ptr::drop_in_place<alloc::raw_vec::RawVec<blstrs::scalar::Scalar>> (/rustc/mod.rs:524)",
+            "core::ptr::drop_in_place<alloc::vec::Vec<blstrs::scalar::Scalar>> (/rustc/mod.rs:524)",
+            "core::ptr::drop_in_place<prover_core::groth16::assignment::ProvingAssignment> (/rustc/mod.rs:524)",
+            "core::ptr::drop_in_place<alloc::vec::Vec<prover_core::groth16::assignment::ProvingAssignment>> (/rustc/mod.rs:524)",
+            "prover_core::groth16::pipeline::prove_batch (/w/prover-core/src/groth16/pipeline.rs:312)",
+            "main",
+        ]);
+        assert_eq!(
+            who(&stack).as_deref(),
+            Some("`drop_in_place<ProvingAssignment>` ← `prove_batch` (pipeline.rs:312)")
+        );
+    }
+
+    /// As the probe symbolises a real stack: inlined frames carry short names.
+    #[test]
+    fn inlined_frames_with_short_names() {
+        let stack = s(&[
+            "drop_in_place<[alloc::vec::Vec<u8, alloc::alloc::Global>]> (/rustc/abc/library/core/src/ptr/mod.rs:805)",
+            "drop<alloc::vec::Vec<u8, alloc::alloc::Global>, alloc::alloc::Global> (/rustc/abc/library/alloc/src/vec/mod.rs:4224)",
+            "drop_in_place<alloc::vec::Vec<alloc::vec::Vec<u8, alloc::alloc::Global>, alloc::alloc::Global>> (/rustc/abc/library/core/src/ptr/mod.rs:805)",
+            "drop<alloc::vec::Vec<alloc::vec::Vec<u8, alloc::alloc::Global>, alloc::alloc::Global>> (/rustc/abc/library/core/src/mem/mod.rs:975)",
+            "main (/work/main/probe/examples/minimal_prover.rs:108)",
+        ]);
+        assert_eq!(
+            who(&stack).as_deref(),
+            Some("`drop_in_place<Vec<Vec<u8>>>` ← `main` (minimal_prover.rs:108)")
+        );
+    }
+
+    #[test]
+    fn containers_only_and_no_drop_at_all() {
+        let stack = s(&[
+            "core::ptr::drop_in_place<alloc::vec::Vec<u8>> (/rustc/mod.rs:524)",
+            "core::ptr::drop_in_place<alloc::vec::Vec<alloc::vec::Vec<u8>>> (/rustc/mod.rs:524)",
+            "core::mem::drop (/rustc/mem/mod.rs:950)",
+            "minimal_prover::main (/w/probe/examples/minimal_prover.rs:106)",
+        ]);
+        assert_eq!(
+            who(&stack).as_deref(),
+            Some("`drop_in_place<Vec<Vec<u8>>>` ← `main` (minimal_prover.rs:106)")
+        );
+        let c = s(&[
+            "free",
+            "std::vector<int>::~vector() (/usr/include/c++/12/bits/stl_vector.h:730)",
+            "prove_batch(Job&) (/w/c2.cpp:88)",
+        ]);
+        assert_eq!(
+            who(&c).as_deref(),
+            Some("`vector<int>::~vector()` (stl_vector.h:730) ← `prove_batch(Job&)` (c2.cpp:88)")
+        );
+        assert_eq!(who(&s(&["0x1234", "free"])), None);
+    }
+}
