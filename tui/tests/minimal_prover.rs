@@ -57,6 +57,13 @@ fn proof(report: &str, n: u32) -> String {
 fn a_prover_with_only_the_probe_shows_its_phases_and_its_ghost() {
     let sync = report("sync");
     assert!(sync.contains("prover:   minimal-prover"), "{sync}");
+    // Who freed it, from the releases' call stacks: the drop and the line that ran it.
+    let example = include_str!("../../probe/examples/minimal_prover.rs");
+    let line = 1 + example
+        .lines()
+        .position(|l| l.contains("drop(vectors); // inside the proof"))
+        .expect("the synchronous drop");
+    let who = format!("freed by `drop_in_place<Vec<Vec<u8>>>` ← `main` (minimal_prover.rs:{line})");
     for n in 1..=3 {
         let p = proof(&sync, n);
         for phase in ["synthesis", "commit", "open"] {
@@ -70,7 +77,7 @@ fn a_prover_with_only_the_probe_shows_its_phases_and_its_ghost() {
             "proof {n} has no flagged gap:\n{p}"
         );
         assert!(
-            p.contains("freed in 6 large releases")
+            p.contains(&format!("{who} in 6 large releases"))
                 && p.contains("on the proving thread main")
                 && p.contains("synchronous release"),
             "proof {n}'s gap is not diagnosed as the release:\n{p}"
