@@ -27,7 +27,7 @@ fn json_report_is_golden_and_follows_the_schema() {
     let j = report::json(&r);
     insta::assert_snapshot!("sync_json", j);
     let v: serde_json::Value = serde_json::from_str(&j).unwrap();
-    assert_eq!(v["protocol"], "1.2");
+    assert_eq!(v["protocol"], probe_protocol::protocol_version());
     let proofs = v["sessions"][0]["proofs"].as_array().unwrap();
     assert_eq!(proofs.len(), 4);
     for p in proofs {

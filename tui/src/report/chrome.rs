@@ -134,10 +134,13 @@ fn session<W: Write>(
         }
     }
     for r in s.releases.all() {
+        // Who freed it, and the whole stack, when the probe captured one.
+        let stack = r.stack.and_then(|id| s.stacks.get(&id));
+        let who = stack.and_then(|f| crate::analysis::frames::who(f));
         ev.push(&json!({
             "ph": "X", "name": format!("free {}", crate::format::bytes(r.bytes)), "cat": "release",
             "pid": pid, "tid": tid_of(r.thread), "ts": us(r.ts), "dur": us(r.inside_ns.max(1)),
-            "args": {"bytes": r.bytes, "span": r.span}
+            "args": {"bytes": r.bytes, "span": r.span, "freed_by": who, "stack": stack}
         }))?;
     }
     gaps(ev, pid, s, rule)?;
