@@ -377,3 +377,56 @@ fn replay_proofs_n_reports_the_first_n_and_refuses_zero() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{o:?}");
 }
+
+/// The ghost re-recorded on the H200 host with call stacks (48 × SHA-256 2^22, protocol 1.3):
+/// the report names the code that dropped the proving vectors, with its file:line — on the
+/// proving thread in the sync recording, on the dealloc thread after the proof in the async one.
+#[test]
+fn the_ghost_with_stacks_names_who_freed_the_vectors() {
+    let app = common::replayed("h200-ghost-sync-stacks.psrec");
+    let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+    let p = &r.sessions[0].proofs[0];
+    let tail = p
+        .gaps
+        .iter()
+        .find(|g| g.flagged && g.place == Place::AfterLast)
+        .expect("the ghost's tail is flagged");
+    let who = "`drop_in_place<ProvingVectors>` ← `release<ProvingVectors>` (dealloc.rs:";
+    assert!(
+        tail.diagnosis.sentence.contains(&format!("freed by {who}")),
+        "{}",
+        tail.diagnosis.sentence
+    );
+    let by = &tail.diagnosis.releases.freed_by;
+    assert!(
+        by[0].0.starts_with(who) && by[0].1 > 25_000_000_000,
+        "{by:?}"
+    );
+    // The line is the synchronous drop in the prover's own source.
+    let line: usize = by[0]
+        .0
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches(')')
+        .parse()
+        .unwrap();
+    let src = include_str!("../../prover-core/src/groth16/dealloc.rs");
+    assert!(
+        src.lines().nth(line - 1).unwrap().contains("drop(v)"),
+        "dealloc.rs:{line}"
+    );
+
+    let app = common::replayed("h200-ghost-async-stacks.psrec");
+    let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+    let p = &r.sessions[0].proofs[0];
+    assert!(!p.gaps.iter().any(|g| g.flagged), "{:?}", p.gaps);
+    let after = &p.releases.after_outer;
+    assert_eq!(after.threads[0].0, "dealloc", "{after:?}");
+    assert!(
+        after.freed_by[0]
+            .0
+            .starts_with("`drop_in_place<ProvingVectors>` ← `{closure#0}` (dealloc.rs:"),
+        "{after:?}"
+    );
+}

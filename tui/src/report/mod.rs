@@ -162,16 +162,26 @@ pub struct ReleaseGroup {
     pub inside_ns: u64,
     /// (thread, count) pairs.
     pub threads: Vec<(String, usize)>,
+    /// The code that freed them, from their call stacks: (who, bytes), most bytes first.
+    pub freed_by: Vec<(String, u64)>,
 }
 
 impl ReleaseGroup {
-    fn add(&mut self, bytes: u64, ns: u64, thread: &str) {
+    fn add(&mut self, bytes: u64, ns: u64, thread: &str, who: Option<String>) {
         self.count += 1;
         self.bytes += bytes;
         self.inside_ns += ns;
         match self.threads.iter_mut().find(|(t, _)| t == thread) {
             Some(x) => x.1 += 1,
             None => self.threads.push((thread.to_owned(), 1)),
+        }
+        if let Some(w) = who {
+            match self.freed_by.iter_mut().find(|(x, _)| *x == w) {
+                Some(x) => x.1 += bytes,
+                None => self.freed_by.push((w, bytes)),
+            }
+            self.freed_by
+                .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         }
     }
 }
@@ -321,7 +331,11 @@ pub fn proof_report(
         } else {
             &mut rel.elsewhere_during
         };
-        group.add(r.bytes, r.inside_ns, &t);
+        let who = r
+            .stack
+            .and_then(|id| s.stacks.get(&id))
+            .and_then(|f| crate::analysis::frames::who(f));
+        group.add(r.bytes, r.inside_ns, &t, who);
     }
     let begin = p.begin.as_ref();
     Some(ProofReport {

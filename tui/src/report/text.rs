@@ -9,8 +9,17 @@ fn group(g: &ReleaseGroup) -> String {
         return "none".into();
     }
     let threads: Vec<String> = g.threads.iter().map(|(t, n)| format!("{t} ×{n}")).collect();
+    let by = match g.freed_by.as_slice() {
+        [] => String::new(),
+        [(w, _)] => format!("; freed by {w}"),
+        [(w, b), rest @ ..] => format!(
+            "; {} freed by {w}, and {} more call sites",
+            bytes(*b),
+            rest.len()
+        ),
+    };
     format!(
-        "{} release{}, {}, {} inside free, on {}",
+        "{} release{}, {}, {} inside free, on {}{by}",
         g.count,
         if g.count == 1 { "" } else { "s" },
         bytes(g.bytes),
