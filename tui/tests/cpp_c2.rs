@@ -56,6 +56,8 @@ fn build(dir: &Path, linked: bool) -> Option<PathBuf> {
     c.args([
         "-std=c++17",
         "-O2",
+        // Line tables: the release stacks name the destructor and its file:line.
+        "-g",
         "-Wall",
         "-Wextra",
         "-Werror",
@@ -193,6 +195,11 @@ fn the_linked_cpp_prover_shows_its_ghost_in_sync_mode_only() {
             assert!(
                 p.contains("on the proving thread main") && p.contains("synchronous release"),
                 "proof {n}'s gap is not diagnosed as the release:\n{p}"
+            );
+            // Who freed most of it, from the releases' call stacks: the circuits' destructor.
+            assert!(
+                p.contains("by `Assignment::~Assignment()` (c2.cpp:"),
+                "proof {n}'s gap does not name the destructor:\n{p}"
             );
             flagged += 1;
         }

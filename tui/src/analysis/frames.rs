@@ -46,7 +46,9 @@ fn is_machinery(name: &str, loc: Option<&str>) -> bool {
         || loc.is_some_and(|l| {
             l.contains("/backtrace-0.")
                 || l.contains("proofscope-probe")
+                || l.contains("proofscope-preload")
                 || l.contains("/probe/src/")
+                || l.contains("/preload/src/")
         })
 }
 
