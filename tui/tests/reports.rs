@@ -430,3 +430,23 @@ fn the_ghost_with_stacks_names_who_freed_the_vectors() {
         "{after:?}"
     );
 }
+
+/// Every flagged gap of every recording has evidence: none is left "no evidence".
+#[test]
+fn no_flagged_gap_of_any_recording_is_left_without_evidence() {
+    for name in common::all_recordings() {
+        let app = common::replayed(&name);
+        let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+        for p in &r.sessions[0].proofs {
+            for g in p.gaps.iter().filter(|g| g.flagged) {
+                assert_ne!(
+                    g.diagnosis.kind,
+                    proofscope::analysis::DiagnosisKind::NoEvidence,
+                    "{name} proof {}: {}",
+                    p.id,
+                    g.diagnosis.sentence
+                );
+            }
+        }
+    }
+}

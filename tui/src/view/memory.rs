@@ -28,6 +28,24 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         .map(|r| r.inside_ns)
         .sum();
     let freed: u64 = releases.iter().map(|r| r.bytes).sum();
+    // Who freed most of the window's bytes, from the releases' call stacks.
+    let mut by: Vec<(String, u64)> = Vec::new();
+    for r in releases {
+        if let Some(w) = r
+            .stack
+            .and_then(|id| s.stacks.get(&id))
+            .and_then(|f| crate::analysis::frames::who(f))
+        {
+            match by.iter_mut().find(|(x, _)| *x == w) {
+                Some(x) => x.1 += r.bytes,
+                None => by.push((w, r.bytes)),
+            }
+        }
+    }
+    let top = by
+        .iter()
+        .max_by_key(|(_, b)| *b)
+        .map_or(String::new(), |(w, b)| format!("; {} by {w}", bytes(*b)));
     // A window without samples has no peak: saying "0 B" would be a measurement.
     let peak = samples.iter().map(|x| x.live_bytes).max();
     let rss = samples.iter().map(|x| x.rss_bytes).max().filter(|&r| r > 0);
@@ -43,7 +61,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         Line::from(vec![
             Span::styled("releases ", Style::default().fg(Color::Red)),
             Span::raw(format!(
-                "{} freeing {} in {} large frees ({} on the proving thread)",
+                "{} freeing {} in {} large frees ({} on the proving thread){top}",
                 bytes(freed),
                 dur(freeing),
                 releases.len(),
