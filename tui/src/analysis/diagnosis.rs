@@ -256,16 +256,7 @@ pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) ->
         }
         d.releases.count += 1;
         d.releases.bytes += r.bytes;
-        if let Some(who) = r
-            .stack
-            .and_then(|id| session.stacks.get(&id))
-            .and_then(|frames| super::frames::who(frames))
-        {
-            match d.releases.freed_by.iter_mut().find(|(w, _)| *w == who) {
-                Some(x) => x.1 += r.bytes,
-                None => d.releases.freed_by.push((who, r.bytes)),
-            }
-        }
+        super::frames::tally(&mut d.releases.freed_by, session, r);
         d.releases.inside_ns += ov;
         if r.thread == span.thread {
             d.releases.on_proving_thread_ns += ov;
@@ -276,9 +267,6 @@ pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) ->
         }
     }
     by_thread.sort_by_key(|x| std::cmp::Reverse(x.1));
-    d.releases
-        .freed_by
-        .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     d.releases.threads = by_thread
         .iter()
         .map(|(t, _)| session.thread_name(*t).into_owned())

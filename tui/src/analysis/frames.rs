@@ -3,6 +3,24 @@
 //! ← `prove_batch` (pipeline.rs:312) — past the allocator's, the probe's and the standard
 //! library's own frames.
 
+use crate::model::Session;
+use probe_protocol::BlockEvent;
+
+/// Who made block `b`'s call, when the probe captured its stack.
+pub fn who_of(session: &Session, b: &BlockEvent) -> Option<String> {
+    who(session.stacks.get(&b.stack?)?)
+}
+
+/// Bytes by who freed them: adds `b` to the tally (kept most bytes first).
+pub fn tally(by: &mut Vec<(String, u64)>, session: &Session, b: &BlockEvent) {
+    let Some(w) = who_of(session, b) else { return };
+    match by.iter_mut().find(|(x, _)| *x == w) {
+        Some(x) => x.1 += b.bytes,
+        None => by.push((w, b.bytes)),
+    }
+    by.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+}
+
 /// One frame as the probe symbolised it: `function (file:line)`, or an address.
 fn split(frame: &str) -> (&str, Option<&str>) {
     match frame.rsplit_once(" (") {

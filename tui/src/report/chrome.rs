@@ -136,7 +136,7 @@ fn session<W: Write>(
     for r in s.releases.all() {
         // Who freed it, and the whole stack, when the probe captured one.
         let stack = r.stack.and_then(|id| s.stacks.get(&id));
-        let who = stack.and_then(|f| crate::analysis::frames::who(f));
+        let who = crate::analysis::frames::who_of(s, r);
         ev.push(&json!({
             "ph": "X", "name": format!("free {}", crate::format::bytes(r.bytes)), "cat": "release",
             "pid": pid, "tid": tid_of(r.thread), "ts": us(r.ts), "dur": us(r.inside_ns.max(1)),

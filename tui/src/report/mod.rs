@@ -167,21 +167,13 @@ pub struct ReleaseGroup {
 }
 
 impl ReleaseGroup {
-    fn add(&mut self, bytes: u64, ns: u64, thread: &str, who: Option<String>) {
+    fn add(&mut self, bytes: u64, ns: u64, thread: &str) {
         self.count += 1;
         self.bytes += bytes;
         self.inside_ns += ns;
         match self.threads.iter_mut().find(|(t, _)| t == thread) {
             Some(x) => x.1 += 1,
             None => self.threads.push((thread.to_owned(), 1)),
-        }
-        if let Some(w) = who {
-            match self.freed_by.iter_mut().find(|(x, _)| *x == w) {
-                Some(x) => x.1 += bytes,
-                None => self.freed_by.push((w, bytes)),
-            }
-            self.freed_by
-                .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         }
     }
 }
@@ -331,11 +323,8 @@ pub fn proof_report(
         } else {
             &mut rel.elsewhere_during
         };
-        let who = r
-            .stack
-            .and_then(|id| s.stacks.get(&id))
-            .and_then(|f| crate::analysis::frames::who(f));
-        group.add(r.bytes, r.inside_ns, &t, who);
+        group.add(r.bytes, r.inside_ns, &t);
+        crate::analysis::frames::tally(&mut group.freed_by, s, r);
     }
     let begin = p.begin.as_ref();
     Some(ProofReport {

@@ -31,20 +31,10 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     // Who freed most of the window's bytes, from the releases' call stacks.
     let mut by: Vec<(String, u64)> = Vec::new();
     for r in releases {
-        if let Some(w) = r
-            .stack
-            .and_then(|id| s.stacks.get(&id))
-            .and_then(|f| crate::analysis::frames::who(f))
-        {
-            match by.iter_mut().find(|(x, _)| *x == w) {
-                Some(x) => x.1 += r.bytes,
-                None => by.push((w, r.bytes)),
-            }
-        }
+        crate::analysis::frames::tally(&mut by, s, r);
     }
     let top = by
-        .iter()
-        .max_by_key(|(_, b)| *b)
+        .first()
         .map_or(String::new(), |(w, b)| format!("; {} by {w}", bytes(*b)));
     // A window without samples has no peak: saying "0 B" would be a measurement.
     let peak = samples.iter().map(|x| x.live_bytes).max();
