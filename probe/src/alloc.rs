@@ -79,7 +79,7 @@ pub struct RawBlock {
 pub const STACK_DEPTH: usize = 32;
 /// Stacks waiting for the collector: a stack is kept only for blocks at or above the stack
 /// threshold, which are few.
-const STACK_QUEUE_CAPACITY: usize = 4096;
+pub(crate) const STACK_QUEUE_CAPACITY: usize = 4096;
 
 /// A call stack captured in the allocator hook: raw return addresses, symbolised later.
 #[derive(Debug, Clone, Copy)]

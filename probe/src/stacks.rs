@@ -22,8 +22,9 @@ pub(crate) struct StackTable {
 
 impl StackTable {
     pub fn add_pending(&mut self, s: RawStack) {
-        // A stack whose block was dropped would wait forever: the pending set stays small.
-        if self.pending.len() >= crate::alloc::STACK_DEPTH * 128 {
+        // A stack whose block was dropped would wait forever: the pending set stays no larger
+        // than the queue that feeds it.
+        if self.pending.len() >= crate::alloc::STACK_QUEUE_CAPACITY {
             self.pending.clear();
         }
         self.pending.insert(s.seq, s);

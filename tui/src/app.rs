@@ -7,7 +7,7 @@ use crate::input::{self, Action};
 use crate::model::{Model, Retention};
 use crate::source::attached::Attached;
 use crate::source::live::Target;
-use crate::source::replayed::{ImportedLog, Replayed};
+use crate::source::replayed::Replayed;
 use crate::source::{LinkState, Said, Source};
 use crate::view::{Screen, ViewState};
 use anyhow::Result;
@@ -76,7 +76,7 @@ impl App {
                 let (r, w) = Replayed::open(&file, budget, &mut model)?;
                 (Box::new(r), file.display().to_string(), w)
             } else {
-                let (r, w) = ImportedLog::open(&file, budget, &mut model)?;
+                let (r, w) = Replayed::open_log(&file, budget, &mut model)?;
                 (
                     Box::new(r),
                     format!("{} (log, imported)", file.display()),

@@ -22,7 +22,7 @@ pub fn tally(by: &mut Vec<(String, u64)>, session: &Session, b: &BlockEvent) {
 }
 
 /// One frame as the probe symbolised it: `function (file:line)`, or an address.
-fn split(frame: &str) -> (&str, Option<&str>) {
+fn split(frame: &str) -> Frame<'_> {
     match frame.rsplit_once(" (") {
         Some((name, loc)) if loc.ends_with(')') => (name, Some(&loc[..loc.len() - 1])),
         _ => (frame, None),
@@ -154,61 +154,36 @@ fn file_line(loc: &str) -> String {
 /// the outermost C++ destructor and its caller, else the first two frames of the program's
 /// code. `None` when nothing but machinery is known.
 pub fn who(frames: &[String]) -> Option<String> {
-    let parsed: Vec<(&str, Option<&str>)> = frames
+    let parsed: Vec<Frame<'_>> = frames
         .iter()
         .map(|f| split(f))
         .filter(|(n, l)| !is_machinery(n, *l))
         .collect();
-    let drops: Vec<usize> = parsed
+    // `head ← the first frame of the program's own code after frame `last``.
+    let with_caller = |head: String, last: usize| match parsed[last + 1..]
         .iter()
-        .enumerate()
-        .filter(|(_, (n, _))| is_drop(n))
-        .map(|(i, _)| i)
-        .collect();
-    let describe = |(n, loc): (&str, Option<&str>)| match loc {
-        Some(l) => format!("`{}` ({})", short(n), file_line(l)),
-        None => format!("`{}`", short(n)),
+        .find(|(n, l)| !is_library(n, *l))
+    {
+        Some(&c) => format!("{head} ← {}", describe(c)),
+        None => head,
     };
-    if let Some(&first) = drops.first() {
-        // The consecutive run of drops from `first`, outward.
-        let mut last = first;
+    if let Some(first) = parsed.iter().position(|(n, _)| is_drop(n)) {
         // Drops, containers' `Drop::drop` and `mem::drop` between them belong to the run.
-        while parsed.get(last + 1).is_some_and(|(n, l)| {
+        let last = run_end(&parsed, first, |(n, l)| {
             is_drop(n) || (is_library(n, *l) && (n.starts_with("drop") || n.contains("::drop")))
-        }) {
-            last += 1;
-        }
+        });
         let run = &parsed[first..=last];
         let chosen = run
             .iter()
             .rev()
             .find(|(n, _)| is_drop(n) && !is_container_drop(n))
-            .or_else(|| run.iter().rev().find(|(n, _)| is_drop(n)))
-            .copied()?;
-        let caller = parsed[last + 1..]
-            .iter()
-            .find(|(n, l)| !is_library(n, *l))
-            .copied();
-        let head = format!("`{}`", short(chosen.0));
-        return Some(match caller {
-            Some(c) => format!("{head} ← {}", describe(c)),
-            None => head,
-        });
+            .or_else(|| run.iter().rev().find(|(n, _)| is_drop(n)))?;
+        return Some(with_caller(format!("`{}`", short(chosen.0)), last));
     }
     // C++: the outermost destructor of the first run, then the code that ran it.
     if let Some(first) = parsed.iter().position(|(n, _)| n.contains("::~")) {
-        let mut last = first;
-        while parsed.get(last + 1).is_some_and(|(n, _)| n.contains("::~")) {
-            last += 1;
-        }
-        let caller = parsed[last + 1..]
-            .iter()
-            .find(|(n, l)| !is_library(n, *l))
-            .copied();
-        return Some(match caller {
-            Some(c) => format!("{} ← {}", describe(parsed[last]), describe(c)),
-            None => describe(parsed[last]),
-        });
+        let last = run_end(&parsed, first, |(n, _)| n.contains("::~"));
+        return Some(with_caller(describe(parsed[last]), last));
     }
     let mut own = parsed.iter().filter(|(n, l)| !is_library(n, *l)).copied();
     let a = own.next()?;
@@ -216,6 +191,25 @@ pub fn who(frames: &[String]) -> Option<String> {
         Some(b) => format!("{} ← {}", describe(a), describe(b)),
         None => describe(a),
     })
+}
+
+/// A frame: function name and `file:line`, when known.
+type Frame<'a> = (&'a str, Option<&'a str>);
+
+/// The last index of the run of frames from `first` on that `in_run` accepts.
+fn run_end(frames: &[Frame<'_>], first: usize, in_run: impl Fn(&Frame<'_>) -> bool) -> usize {
+    let mut last = first;
+    while frames.get(last + 1).is_some_and(&in_run) {
+        last += 1;
+    }
+    last
+}
+
+fn describe((name, loc): Frame<'_>) -> String {
+    match loc {
+        Some(l) => format!("`{}` ({})", short(name), file_line(l)),
+        None => format!("`{}`", short(name)),
+    }
 }
 
 #[cfg(test)]

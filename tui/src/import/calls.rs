@@ -51,6 +51,11 @@ pub struct Call {
 }
 
 impl Call {
+    /// Where its first line is, for messages.
+    fn started_at(&self) -> String {
+        self.first.as_ref().map_or("?".into(), At::to_string)
+    }
+
     pub fn has_cuzk(&self) -> bool {
         !self.ms.is_empty() || !self.workers.is_empty()
     }
@@ -134,7 +139,7 @@ impl Calls {
         if let Some(c) = self.open.take() {
             self.warnings.push(format!(
                 "the call starting at {} has no `epilogue_ms … pre_destructor_ms` line: the log ends inside it",
-                c.first.as_ref().map_or("?".into(), At::to_string)
+                c.started_at()
             ));
             self.close(c);
         }
@@ -193,7 +198,7 @@ impl Calls {
             w.ntt_h.append(&mut c.pending_ntt);
             self.warnings.push(format!(
                 "{n} CUZK_NTT_H line(s) of the call at {} came after every `ntt_msm_h_ms`: filed under GPU worker 0",
-                c.first.as_ref().map_or("?".into(), At::to_string)
+                c.started_at()
             ));
         }
         c.closed = true;
@@ -232,7 +237,7 @@ impl Calls {
         if repeats && let Some(c) = self.open.take() {
             self.warnings.push(format!(
                 "the call starting at {} ends without its `epilogue_ms … pre_destructor_ms` line ({} starts another)",
-                c.first.as_ref().map_or("?".into(), At::to_string),
+                c.started_at(),
                 at
             ));
             self.close(c);
@@ -283,7 +288,7 @@ impl Calls {
         if let Some(mut c) = self.open.take() {
             self.warnings.push(format!(
                 "`prover time` at {at} ends the call starting at {} before its `epilogue_ms … pre_destructor_ms` line",
-                c.first.as_ref().map_or("?".into(), At::to_string)
+                c.started_at()
             ));
             c.wrapper = Some(d);
             c.wall_end = wall.or(c.wall_end);

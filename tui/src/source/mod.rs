@@ -1,6 +1,5 @@
 //! Where sessions come from, through one door: a live prover's socket ([`attached`]), a
-//! recording ([`replayed`]) or a log imported on the fly ([`replayed::ImportedLog`]) are the
-//! three implementations of [`Source`], which feeds the model. What belongs to the link — the
+//! recording or a log imported on the fly ([`replayed`]) reach the model through [`Source`]. What belongs to the link — the
 //! connection state, the replay transport, the recorder, the hold of a paused live view — lives
 //! in the source, not in the model or the app loop.
 

@@ -1,5 +1,5 @@
-//! A recording as a [`Source`], with its transport (speed, pause, proof jumps), and a log
-//! imported on the fly ([`ImportedLog`]): the same replay over a temporary recording.
+//! A recording as a [`Source`], with its transport (speed, pause, proof jumps); a log imported
+//! on the fly is the same replay over a temporary recording it owns ([`Replayed::open_log`]).
 
 use super::replay::{Replay, Speed};
 use super::{LinkState, Said, Source};
@@ -12,6 +12,8 @@ use std::time::Duration;
 #[derive(Debug)]
 pub struct Replayed {
     replay: Replay,
+    /// The recording a log was imported into: it lives as long as the replay reads it.
+    _imported: Option<tempfile::NamedTempFile>,
 }
 
 impl Replayed {
@@ -25,7 +27,26 @@ impl Replayed {
         let r = Replay::open(path, index_budget)?;
         model.bad_frames += r.bad_frames();
         let warnings = r.warnings.clone();
-        Ok((Replayed { replay: r }, warnings))
+        Ok((
+            Replayed {
+                replay: r,
+                _imported: None,
+            },
+            warnings,
+        ))
+    }
+
+    /// Imports a log (`import`'s formats) into a temporary recording and opens that.
+    pub fn open_log(
+        log: &Path,
+        index_budget: usize,
+        model: &mut Model,
+    ) -> Result<(Replayed, Vec<String>)> {
+        let file = crate::import::to_temporary(log)?;
+        let (mut replayed, warnings) = Replayed::open(file.path(), index_budget, model)?;
+        replayed.relabel(format!("{} (imported log)", log.display()));
+        replayed._imported = Some(file);
+        Ok((replayed, warnings))
     }
 
     /// Ingests up to frame `idx` (into a fresh model when going back).
@@ -133,62 +154,5 @@ impl Source for Replayed {
 
     fn finish(&mut self) -> Option<String> {
         None
-    }
-}
-
-/// A log (`import`'s formats) replayed through a recording written to a temporary file, which
-/// lives as long as the source.
-#[derive(Debug)]
-pub struct ImportedLog {
-    replayed: Replayed,
-    _file: tempfile::NamedTempFile,
-}
-
-impl ImportedLog {
-    pub fn open(
-        log: &Path,
-        index_budget: usize,
-        model: &mut Model,
-    ) -> Result<(ImportedLog, Vec<String>)> {
-        let file = crate::import::to_temporary(log)?;
-        let (mut replayed, warnings) = Replayed::open(file.path(), index_budget, model)?;
-        replayed.relabel(format!("{} (imported log)", log.display()));
-        Ok((
-            ImportedLog {
-                replayed,
-                _file: file,
-            },
-            warnings,
-        ))
-    }
-}
-
-impl Source for ImportedLog {
-    fn pump(&mut self, model: &mut Model, budget: Duration) -> Said {
-        self.replayed.pump(model, budget)
-    }
-    fn wait(&mut self, model: &mut Model, wait: Duration) -> Said {
-        self.replayed.wait(model, wait)
-    }
-    fn control(&mut self, action: Action, model: &mut Model) -> Said {
-        self.replayed.control(action, model)
-    }
-    fn link(&self) -> LinkState {
-        self.replayed.link()
-    }
-    fn transport(&self, model: &Model) -> Option<String> {
-        self.replayed.transport(model)
-    }
-    fn is_finite(&self) -> bool {
-        true
-    }
-    fn paused(&self) -> (bool, (u64, u64)) {
-        self.replayed.paused()
-    }
-    fn relabel(&mut self, label: String) {
-        self.replayed.relabel(label);
-    }
-    fn finish(&mut self) -> Option<String> {
-        self.replayed.finish()
     }
 }
