@@ -20,24 +20,29 @@ use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// Host memory page-locked in place, for as long as this guard lives. It holds the exclusive
-/// borrow of what it locked, so the memory can be neither freed, moved nor resized before it
-/// is unlocked; copies reach it through [`Pinned::get`] / [`Pinned::get_mut`].
+/// Host memory, page-locked in place for as long as this guard lives when asked to be. It
+/// holds the exclusive borrow of what it locked, so the memory can be neither freed, moved nor
+/// resized before it is unlocked; copies reach it through [`Pinned::get`] / [`Pinned::get_mut`].
 struct Pinned<'a> {
     mem: &'a mut [Scalar],
     ok: bool,
 }
 
 impl<'a> Pinned<'a> {
-    fn new(mem: &'a mut [Scalar]) -> Pinned<'a> {
+    /// Locks `mem` when `lock` (the copies from it then run at pinned speed); otherwise only
+    /// borrows it, for a path that stages its copies.
+    fn new(mem: &'a mut [Scalar], lock: bool) -> Pinned<'a> {
         let bytes = std::mem::size_of_val(mem);
+        if !lock || bytes == 0 {
+            return Pinned { mem, ok: false };
+        }
         // SAFETY: registers memory this guard borrows exclusively for its whole length; it
         // is unregistered in Drop, before the borrow ends.
         let rc =
             unsafe { cudarc::driver::sys::cuMemHostRegister_v2(mem.as_mut_ptr().cast(), bytes, 0) };
         Pinned {
             mem,
-            ok: rc == cudarc::driver::sys::CUresult::CUDA_SUCCESS && bytes > 0,
+            ok: rc == cudarc::driver::sys::CUresult::CUDA_SUCCESS,
         }
     }
 
@@ -57,6 +62,16 @@ impl Drop for Pinned<'_> {
             unsafe { cudarc::driver::sys::cuMemHostUnregister(self.mem.as_mut_ptr().cast()) };
         }
     }
+}
+
+/// How a, b, c reach the device and H comes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostPath {
+    /// Through the device's page-locked staging buffers, made once and reused by every proof.
+    Staged,
+    /// Page-locked in place for the call (registered and unregistered every time): the
+    /// reference `gpu-bench` measures device time with.
+    LockedInPlace,
 }
 
 /// Device buffers for one domain size, reused across circuits and proofs.
@@ -201,8 +216,20 @@ impl GpuBackend {
         timed: bool,
         msm: Option<&DeviceBases>,
     ) -> Result<(Option<G1Projective>, Vec<TimedOp>), GpuError> {
+        self.h_one_via(domain, abc, timed, msm, HostPath::Staged)
+    }
+
+    /// [`GpuBackend::h_one`] with a, b, c crossing PCIe by `path`.
+    fn h_one_via(
+        &self,
+        domain: &Domain,
+        abc: &mut Abc,
+        timed: bool,
+        msm: Option<&DeviceBases>,
+        path: HostPath,
+    ) -> Result<(Option<G1Projective>, Vec<TimedOp>), GpuError> {
         let mut tl = self.timeline(timed)?;
-        let p = self.h_one_on(domain, abc, &mut tl, msm)?;
+        let p = self.h_one_on(domain, abc, &mut tl, msm, path)?;
         Ok((p, finish(tl)?))
     }
 
@@ -219,6 +246,7 @@ impl GpuBackend {
         abc: &mut Abc,
         tl: &mut Option<GpuTimeline>,
         msm: Option<&DeviceBases>,
+        path: HostPath,
     ) -> Result<Option<G1Projective>, GpuError> {
         let n = domain.n;
         let log = domain.log;
@@ -233,21 +261,29 @@ impl GpuBackend {
         let mut guard = self.buffers(log)?;
         let bufs = guard.as_mut().ok_or(GpuError::Size(log))?;
         let (comp, up) = (&d.compute, &d.upload);
-        // Page-lock a, b, c in place: copies then run at pinned speed with no staging copy.
-        // (cuMemHostRegister needs the context current on this thread.)
-        d.ctx.bind_to_thread().map_err(GpuError::driver)?;
+        // Page-locking a, b, c in place cost more wall time than the whole H's device work at
+        // 2^24 (145–156 ms of wall for 58 ms of device time on the H200 host); the reference
+        // path keeps it only to measure that device time.
+        let locked = path == HostPath::LockedInPlace;
+        if locked {
+            // cuMemHostRegister needs the context current on this thread.
+            d.ctx.bind_to_thread().map_err(GpuError::driver)?;
+        }
         let mut pins = [
-            Pinned::new(&mut abc.a),
-            Pinned::new(&mut abc.b),
-            Pinned::new(&mut abc.c),
+            Pinned::new(&mut abc.a, locked),
+            Pinned::new(&mut abc.b, locked),
+            Pinned::new(&mut abc.c, locked),
         ];
         let names = ["upload_a", "upload_b", "upload_c"];
         let [ba, bb, bc] = &mut bufs.abc;
         for (i, dst) in [&mut *ba, &mut *bb, &mut *bc].into_iter().enumerate() {
-            let host = pins[i].get();
+            let host = tables::limbs(pins[i].get());
             timed_op(tl, names[i], 1, up, || {
-                up.memcpy_htod(tables::limbs(host), &mut *dst)
-                    .map_err(GpuError::driver)
+                if locked {
+                    up.memcpy_htod(host, &mut *dst).map_err(GpuError::driver)
+                } else {
+                    d.stager.upload(&d.ctx, up, host, dst)
+                }
             })?;
             // The compute stream waits for this upload only; the next upload overlaps.
             let ev = up.record_event(None).map_err(GpuError::driver)?;
@@ -268,8 +304,10 @@ impl GpuBackend {
             d.bitrev_copy(comp, ba, &mut bufs.scratch, log)
         })?;
         if let Some(bases) = msm {
-            // The copies out of a, b, c must finish before the pins go.
-            up.synchronize().map_err(GpuError::driver)?;
+            if locked {
+                // The copies out of a, b, c must finish before the pins go.
+                up.synchronize().map_err(GpuError::driver)?;
+            }
             drop(pins);
             let m = (n - 1).min(bases.len);
             let p = d.g1_msm_on(
@@ -281,12 +319,16 @@ impl GpuBackend {
             )?;
             return Ok(Some(p));
         }
-        let h = pins[0].get_mut();
+        let h = tables::limbs_mut(pins[0].get_mut());
         timed_op(tl, "download_h", 0, comp, || {
-            comp.memcpy_dtoh(&bufs.scratch, tables::limbs_mut(h))
-                .map_err(GpuError::driver)
+            if locked {
+                comp.memcpy_dtoh(&bufs.scratch, h)
+                    .map_err(GpuError::driver)?;
+                comp.synchronize().map_err(GpuError::driver)
+            } else {
+                d.stager.download(&d.ctx, comp, &bufs.scratch, h)
+            }
         })?;
-        comp.synchronize().map_err(GpuError::driver)?;
         drop(pins);
         Ok(None)
     }
@@ -320,7 +362,7 @@ impl Backend for GpuBackend {
         let mut out = Vec::with_capacity(abc.len());
         for v in abc.iter_mut() {
             let _s = span!("h_gpu");
-            let p = self.h_one_on(domain, v, &mut tl, Some(&bases))?;
+            let p = self.h_one_on(domain, v, &mut tl, Some(&bases), HostPath::Staged)?;
             out.push(p.unwrap_or_else(G1Projective::identity));
         }
         report(self.device.nvml_index, &finish(tl)?, parent);
@@ -457,7 +499,7 @@ pub mod bench {
         let page_down = time(&mut host, false)?;
         d.ctx.bind_to_thread().map_err(GpuError::driver)?;
         let t0 = Instant::now();
-        let mut pin = Pinned::new(&mut host);
+        let mut pin = Pinned::new(&mut host, true);
         let reg_ms = t0.elapsed().as_secs_f64() * 1e3;
         let pin_up = time(pin.get_mut(), true)?;
         let pin_down = time(pin.get_mut(), false)?;
@@ -465,9 +507,32 @@ pub mod bench {
         Ok([pin_up, pin_down, page_up, page_down, reg_ms])
     }
 
-    /// The whole H computation of one circuit of 2^log constraints, transfers and page-locking
-    /// included: (wall ms medians of `reps`, the device operations of the last run).
-    pub fn h(gpu: &GpuBackend, log: u32, reps: usize) -> Result<(f64, Vec<TimedOp>), GpuError> {
+    /// The whole H computation of one circuit, one way across PCIe: wall time and the device
+    /// operations of its last run.
+    #[derive(Debug, Default)]
+    pub struct HRun {
+        pub wall_ms: Vec<f64>,
+        pub ops: Vec<TimedOp>,
+    }
+
+    impl HRun {
+        pub fn wall(&self) -> f64 {
+            median(self.wall_ms.clone())
+        }
+
+        /// From the first device operation's start to the last one's end.
+        pub fn device_ms(&self) -> f64 {
+            let start = self.ops.iter().map(|o| o.start_ns).min().unwrap_or(0);
+            let end = self.ops.iter().map(|o| o.end_ns).max().unwrap_or(0);
+            end.saturating_sub(start) as f64 / 1e6
+        }
+    }
+
+    /// The whole H computation of one circuit of 2^log constraints (a, b, c up, H down), on
+    /// fresh vectors each run as a proof has them, through the staging buffers and page-locked
+    /// in place, alternating (ABBA) after one unmeasured run of each: (staged, locked in place).
+    /// The locked run's device time is what the copies cost at pinned speed.
+    pub fn h(gpu: &GpuBackend, log: u32, reps: usize) -> Result<(HRun, HRun), GpuError> {
         let d = Domain::new(log).map_err(|_| GpuError::Size(log))?;
         let mk = || -> Abc {
             let v: Vec<Scalar> = (0..d.n).map(|i| Scalar::from(i as u64 + 3)).collect();
@@ -477,17 +542,28 @@ pub mod bench {
                 c: v,
             }
         };
-        let mut walls = Vec::new();
-        let mut last = Vec::new();
+        let (mut staged, mut locked) = (HRun::default(), HRun::default());
         for rep in 0..reps + 1 {
-            let mut abc = mk();
-            let t0 = Instant::now();
-            let (_, ops) = gpu.h_one(&d, &mut abc, true, None)?;
-            if rep > 0 {
-                walls.push(t0.elapsed().as_secs_f64() * 1e3);
-                last = ops;
+            let order = if rep % 2 == 0 {
+                [HostPath::Staged, HostPath::LockedInPlace]
+            } else {
+                [HostPath::LockedInPlace, HostPath::Staged]
+            };
+            for path in order {
+                let mut abc = mk();
+                let t0 = Instant::now();
+                let (_, ops) = gpu.h_one_via(&d, &mut abc, true, None, path)?;
+                let wall = t0.elapsed().as_secs_f64() * 1e3;
+                let run = match path {
+                    HostPath::Staged => &mut staged,
+                    HostPath::LockedInPlace => &mut locked,
+                };
+                if rep > 0 {
+                    run.wall_ms.push(wall);
+                    run.ops = ops;
+                }
             }
         }
-        Ok((median(walls), last))
+        Ok((staged, locked))
     }
 }

@@ -1,5 +1,7 @@
-//! Uploads from pageable host memory at page-locked speed: two page-locked staging buffers,
-//! the host filling one (with every rayon thread) while the copy engine drains the other.
+//! Transfers between pageable host memory and the device at page-locked speed: two page-locked
+//! staging buffers, made once per device and reused by every proof; on the way up the host
+//! fills one (with the fill threads) while the copy engine drains the other, on the way down
+//! the copy engine fills one while the host empties the other.
 //! The driver's own path for pageable memory stages through a small buffer on one thread and
 //! reached 8–14 GB/s on the H200 host; registering the caller's memory in place costs ~50 ms
 //! per GB before the first byte moves.
@@ -78,6 +80,88 @@ impl Stager {
             .as_ref()
     }
 
+    /// The two buffers, made on first use.
+    fn buffers(
+        &self,
+        ctx: &Arc<CudaContext>,
+    ) -> Result<std::sync::MutexGuard<'_, Vec<Buffer>>, GpuError> {
+        let mut bufs = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
+        while bufs.len() < 2 {
+            // SAFETY: the buffer is only read by copies after the host has filled it, and only
+            // read by the host after a copy into it has completed.
+            let host = unsafe { ctx.alloc_pinned::<u64>(STAGE_WORDS) }.map_err(GpuError::driver)?;
+            bufs.push(Buffer {
+                host,
+                drained: None,
+            });
+        }
+        Ok(bufs)
+    }
+
+    /// `dst.copy_from_slice(src)` on the fill threads (page-sized pieces each).
+    fn copy(&self, dst: &mut [u64], src: &[u64]) {
+        let fill = || {
+            dst.par_chunks_mut(1 << 16)
+                .zip(src.par_chunks(1 << 16))
+                .for_each(|(d, s)| d.copy_from_slice(s))
+        };
+        match self.fill_pool() {
+            Some(pool) => pool.install(fill),
+            None => dst.copy_from_slice(src),
+        }
+    }
+
+    /// Copies `src[..dst.len()]` from the device into `dst` on `stream`, after the work queued
+    /// on `stream` before it. Returns when every word has arrived.
+    pub fn download(
+        &self,
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        src: &CudaSlice<u64>,
+        dst: &mut [u64],
+    ) -> Result<(), GpuError> {
+        if dst.len() > src.len() {
+            return Err(GpuError::Driver(format!(
+                "staged download of {} words from a buffer of {}",
+                dst.len(),
+                src.len()
+            )));
+        }
+        let mut bufs = self.buffers(ctx)?;
+        let chunks: Vec<&mut [u64]> = dst.chunks_mut(STAGE_WORDS).collect();
+        // Queue chunk i into buffer i % 2 once the host has emptied that buffer of chunk i − 2;
+        // two copies are in flight while the host empties the older one.
+        let queue = |bufs: &mut Vec<Buffer>, i: usize, len: usize| -> Result<(), GpuError> {
+            let buf = &mut bufs[i % 2];
+            let at = i * STAGE_WORDS;
+            let host = buf.host.as_mut_slice().map_err(GpuError::driver)?;
+            // The destination is page-locked, so this copy is asynchronous; the host reads the
+            // buffer only after `drained` (here: filled) has completed.
+            stream
+                .memcpy_dtoh(&src.slice(at..at + len), &mut host[..len])
+                .map_err(GpuError::driver)?;
+            buf.drained = Some(stream.record_event(None).map_err(GpuError::driver)?);
+            Ok(())
+        };
+        let lens: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
+        for (i, &len) in lens.iter().enumerate().take(2) {
+            queue(&mut bufs, i, len)?;
+        }
+        for (i, out) in chunks.into_iter().enumerate() {
+            let buf = &mut bufs[i % 2];
+            if let Some(ev) = buf.drained.take() {
+                ev.synchronize().map_err(GpuError::driver)?;
+            }
+            let host = buf.host.as_slice().map_err(GpuError::driver)?;
+            let len = out.len();
+            self.copy(out, &host[..len]);
+            if let Some(&next) = lens.get(i + 2) {
+                queue(&mut bufs, i + 2, next)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Copies `src` into `dst[..src.len()]` on `stream`. Returns when the last chunk is queued;
     /// the copies complete in stream order, so later work on `stream` sees the data.
     pub fn upload(
@@ -94,15 +178,7 @@ impl Stager {
                 dst.len()
             )));
         }
-        let mut bufs = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
-        while bufs.len() < 2 {
-            // SAFETY: the buffer is only read by copies after the host has filled it.
-            let host = unsafe { ctx.alloc_pinned::<u64>(STAGE_WORDS) }.map_err(GpuError::driver)?;
-            bufs.push(Buffer {
-                host,
-                drained: None,
-            });
-        }
+        let mut bufs = self.buffers(ctx)?;
         for (i, chunk) in src.chunks(STAGE_WORDS).enumerate() {
             let buf = &mut bufs[i % 2];
             if let Some(ev) = buf.drained.take() {
@@ -110,16 +186,7 @@ impl Stager {
             }
             let host = buf.host.as_mut_slice().map_err(GpuError::driver)?;
             let staged = &mut host[..chunk.len()];
-            let fill = || {
-                staged
-                    .par_chunks_mut(1 << 16)
-                    .zip(chunk.par_chunks(1 << 16))
-                    .for_each(|(d, s)| d.copy_from_slice(s))
-            };
-            match self.fill_pool() {
-                Some(pool) => pool.install(fill),
-                None => staged.copy_from_slice(chunk),
-            }
+            self.copy(staged, chunk);
             let at = i * STAGE_WORDS;
             let mut view = dst.slice_mut(at..at + chunk.len());
             // The source is page-locked, so this copy is asynchronous; the buffer is not
