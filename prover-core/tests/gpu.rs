@@ -111,13 +111,13 @@ fn gpu_h_computation_equals_the_cpu() {
     }
 }
 
-/// The staging buffers round-trip data longer than both buffers, in pieces that do not divide
-/// it (the H test's sizes fit one buffer below 2^22).
+/// The staging buffers round-trip data longer than the whole ring, in pieces that do not divide
+/// it.
 #[test]
 fn staged_transfers_round_trip_across_several_buffers() {
     let Some(gpu) = first_gpu() else { return };
     let d = &gpu.device;
-    // Two and a half 64 MiB buffers, and three words more.
+    // 160 MB and three words: two 64 MiB pieces and a short one, around the ring and back.
     let words = (8usize << 20) * 5 / 2 + 3;
     let src: Vec<u64> = (0..words as u64)
         .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
@@ -169,6 +169,7 @@ fn gpu_proofs_verify() {
                 circuits,
                 dealloc: DeallocMode::Async,
                 verify: VerifyMode::Every,
+                stages: None,
             })
             .unwrap();
             assert_eq!(

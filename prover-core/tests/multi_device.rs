@@ -123,6 +123,7 @@ fn a_batch_is_split_across_two_devices_and_verifies() {
         circuits,
         dealloc: DeallocMode::Sync,
         verify: VerifyMode::Every,
+        stages: None,
     })
     .unwrap();
     assert_eq!(out.proofs.len(), 3);

@@ -66,6 +66,7 @@ fn record(mode: DeallocMode) -> Recorded {
         circuits,
         dealloc: mode,
         verify: VerifyMode::Every,
+        stages: None,
     })
     .unwrap();
     assert_eq!(out.verification, Verification::Valid);

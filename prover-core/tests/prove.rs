@@ -29,6 +29,7 @@ fn prove(
         circuits,
         dealloc: DeallocMode::Sync,
         verify: VerifyMode::Every,
+        stages: None,
     })
     .unwrap();
     (out.proofs, out.public_inputs, out.verification)

@@ -58,6 +58,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             circuits,
             dealloc: args.prover.dealloc(),
             verify: crate::groth16::pipeline::VerifyMode::Off,
+            stages: None,
         })?;
         let el = t.elapsed();
         crate::groth16::dealloc::flush();

@@ -89,6 +89,7 @@ pub fn run(args: ProveArgs) -> Result<()> {
         circuits,
         dealloc: args.prover.dealloc(),
         verify: args.prover.verify(),
+        stages: None,
     })?;
     crate::groth16::dealloc::flush();
     crate::outln!(

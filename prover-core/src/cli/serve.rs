@@ -1,12 +1,20 @@
-//! `prover serve`: prove batches in a loop with the probe on, until N proofs or a signal.
+//! `prover serve`: prove batches in a loop with the probe on, until N proofs or a signal. By
+//! default the next batch is synthesised while the current one runs its device phases (two
+//! workers, `serve-0` and `serve-1`, take the batches in turn; see `groth16::overlap`);
+//! `--sequential` proves one batch at a time on the main thread.
 
 use super::common::{ProbeArgs, ProverArgs, select_backend};
 use super::signals;
-use crate::groth16::pipeline::{BatchRequest, prove_batch};
+use crate::groth16::backend::Backend;
+use crate::groth16::overlap::{Overlap, available_memory, synthesis_pool};
+use crate::groth16::params::ParamSet;
+use crate::groth16::pipeline::{BatchOutput, BatchRequest, ProveError, Stages, prove_batch};
 use crate::probe::SocketChoice;
 use anyhow::Result;
 use clap::Args;
 use rand::SeedableRng;
+use std::sync::Mutex;
+use std::time::Instant;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -20,11 +28,194 @@ pub struct ServeArgs {
     /// Pause between batches, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub pause_ms: u64,
+    /// One batch at a time: no synthesis beside another batch's device phases.
+    #[arg(long)]
+    pub sequential: bool,
+}
+
+/// What the run has done so far, shared by the workers.
+#[derive(Debug, Default)]
+struct Tally {
+    done: u64,
+    failures: u64,
+    /// The first proof's start and the last one's end: the throughput's window.
+    first: Option<Instant>,
+    last: Option<Instant>,
+    stop: Option<String>,
+}
+
+impl Tally {
+    /// Proofs per minute over the window from the first proof's start to the last one's end.
+    fn per_minute(&self) -> Option<f64> {
+        let secs = self.last?.duration_since(self.first?).as_secs_f64();
+        (secs > 0.0 && self.done > 0).then(|| self.done as f64 * 60.0 / secs)
+    }
+}
+
+/// Everything a batch needs, shared by the workers.
+struct Run<'a> {
+    args: &'a ServeArgs,
+    ps: &'a ParamSet,
+    backend: &'a dyn Backend,
+    tally: Mutex<Tally>,
+}
+
+impl Run<'_> {
+    fn tally(&self) -> std::sync::MutexGuard<'_, Tally> {
+        self.tally.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Why no batch numbered `batch` should start, if none should.
+    fn stop_before(&self, batch: u64) -> Option<String> {
+        let mut t = self.tally();
+        if let Some(s) = &t.stop {
+            return Some(s.clone());
+        }
+        let why = if let Some(sig) = signals::requested() {
+            format!("{sig} after {} proofs", t.done)
+        } else if self.args.proofs > 0 && batch >= self.args.proofs {
+            format!("done: {} proofs", self.args.proofs)
+        } else {
+            return None;
+        };
+        t.stop = Some(why.clone());
+        Some(why)
+    }
+
+    fn prove(
+        &self,
+        rng: &mut rand_chacha::ChaCha20Rng,
+        stages: Option<&dyn Stages>,
+    ) -> Result<BatchOutput, ProveError> {
+        let size = self
+            .args
+            .prover
+            .size()
+            .map_err(|e| ProveError::Thread(e.to_string()))?;
+        let circuits = (0..self.args.prover.circuits)
+            .map(|_| size.random(rng))
+            .collect();
+        prove_batch(BatchRequest {
+            params: self.ps,
+            backend: self.backend,
+            circuits,
+            dealloc: self.args.prover.dealloc(),
+            verify: self.args.prover.verify(),
+            stages,
+        })
+    }
+
+    /// Counts an outcome and prints its line.
+    fn record(&self, r: &Result<BatchOutput, ProveError>) {
+        let mut t = self.tally();
+        match r {
+            Ok(out) => {
+                t.done += 1;
+                t.first = Some(t.first.map_or(out.started, |f| f.min(out.started)));
+                t.last = Some(Instant::now());
+                let size = &self.ps.size;
+                crate::errln!(
+                    "proof {}: {} × {} 2^{} in {:.3} s, {}; {} done, {}",
+                    out.proof_id,
+                    self.args.prover.circuits,
+                    size.kind.name(),
+                    size.log,
+                    out.total.as_secs_f64(),
+                    out.verification.as_str(),
+                    t.done,
+                    t.per_minute()
+                        .map_or("throughput after two".into(), |r| format!(
+                            "{r:.2} proofs per minute"
+                        ))
+                );
+            }
+            Err(e) => {
+                t.failures += 1;
+                crate::errln!("proof failed: {e}");
+                if t.failures >= 3 && t.done == 0 && t.stop.is_none() {
+                    t.stop = Some(format!("giving up: {e}"));
+                }
+            }
+        }
+    }
+
+    fn pause(&self) {
+        if self.args.pause_ms > 0 {
+            signals::pause(std::time::Duration::from_millis(self.args.pause_ms));
+        }
+    }
+
+    /// One batch at a time, on this thread.
+    fn sequential(&self) {
+        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+        for batch in 0.. {
+            if self.stop_before(batch).is_some() {
+                break;
+            }
+            let r = self.prove(&mut rng, None);
+            self.record(&r);
+            self.pause();
+        }
+    }
+
+    /// Two workers taking the batches in turn, the next synthesised beside the current one's
+    /// device phases when the memory allows.
+    fn overlapped(&self) -> Result<()> {
+        let overlap = Overlap::default();
+        let shape = &self.ps.shape;
+        let domain = shape.constraints.next_power_of_two() as u64;
+        // a, b, c at the domain size and the assignments, and half again for the prep split's
+        // copies: replaced by the measured release once a batch has ended.
+        let per_circuit = 32 * (3 * domain + (shape.inputs + shape.aux) as u64);
+        let estimate = self.args.prover.circuits as u64 * per_circuit * 3 / 2;
+        let pool = synthesis_pool()
+            .map_err(|e| crate::errln!("warning: no synthesis pool ({e}); synthesising on rayon's"))
+            .ok();
+        let pool = pool.as_ref();
+        std::thread::scope(|s| -> Result<()> {
+            let mut workers = Vec::new();
+            for w in 0..2u64 {
+                let overlap = &overlap;
+                let worker = std::thread::Builder::new()
+                    .name(format!("serve-{w}"))
+                    .spawn_scoped(s, move || {
+                        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+                        let mut batch = w;
+                        loop {
+                            if self.stop_before(batch).is_some() {
+                                overlap.stop_at(batch);
+                                break;
+                            }
+                            let need = overlap.need(estimate);
+                            let Some(admitted) = overlap.admit(batch, need, available_memory)
+                            else {
+                                break;
+                            };
+                            let turn = overlap.turn(batch, admitted.note, pool);
+                            let r = self.prove(&mut rng, Some(&turn));
+                            overlap.finished(batch, r.as_ref().ok().map(|o| o.released_bytes));
+                            self.record(&r);
+                            self.pause();
+                            batch += 2;
+                        }
+                    })?;
+                workers.push(worker);
+            }
+            for w in workers {
+                if w.join().is_err() {
+                    // The other worker must not wait for a batch that will never come.
+                    overlap.stop_at(0);
+                    anyhow::bail!("a serve worker panicked");
+                }
+            }
+            Ok(())
+        })
+    }
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
     signals::install();
-    let size = args.prover.size()?;
+    args.prover.size()?;
     let (backend, reason) = select_backend(args.prover.backend)?;
     crate::errln!("backend: {} ({reason})", backend.name());
     let probe = args
@@ -37,53 +228,38 @@ pub fn run(args: ServeArgs) -> Result<()> {
         );
     }
     let ps = args.prover.load_params()?;
-    let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    let mut done = 0u64;
-    let mut failures = 0u64;
-    let reason = loop {
-        if let Some(sig) = signals::requested() {
-            break format!("{sig} after {done} proofs");
-        }
-        if args.proofs > 0 && done >= args.proofs {
-            break format!("done: {done} proofs");
-        }
-        let circuits = (0..args.prover.circuits)
-            .map(|_| size.random(&mut rng))
-            .collect();
-        match prove_batch(BatchRequest {
-            params: &ps,
-            backend: backend.as_ref(),
-            circuits,
-            dealloc: args.prover.dealloc(),
-            verify: args.prover.verify(),
-        }) {
-            Ok(out) => {
-                done += 1;
-                crate::errln!(
-                    "proof {}: {} × {} 2^{} in {:.3} s, {}",
-                    out.proof_id,
-                    args.prover.circuits,
-                    size.kind.name(),
-                    size.log,
-                    out.total.as_secs_f64(),
-                    out.verification.as_str()
-                );
-            }
-            Err(e) => {
-                failures += 1;
-                crate::errln!("proof failed: {e}");
-                if failures >= 3 && done == 0 {
-                    break format!("giving up: {e}");
-                }
-            }
-        }
-        if args.pause_ms > 0 {
-            signals::pause(std::time::Duration::from_millis(args.pause_ms));
-        }
+    let run = Run {
+        args: &args,
+        ps: &ps,
+        backend: backend.as_ref(),
+        tally: Mutex::new(Tally::default()),
+    };
+    let outcome = if args.sequential {
+        run.sequential();
+        Ok(())
+    } else {
+        run.overlapped()
     };
     // Everything handed to the dealloc thread is freed before the session ends.
     crate::groth16::dealloc::flush();
+    let t = run.tally();
+    let mode = if args.sequential {
+        "one batch at a time"
+    } else {
+        "next batch synthesised beside the current one's device phases"
+    };
+    if let Some(rate) = t.per_minute() {
+        crate::errln!(
+            "throughput: {rate:.2} proofs per minute over {} proofs ({mode})",
+            t.done
+        );
+    }
+    let reason = match (&outcome, &t.stop) {
+        (Err(e), _) => format!("error: {e}"),
+        (Ok(()), Some(s)) => s.clone(),
+        (Ok(()), None) => format!("done: {} proofs", t.done),
+    };
     crate::errln!("stopping: {reason}");
     probe.shutdown(&reason);
-    Ok(())
+    outcome
 }

@@ -1,7 +1,7 @@
-//! Transfers between pageable host memory and the device at page-locked speed: two page-locked
-//! staging buffers, made once per device and reused by every proof; on the way up the host
-//! fills one (with the fill threads) while the copy engine drains the other, on the way down
-//! the copy engine fills one while the host empties the other.
+//! Transfers between pageable host memory and the device at page-locked speed: a ring of
+//! page-locked staging buffers, made once per device and reused by every proof; on the way up the host
+//! fills one (with the fill threads) while the copy engine drains the others, on the way down
+//! the copy engine fills the others while the host empties one.
 //! The driver's own path for pageable memory stages through a small buffer on one thread and
 //! reached 8–14 GB/s on the H200 host; registering the caller's memory in place costs ~50 ms
 //! per GB before the first byte moves.
@@ -13,6 +13,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// Words (u64) per staging buffer: 64 MiB.
 const STAGE_WORDS: usize = 8 << 20;
+/// Buffers in the ring: copies of the others are in flight while the host fills (or empties)
+/// one. Four of 16 MiB did no better than two of 64 MiB on the H200 host (whole H at 2^24:
+/// 73.6 ms of wall for 58.0 ms of device time, against 69.6 for 57.1 on an earlier lease): the
+/// fill threads' copy, not the pipeline's depth, sets the pace (35–43 GB/s).
+const STAGE_BUFFERS: usize = 2;
 
 struct Buffer {
     host: PinnedHostSlice<u64>,
@@ -80,13 +85,13 @@ impl Stager {
             .as_ref()
     }
 
-    /// The two buffers, made on first use.
+    /// The ring's buffers, made on first use.
     fn buffers(
         &self,
         ctx: &Arc<CudaContext>,
     ) -> Result<std::sync::MutexGuard<'_, Vec<Buffer>>, GpuError> {
         let mut bufs = self.buffers.lock().unwrap_or_else(|p| p.into_inner());
-        while bufs.len() < 2 {
+        while bufs.len() < STAGE_BUFFERS {
             // SAFETY: the buffer is only read by copies after the host has filled it, and only
             // read by the host after a copy into it has completed.
             let host = unsafe { ctx.alloc_pinned::<u64>(STAGE_WORDS) }.map_err(GpuError::driver)?;
@@ -129,10 +134,10 @@ impl Stager {
         }
         let mut bufs = self.buffers(ctx)?;
         let chunks: Vec<&mut [u64]> = dst.chunks_mut(STAGE_WORDS).collect();
-        // Queue chunk i into buffer i % 2 once the host has emptied that buffer of chunk i − 2;
-        // two copies are in flight while the host empties the older one.
+        // Queue chunk i into buffer i % N once the host has emptied that buffer of chunk i − N;
+        // N copies are in flight while the host empties the oldest.
         let queue = |bufs: &mut Vec<Buffer>, i: usize, len: usize| -> Result<(), GpuError> {
-            let buf = &mut bufs[i % 2];
+            let buf = &mut bufs[i % STAGE_BUFFERS];
             let at = i * STAGE_WORDS;
             let host = buf.host.as_mut_slice().map_err(GpuError::driver)?;
             // The destination is page-locked, so this copy is asynchronous; the host reads the
@@ -144,19 +149,19 @@ impl Stager {
             Ok(())
         };
         let lens: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
-        for (i, &len) in lens.iter().enumerate().take(2) {
+        for (i, &len) in lens.iter().enumerate().take(STAGE_BUFFERS) {
             queue(&mut bufs, i, len)?;
         }
         for (i, out) in chunks.into_iter().enumerate() {
-            let buf = &mut bufs[i % 2];
+            let buf = &mut bufs[i % STAGE_BUFFERS];
             if let Some(ev) = buf.drained.take() {
                 ev.synchronize().map_err(GpuError::driver)?;
             }
             let host = buf.host.as_slice().map_err(GpuError::driver)?;
             let len = out.len();
             self.copy(out, &host[..len]);
-            if let Some(&next) = lens.get(i + 2) {
-                queue(&mut bufs, i + 2, next)?;
+            if let Some(&next) = lens.get(i + STAGE_BUFFERS) {
+                queue(&mut bufs, i + STAGE_BUFFERS, next)?;
             }
         }
         Ok(())
@@ -180,7 +185,7 @@ impl Stager {
         }
         let mut bufs = self.buffers(ctx)?;
         for (i, chunk) in src.chunks(STAGE_WORDS).enumerate() {
-            let buf = &mut bufs[i % 2];
+            let buf = &mut bufs[i % STAGE_BUFFERS];
             if let Some(ev) = buf.drained.take() {
                 ev.synchronize().map_err(GpuError::driver)?;
             }

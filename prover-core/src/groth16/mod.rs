@@ -7,6 +7,7 @@ pub mod circuits;
 pub mod dealloc;
 pub mod msm;
 pub mod ntt;
+pub mod overlap;
 pub mod params;
 pub mod pipeline;
 pub mod prep;

@@ -64,8 +64,26 @@ pub enum ProveError {
     Empty,
 }
 
+/// What a batch waits for and announces when batches overlap (`serve`; see `overlap`). Without
+/// stages a batch runs alone.
+pub trait Stages: Sync {
+    /// The proof has begun (its outer span is current): say how it was admitted.
+    fn begun(&self);
+    /// Synthesis is over: the next batch may synthesise.
+    fn synthesized(&self);
+    /// Blocks until this batch may use the devices (inside a `wait_devices` span).
+    fn take_devices(&self);
+    /// This batch's device phases are over.
+    fn free_devices(&self);
+    /// Where synthesis runs: a pool of its own, so that a batch synthesised ahead does not
+    /// queue the current batch's CPU work (prep_msm's tasks, the GPU feeders) behind its own
+    /// in rayon's global pool. `None`: the global pool.
+    fn synthesis_pool(&self) -> Option<&rayon::ThreadPool> {
+        None
+    }
+}
+
 /// What to prove.
-#[derive(Debug)]
 pub struct BatchRequest<'a> {
     pub params: &'a ParamSet,
     pub backend: &'a dyn Backend,
@@ -73,11 +91,26 @@ pub struct BatchRequest<'a> {
     pub circuits: Vec<(AnyCircuit, Vec<Scalar>)>,
     pub dealloc: DeallocMode,
     pub verify: VerifyMode,
+    /// The batch's place among overlapping batches; `None` runs it alone.
+    pub stages: Option<&'a dyn Stages>,
+}
+
+impl std::fmt::Debug for BatchRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchRequest")
+            .field("circuits", &self.circuits.len())
+            .field("dealloc", &self.dealloc)
+            .field("verify", &self.verify)
+            .field("overlapped", &self.stages.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// What came out.
 #[derive(Debug)]
 pub struct BatchOutput {
+    /// When the proof began (its outer span opened).
+    pub started: Instant,
     pub proofs: Vec<Proof<Bls12>>,
     pub public_inputs: Vec<Vec<Scalar>>,
     pub verification: Verification,
@@ -287,23 +320,37 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
     let root = scope.handle();
     let started = Instant::now();
     let mut timer = Timer::default();
+    if let Some(st) = req.stages {
+        st.begun();
+    }
 
     // synthesis: one rayon task per circuit.
     let public_inputs: Vec<Vec<Scalar>> = req.circuits.iter().map(|(_, i)| i.clone()).collect();
     let domain_len = ps.shape.constraints.next_power_of_two();
+    let circuits = req.circuits;
     let assignments = timer.time("synthesis", || {
         let _s = span!("synthesis");
         let parent = SpanHandle::current();
-        req.circuits
-            .into_par_iter()
-            .map(|(c, _)| {
-                let _a = parent.adopt();
-                let _s = span!("synthesize_circuit");
-                ProvingAssignment::synthesize_sized(c, &ps.shape, domain_len)
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| ProveError::Synthesis(e.to_string()))
-    })?;
+        let run = move || {
+            circuits
+                .into_par_iter()
+                .map(|(c, _)| {
+                    let _a = parent.adopt();
+                    let _s = span!("synthesize_circuit");
+                    ProvingAssignment::synthesize_sized(c, &ps.shape, domain_len)
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ProveError::Synthesis(e.to_string()))
+        };
+        match req.stages.and_then(|st| st.synthesis_pool()) {
+            Some(pool) => pool.install(run),
+            None => run(),
+        }
+    });
+    if let Some(st) = req.stages {
+        st.synthesized();
+    }
+    let assignments = assignments?;
     let first = &assignments[0];
     if assignments
         .iter()
@@ -347,7 +394,11 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
         .take(ranges.len())
         .map(|u| u.thread_name())
         .collect();
-    let (prepared, g2, dev, prep_times) = std::thread::scope(|s| -> Result<_, ProveError> {
+    if let Some(st) = req.stages {
+        let _s = span!("wait_devices");
+        st.take_devices();
+    }
+    let device_phases = std::thread::scope(|s| -> Result<_, ProveError> {
         let mut senders = Vec::with_capacity(ranges.len());
         let mut receivers = Vec::with_capacity(ranges.len());
         for _ in &ranges {
@@ -410,7 +461,11 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
             dev.append(p??);
         }
         Ok((prepared, g2, dev, prep_times))
-    })?;
+    });
+    if let Some(st) = req.stages {
+        st.free_devices();
+    }
+    let (prepared, g2, dev, prep_times) = device_phases?;
     timer.phases.extend(prep_times);
     timer.phases.extend(dev.times.iter().copied());
 
@@ -477,6 +532,7 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
     let verify_time = vt.elapsed();
     scope.end(true, verification, None);
     Ok(BatchOutput {
+        started,
         proofs,
         public_inputs,
         verification,

@@ -3,7 +3,9 @@
 //! the epilogue, a synchronous release) is throughput nobody gets back unless batches overlap.
 //! Busy time is the union of the proof's GPU spans on that device (exact); without GPU spans,
 //! NVML's utilisation samples over the proof stand in (each sample is the share of its period a
-//! kernel ran).
+//! kernel ran). When proofs overlap (the next batch synthesised beside this one's GPU phases),
+//! the device also runs other proofs' work inside this proof's window: the device's busy share
+//! counts every proof's GPU spans, and the idle finding is about the device, not the proof.
 
 use super::gaps::Interval;
 use crate::format::dur;
@@ -22,10 +24,16 @@ pub enum BusySource {
 pub struct GpuUse {
     pub device: u32,
     pub source: BusySource,
+    /// This proof's own GPU work on the device.
     pub busy_ns: u64,
     pub proof_ns: u64,
     /// busy / proof, 0..=1.
     pub busy_share: f64,
+    /// The device's busy time inside the proof's window, any proof's work (equal to `busy_ns`
+    /// when no other proof ran on it meanwhile, and for NVML, which sees the device).
+    pub device_busy_ns: u64,
+    /// device_busy / proof, 0..=1: what the idle finding is about.
+    pub device_busy_share: f64,
     /// Phases (children of the outer span) that ran while the GPU idled: (phase, thread, ns),
     /// most first.
     pub idle_during: Vec<(String, String, u64)>,
@@ -89,17 +97,44 @@ pub fn gpu_use(session: &Session, proof: &Proof, max_idle: f64) -> Vec<GpuUse> {
         return Vec::new();
     }
     let mut out = Vec::new();
+    // Other proofs whose windows meet this one, for their GPU work inside it.
+    let others: Vec<&Proof> = session
+        .proofs
+        .values()
+        .filter(|q| q.id != proof.id && !q.gpu_spans.is_empty())
+        .filter(|q| {
+            q.range(session.now)
+                .is_some_and(|(a, b)| a < range.end && range.start < b)
+        })
+        .collect();
     for device in devices(session, proof) {
+        let clip = |g: &probe_protocol::GpuSpan| {
+            Interval::new(g.start.max(range.start), g.end.min(range.end))
+        };
         let spans: Vec<Interval> = proof
             .gpu_spans
             .iter()
             .filter(|g| g.device == device)
-            .map(|g| Interval::new(g.start.max(range.start), g.end.min(range.end)))
+            .map(clip)
             .collect();
-        let (source, busy_ns, idle) = if !spans.is_empty() {
-            let busy = union(spans);
-            let busy_ns = busy.iter().map(Interval::len).sum();
-            (BusySource::GpuSpans, busy_ns, complement(range, &busy))
+        let (source, busy_ns, device_busy_ns, idle) = if !spans.is_empty() {
+            let busy_ns = union(spans.clone()).iter().map(Interval::len).sum();
+            let mut all = spans;
+            all.extend(
+                others
+                    .iter()
+                    .flat_map(|q| q.gpu_spans.iter())
+                    .filter(|g| g.device == device)
+                    .map(clip),
+            );
+            let device_busy = union(all);
+            let device_busy_ns = device_busy.iter().map(Interval::len).sum();
+            (
+                BusySource::GpuSpans,
+                busy_ns,
+                device_busy_ns,
+                complement(range, &device_busy),
+            )
         } else {
             // NVML: each sample speaks for the period since the previous one.
             let Some(series) = session.gpu.get(&device) else {
@@ -124,7 +159,7 @@ pub fn gpu_use(session: &Session, proof: &Proof, max_idle: f64) -> Vec<GpuUse> {
                 .filter(|s| s.1 < 10)
                 .map(|s| Interval::new(s.0.saturating_sub(period).max(range.start), s.0))
                 .collect();
-            (BusySource::Nvml, busy_ns, union(idle))
+            (BusySource::Nvml, busy_ns, busy_ns, union(idle))
         };
         let mut during: Vec<(String, String, u64)> = proof
             .children(outer.id)
@@ -146,16 +181,19 @@ pub fn gpu_use(session: &Session, proof: &Proof, max_idle: f64) -> Vec<GpuUse> {
         during.sort_by_key(|d| std::cmp::Reverse(d.2));
         during.truncate(3);
         let busy_share = busy_ns as f64 / range.len() as f64;
+        let device_busy_share = device_busy_ns as f64 / range.len() as f64;
         let mut u = GpuUse {
             device,
             source,
             busy_ns,
             proof_ns: range.len(),
             busy_share,
+            device_busy_ns,
+            device_busy_share,
             idle_during: during,
             finding: None,
         };
-        if 1.0 - busy_share > max_idle {
+        if 1.0 - device_busy_share > max_idle {
             u.finding = Some(sentence(&u));
         }
         out.push(u);
@@ -164,7 +202,7 @@ pub fn gpu_use(session: &Session, proof: &Proof, max_idle: f64) -> Vec<GpuUse> {
 }
 
 fn sentence(u: &GpuUse) -> String {
-    let idle = (1.0 - u.busy_share) * 100.0;
+    let idle = (1.0 - u.device_busy_share) * 100.0;
     let mut s = format!("GPU {} idle {idle:.0}% of the proof", u.device);
     match u.idle_during.first() {
         Some((phase, thread, ns)) => {

@@ -429,13 +429,14 @@ impl State {
                     }
                     break;
                 };
-                let start = outer.start;
+                // The first proof to begin after this one ended bounds its detached frees
+                // (overlapping proofs began before it ended).
+                let end = outer.end.unwrap_or(s.now);
                 let next = starts
                     .iter()
-                    .filter(|(i, st)| *i != *id && *st > start)
+                    .filter(|(i, st)| *i != *id && *st > end)
                     .map(|(_, st)| *st)
                     .min();
-                let end = outer.end.unwrap_or(s.now);
                 if next.is_none() && !ended && s.now.saturating_sub(end) < SETTLE_NS {
                     break;
                 }

@@ -233,9 +233,10 @@ fn gpu<W: Write>(ev: &mut Events<'_, W>, si: usize, s: &Session, rule: &GapRule)
         for u in crate::analysis::gpu_use(s, p, rule.gpu_idle_fraction) {
             ev.push(&json!({
                 "ph": "i", "s": "p", "cat": "gpu_use",
-                "name": format!("GPU {} busy {:.0}% of proof {}", u.device, u.busy_share * 100.0, p.id),
+                "name": format!("GPU {} busy {:.0}% of proof {}", u.device, u.device_busy_share * 100.0, p.id),
                 "pid": gpu_pid(si, u.device), "tid": 0, "ts": us(start),
                 "args": {"proof": p.id, "busy_share": u.busy_share, "busy_ns": u.busy_ns,
+                         "device_busy_share": u.device_busy_share, "device_busy_ns": u.device_busy_ns,
                          "source": u.source, "idle_during": u.idle_during, "finding": u.finding}
             }))?;
         }

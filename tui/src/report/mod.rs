@@ -64,6 +64,8 @@ pub struct SessionReport {
     pub large_block_threshold: u64,
     pub command_line: Vec<String>,
     pub proofs: Vec<ProofReport>,
+    /// Over the completed proofs; `None` before one completes.
+    pub throughput: Option<Throughput>,
     pub releases: ReleaseTotals,
     pub dropped: Vec<(String, u64)>,
     pub history_evicted_events: u64,
@@ -220,6 +222,58 @@ pub struct ProofReport {
     /// Each GPU's busy share of the proof, what ran while it idled, and the finding when it
     /// idled more than the rule allows.
     pub gpu_use: Vec<crate::analysis::GpuUse>,
+    /// Markers with a text inside the proof, (name, text), in order: what the prover said
+    /// about it (e.g. `memory_check`: how it was admitted beside another batch).
+    pub notes: Vec<(String, String)>,
+}
+
+/// Proofs per minute over a session's completed proofs, and how much they overlapped.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Throughput {
+    pub proofs: u64,
+    /// From the first proof's start to the last one's end.
+    pub window_ns: u64,
+    pub per_minute: f64,
+    /// Proofs whose outer span overlapped another proof's.
+    pub overlapping: u64,
+    /// The most outer spans open at once.
+    pub most_in_flight: u32,
+}
+
+/// The throughput of proofs with outer spans `[start, end)`; `None` without a proof.
+pub fn throughput(spans: &[(u64, u64)]) -> Option<Throughput> {
+    let first = spans.iter().map(|x| x.0).min()?;
+    let last = spans.iter().map(|x| x.1).max()?;
+    let window_ns = last.saturating_sub(first);
+    let overlapping = spans
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| {
+            spans
+                .iter()
+                .enumerate()
+                .any(|(j, b)| *i != j && a.0 < b.1 && b.0 < a.1)
+        })
+        .count() as u64;
+    // Sweep: +1 at each start, −1 at each end (ends first at equal times).
+    let mut edges: Vec<(u64, i32)> = spans.iter().flat_map(|x| [(x.0, 1), (x.1, -1)]).collect();
+    edges.sort_by_key(|&(t, d)| (t, d));
+    let (mut open, mut most) = (0i32, 0i32);
+    for (_, d) in edges {
+        open += d;
+        most = most.max(open);
+    }
+    Some(Throughput {
+        proofs: spans.len() as u64,
+        window_ns,
+        per_minute: if window_ns > 0 {
+            spans.len() as f64 * 60e9 / window_ns as f64
+        } else {
+            0.0
+        },
+        overlapping,
+        most_in_flight: most.max(0) as u32,
+    })
 }
 
 /// GPU spans of one name on one device, launched from one phase, within a proof.
@@ -269,8 +323,8 @@ fn gpu_work(s: &Session, p: &Proof, proof_start: u64) -> Vec<GpuWork> {
     out
 }
 
-/// The report of one proof of session `s`; `next_start` (the next proof's start) bounds the
-/// releases counted as after it. `None` when the proof has no outer span yet.
+/// The report of one proof of session `s`; `next_start` (the start of the first proof that
+/// begins after this one ended) bounds the releases counted as after it. `None` when the proof has no outer span yet.
 pub fn proof_report(
     s: &Session,
     p: &Proof,
@@ -309,23 +363,58 @@ pub fn proof_report(
         largest_ns: summed.largest_ns,
         tail_ns: summed.tail_ns,
     };
-    // Releases around the proof.
+    // Releases around the proof. A free in a proof's span is that proof's. A free in no proof's
+    // span is counted once: by the proof whose window holds it (the one that began first, when
+    // proofs overlap), else by the proof that ended last before it.
     let mut rel = ProofReleases::default();
     let until = next_start.unwrap_or(u64::MAX);
-    for r in s.releases.range(a, until) {
-        let t = s.thread_name(r.thread);
-        let group = if r.ts > b {
-            &mut rel.after_outer
-        } else if r.span == Some(outer.id) {
+    let windows: Vec<(u64, u64, u64)> = s
+        .proofs
+        .values()
+        .filter(|q| q.id != p.id)
+        .filter_map(|q| q.outer().map(|o| (q.id, o.start, o.end_or(s.now))))
+        .collect();
+    for r in s.releases.range(a, until.max(b + 1)) {
+        let own = r.span.is_some_and(|sp| p.index.contains_key(&sp));
+        if !own && r.span.is_some_and(|sp| s.span_proof.contains_key(&sp)) {
+            continue;
+        }
+        let t = r.ts;
+        let group = if own && r.span == Some(outer.id) {
             &mut rel.in_outer_outside_phases
-        } else if r.span.is_some_and(|sp| p.index.contains_key(&sp)) {
+        } else if own {
             &mut rel.in_phases
-        } else {
+        } else if t <= b {
+            if windows
+                .iter()
+                .any(|&(_, qa, qb)| qa < a && qa <= t && t <= qb)
+            {
+                continue; // an older proof in flight holds it
+            }
             &mut rel.elsewhere_during
+        } else {
+            let held = windows.iter().any(|&(_, qa, qb)| qa <= t && t <= qb);
+            let ended_later = windows.iter().any(|&(_, _, qb)| b < qb && qb < t);
+            if t >= until || held || ended_later {
+                continue;
+            }
+            &mut rel.after_outer
         };
-        group.add(r.bytes, r.inside_ns, &t);
+        group.add(r.bytes, r.inside_ns, &s.thread_name(r.thread));
         crate::analysis::frames::tally(&mut group.freed_by, s, r);
     }
+    // What the prover said about the proof in markers with a text (how `serve` admitted it
+    // beside another batch, …); a `cause:` marker is a gap's diagnosis and shows there.
+    let notes = p
+        .markers
+        .iter()
+        .filter_map(|m| {
+            let name = s.name(m.name);
+            let text = m.text.as_deref()?;
+            (!name.starts_with(crate::analysis::diagnosis::CAUSE_PREFIX))
+                .then(|| (name.to_owned(), text.to_owned()))
+        })
+        .collect();
     let begin = p.begin.as_ref();
     Some(ProofReport {
         id: p.id,
@@ -351,6 +440,7 @@ pub fn proof_report(
         releases: rel,
         gpu_work: gpu_work(s, p, a),
         gpu_use: crate::analysis::gpu_use(s, p, rule.gpu_idle_fraction),
+        notes,
     })
 }
 
@@ -448,11 +538,21 @@ pub fn build(model: &Model, rule: &GapRule, source: &str, mut warnings: Vec<Stri
                 .proofs
                 .values()
                 .filter_map(|p| {
-                    let a = p.outer()?.start;
-                    let next = starts.iter().copied().filter(|&x| x > a).min();
+                    // Frees after the proof count as its own until a proof begins after it
+                    // ended (with overlapping proofs the next one began before).
+                    let o = p.outer()?;
+                    let b = o.end_or(s.now);
+                    let next = starts.iter().copied().filter(|&x| x > b).min();
                     proof_report(s, p, next, rule)
                 })
                 .collect();
+            let outer: Vec<(u64, u64)> = s
+                .proofs
+                .values()
+                .filter(|p| p.done())
+                .filter_map(|p| p.outer().map(|o| (o.start, o.end_or(s.now))))
+                .collect();
+            let throughput = throughput(&outer);
             let mut totals = ReleaseTotals::default();
             let mut by_thread: std::collections::BTreeMap<String, u64> = Default::default();
             for r in s.releases.all() {
@@ -491,6 +591,7 @@ pub fn build(model: &Model, rule: &GapRule, source: &str, mut warnings: Vec<Stri
                 large_block_threshold: h.large_block_threshold,
                 command_line: report_command_line(&h.command_line),
                 proofs,
+                throughput,
                 releases: totals,
                 dropped: dropped
                     .into_iter()

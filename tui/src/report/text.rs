@@ -181,6 +181,9 @@ pub fn render(r: &Report, detail: Detail) -> String {
             Detail::Full => proofs_full(&mut o, s),
             Detail::Summary { worst } => proofs_summary(&mut o, s, worst),
         }
+        if let Some(t) = &s.throughput {
+            let _ = writeln!(o, "{}", throughput_line(t));
+        }
         if s.proofs.is_empty() {
             let _ = writeln!(o, "(no proof recorded)");
         }
@@ -365,6 +368,9 @@ fn proofs_full(o: &mut String, s: &super::SessionReport) {
                 ))
             );
         }
+        for (name, text) in &p.notes {
+            let _ = writeln!(o, "  {name}: {text}");
+        }
         for u in &p.gpu_use {
             let _ = writeln!(o, "  {}", gpu_use_line(u));
             if let Some(f) = &u.finding {
@@ -391,19 +397,46 @@ fn proofs_full(o: &mut String, s: &super::SessionReport) {
     }
 }
 
+/// "throughput: 3 proofs in 52.1 s, 3.45 proofs per minute; 2 of 3 overlapped another …"
+fn throughput_line(t: &super::Throughput) -> String {
+    let mut s = format!(
+        "throughput: {} complete proof{} in {}, {:.2} proofs per minute",
+        t.proofs,
+        if t.proofs == 1 { "" } else { "s" },
+        dur(t.window_ns),
+        t.per_minute
+    );
+    if t.overlapping > 0 {
+        s += &format!(
+            "; {} of them overlapped another (at most {} in flight)",
+            t.overlapping, t.most_in_flight
+        );
+    } else {
+        s += "; one at a time";
+    }
+    s
+}
+
 /// "gpu0 busy 36% of the proof (7.0 s of 19.3 s, GPU spans); idle during synthesis 10.2 s, …"
 fn gpu_use_line(u: &crate::analysis::GpuUse) -> String {
     let mut s = format!(
         "gpu{} busy {:.0}% of the proof ({} of {}, {})",
         u.device,
-        u.busy_share * 100.0,
-        dur(u.busy_ns),
+        u.device_busy_share * 100.0,
+        dur(u.device_busy_ns),
         dur(u.proof_ns),
         match u.source {
             crate::analysis::BusySource::GpuSpans => "GPU spans",
             crate::analysis::BusySource::Nvml => "NVML utilisation",
         }
     );
+    if u.device_busy_ns != u.busy_ns {
+        s += &format!(
+            ", {:.0}% this proof's own work ({}), the rest another proof's",
+            u.busy_share * 100.0,
+            dur(u.busy_ns)
+        );
+    }
     if !u.idle_during.is_empty() {
         let during: Vec<String> = u
             .idle_during
@@ -479,7 +512,7 @@ fn proofs_summary(o: &mut String, s: &super::SessionReport, worst: usize) {
         .collect();
     let busy: Vec<f64> = done
         .iter()
-        .flat_map(|p| p.gpu_use.iter().map(|u| u.busy_share))
+        .flat_map(|p| p.gpu_use.iter().map(|u| u.device_busy_share))
         .collect();
     if !busy.is_empty() {
         let mut b = busy.clone();
@@ -499,7 +532,7 @@ fn proofs_summary(o: &mut String, s: &super::SessionReport, worst: usize) {
             if idle.len() == 1 { "" } else { "s" }
         );
         let mut worst_idle = idle;
-        worst_idle.sort_by(|a, b| a.1.busy_share.total_cmp(&b.1.busy_share));
+        worst_idle.sort_by(|a, b| a.1.device_busy_share.total_cmp(&b.1.device_busy_share));
         for (id, u) in worst_idle.iter().take(worst) {
             let _ = writeln!(o, "  proof #{id}: {}", u.finding.as_deref().unwrap_or(""));
         }

@@ -86,7 +86,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
                 .map_or(String::new(), |u| {
                     format!(
                         "busy {:.0}%{}  ",
-                        u.busy_share * 100.0,
+                        u.device_busy_share * 100.0,
                         if u.finding.is_some() { " (!)" } else { "" }
                     )
                 });
