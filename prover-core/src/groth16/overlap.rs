@@ -256,6 +256,17 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
+    /// A named thread running `f`.
+    fn spawn<T: Send + 'static>(
+        name: &str,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> std::thread::JoinHandle<T> {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(f)
+            .unwrap()
+    }
+
     const NEED: MemoryNeed = MemoryNeed {
         bytes: 1 << 30,
         measured: false,
@@ -267,7 +278,7 @@ mod tests {
         let a = o.admit(0, NEED, || Some(u64::MAX)).unwrap();
         assert!(!a.beside_previous);
         let o2 = o.clone();
-        let second = std::thread::spawn(move || o2.admit(1, NEED, || Some(4 << 30)));
+        let second = spawn("batch-1", move || o2.admit(1, NEED, || Some(4 << 30)));
         std::thread::sleep(Duration::from_millis(50));
         assert!(
             !second.is_finished(),
@@ -289,7 +300,7 @@ mod tests {
         o.admit(0, NEED, || None).unwrap();
         o.turn(0, String::new(), None).synthesized();
         let o2 = o.clone();
-        let second = std::thread::spawn(move || o2.admit(1, NEED, || Some(1 << 30)));
+        let second = spawn("batch-1", move || o2.admit(1, NEED, || Some(1 << 30)));
         std::thread::sleep(Duration::from_millis(50));
         assert!(!second.is_finished(), "1.0 GB does not cover 1.1 GB");
         o.finished(0, Some(2 << 30));
@@ -309,13 +320,15 @@ mod tests {
     fn devices_are_taken_in_batch_order_and_a_stop_releases_waiters() {
         let o = Arc::new(Overlap::default());
         let o2 = o.clone();
-        let taker = std::thread::spawn(move || o2.turn(1, String::new(), None).take_devices());
+        let taker = spawn("batch-1", move || {
+            o2.turn(1, String::new(), None).take_devices()
+        });
         std::thread::sleep(Duration::from_millis(50));
         assert!(!taker.is_finished(), "batch 1 waits for batch 0's devices");
         o.turn(0, String::new(), None).free_devices();
         taker.join().unwrap();
         let o3 = o.clone();
-        let waiter = std::thread::spawn(move || o3.admit(3, NEED, || Some(u64::MAX)));
+        let waiter = spawn("batch-3", move || o3.admit(3, NEED, || Some(u64::MAX)));
         o.stop_at(3);
         assert_eq!(waiter.join().unwrap(), None);
     }
