@@ -130,6 +130,11 @@ pub struct Diff {
     pub flagged_gaps: Vec<GapChange>,
     pub releases: Vec<PlaceChange>,
     pub gpu_util_avg_pct: (Option<f64>, Option<f64>),
+    /// Per proof: the share of its window its GPUs were busy (any proof's work), percent,
+    /// averaged over its GPUs; proofs without GPU use are left out.
+    pub gpu_busy_pct: Change,
+    /// Complete proofs per minute over each side's sessions (`None`: no complete proof).
+    pub per_minute: (Option<f64>, Option<f64>),
 }
 
 fn complete(r: &Report) -> Vec<&ProofReport> {
@@ -170,6 +175,14 @@ fn place_totals(proofs: &[&ProofReport]) -> Vec<(u64, u64, BTreeMap<String, usiz
         }
     }
     out
+}
+
+/// Complete proofs per minute: all sessions' completions over their windows added up.
+fn per_minute(r: &Report) -> Option<f64> {
+    let t: Vec<_> = r.sessions.iter().filter_map(|s| s.throughput).collect();
+    let intervals: u64 = t.iter().map(|x| x.proofs.saturating_sub(1).max(1)).sum();
+    let window: u64 = t.iter().map(|x| x.window_ns).sum();
+    (window > 0).then(|| intervals as f64 * 60e9 / window as f64)
 }
 
 fn gpu_avg(r: &Report) -> Option<f64> {
@@ -228,6 +241,16 @@ pub fn diff(a: &Report, b: &Report) -> Diff {
     );
     let share = |p: &ProofReport| p.unaccounted_ns as f64 / p.duration_ns.max(1) as f64 * 100.0;
     let unaccounted_pct = change(&of(&pa, &share), &of(&pb, &share), &mut rng);
+    let busy = |ps: &[&ProofReport]| -> Vec<f64> {
+        ps.iter()
+            .filter(|p| !p.gpu_use.is_empty())
+            .map(|p| {
+                let u = &p.gpu_use;
+                u.iter().map(|g| g.device_busy_share).sum::<f64>() / u.len() as f64 * 100.0
+            })
+            .collect()
+    };
+    let gpu_busy_pct = change(&busy(&pa), &busy(&pb), &mut rng);
 
     // Flagged gaps by (span, place, kind): in how many proofs of each side.
     let mut gaps: BTreeMap<(String, String, String), GapChange> = BTreeMap::new();
@@ -292,6 +315,8 @@ pub fn diff(a: &Report, b: &Report) -> Diff {
         flagged_gaps: gaps.into_values().collect(),
         releases,
         gpu_util_avg_pct: (gpu_avg(a), gpu_avg(b)),
+        gpu_busy_pct,
+        per_minute: (per_minute(a), per_minute(b)),
     }
 }
 
@@ -375,6 +400,14 @@ pub fn text(d: &Diff) -> String {
         o,
         "medians, B − A with a 95 % bootstrap interval (at least {MIN_FOR_INTERVAL} proofs a side):"
     );
+    let rate = |v: Option<f64>| v.map_or("-".to_owned(), |x| format!("{x:.2}"));
+    let _ = writeln!(
+        o,
+        "  {:<14} {:>10} → {:<10} proofs per minute (completions, first to last)",
+        "throughput",
+        rate(d.per_minute.0),
+        rate(d.per_minute.1)
+    );
     line(&mut o, "prove", &d.prove_s);
     line(&mut o, "unaccounted", &d.unaccounted_s);
     let u = &d.unaccounted_pct;
@@ -441,6 +474,19 @@ pub fn text(d: &Diff) -> String {
         pct(d.gpu_util_avg_pct.0),
         pct(d.gpu_util_avg_pct.1)
     );
+    let b = &d.gpu_busy_pct;
+    if b.n_a + b.n_b > 0 {
+        let _ = writeln!(
+            o,
+            "GPU busy share of each proof's window (median): {:.0}% → {:.0}%, {:+.0} points{}",
+            b.median_a,
+            b.median_b,
+            b.diff,
+            b.interval
+                .map(|(lo, hi)| format!(" [{lo:+.0}, {hi:+.0}]"))
+                .unwrap_or_default()
+        );
+    }
     o
 }
 

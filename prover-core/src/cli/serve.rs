@@ -38,17 +38,36 @@ pub struct ServeArgs {
 struct Tally {
     done: u64,
     failures: u64,
-    /// The first proof's start and the last one's end: the throughput's window.
-    first: Option<Instant>,
+    /// The first proof's span, then the last proof's end: the throughput's window.
+    first: Option<(Instant, Instant)>,
     last: Option<Instant>,
+    /// The earliest start of a proof that completed.
+    earliest: Option<Instant>,
     stop: Option<String>,
 }
 
 impl Tally {
-    /// Proofs per minute over the window from the first proof's start to the last one's end.
+    /// Proofs completed per minute from the first completion to the last (the rate a pipeline
+    /// keeps once full; the viewer's header and report use the same); one proof: one over its
+    /// time.
     fn per_minute(&self) -> Option<f64> {
-        let secs = self.last?.duration_since(self.first?).as_secs_f64();
-        (secs > 0.0 && self.done > 0).then(|| self.done as f64 * 60.0 / secs)
+        let (start, first_end) = self.first?;
+        let (intervals, secs) = if self.done < 2 {
+            (1, first_end.duration_since(start).as_secs_f64())
+        } else {
+            (
+                self.done - 1,
+                self.last?.duration_since(first_end).as_secs_f64(),
+            )
+        };
+        (secs > 0.0).then(|| intervals as f64 * 60.0 / secs)
+    }
+
+    /// Proofs per minute over the whole run, from the first start to the last end (the filling
+    /// of the pipeline included).
+    fn per_minute_run(&self) -> Option<f64> {
+        let secs = self.last?.duration_since(self.earliest?).as_secs_f64();
+        (secs > 0.0).then(|| self.done as f64 * 60.0 / secs)
     }
 }
 
@@ -111,8 +130,10 @@ impl Run<'_> {
         match r {
             Ok(out) => {
                 t.done += 1;
-                t.first = Some(t.first.map_or(out.started, |f| f.min(out.started)));
-                t.last = Some(Instant::now());
+                let end = out.started + out.total;
+                t.first.get_or_insert((out.started, end));
+                t.earliest = Some(t.earliest.map_or(out.started, |e| e.min(out.started)));
+                t.last = Some(t.last.map_or(end, |l| l.max(end)));
                 let size = &self.ps.size;
                 crate::errln!(
                     "proof {}: {} × {} 2^{} in {:.3} s, {}; {} done, {}",
@@ -123,10 +144,9 @@ impl Run<'_> {
                     out.total.as_secs_f64(),
                     out.verification.as_str(),
                     t.done,
-                    t.per_minute()
-                        .map_or("throughput after two".into(), |r| format!(
-                            "{r:.2} proofs per minute"
-                        ))
+                    t.per_minute().map_or("no rate yet".into(), |r| format!(
+                        "{r:.2} proofs per minute"
+                    ))
                 );
             }
             Err(e) => {
@@ -248,9 +268,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
     } else {
         "next batch synthesised beside the current one's device phases"
     };
-    if let Some(rate) = t.per_minute() {
+    if let (Some(rate), Some(run)) = (t.per_minute(), t.per_minute_run()) {
         crate::errln!(
-            "throughput: {rate:.2} proofs per minute over {} proofs ({mode})",
+            "throughput: {rate:.2} proofs per minute between completions, {run:.2} over the whole run, {} proofs ({mode})",
             t.done
         );
     }

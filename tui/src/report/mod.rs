@@ -231,9 +231,16 @@ pub struct ProofReport {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Throughput {
     pub proofs: u64,
-    /// From the first proof's start to the last one's end.
+    /// From the first proof's end to the last one's (a single proof: its own span).
     pub window_ns: u64,
+    /// Proofs completed per minute once the first has: (proofs − 1) over the window, the rate
+    /// a pipeline keeps once full (the live header's figure); a single proof: one over its span.
     pub per_minute: f64,
+    /// From the first proof's start to the last one's end.
+    pub run_ns: u64,
+    /// Proofs over `run_ns`: the rate of a run this short, pipeline fill included (a pipeline's
+    /// first proof completes late, which flatters `per_minute` over few proofs).
+    pub per_minute_run: f64,
     /// Proofs whose outer span overlapped another proof's.
     pub overlapping: u64,
     /// The most outer spans open at once.
@@ -242,9 +249,15 @@ pub struct Throughput {
 
 /// The throughput of proofs with outer spans `[start, end)`; `None` without a proof.
 pub fn throughput(spans: &[(u64, u64)]) -> Option<Throughput> {
-    let first = spans.iter().map(|x| x.0).min()?;
-    let last = spans.iter().map(|x| x.1).max()?;
-    let window_ns = last.saturating_sub(first);
+    let first_end = spans.iter().map(|x| x.1).min()?;
+    let last_end = spans.iter().map(|x| x.1).max()?;
+    let first_start = spans.iter().map(|x| x.0).min()?;
+    let run_ns = last_end.saturating_sub(first_start);
+    let (window_ns, intervals) = if spans.len() == 1 {
+        (spans[0].1.saturating_sub(spans[0].0), 1)
+    } else {
+        (last_end - first_end, spans.len() - 1)
+    };
     let overlapping = spans
         .iter()
         .enumerate()
@@ -267,7 +280,13 @@ pub fn throughput(spans: &[(u64, u64)]) -> Option<Throughput> {
         proofs: spans.len() as u64,
         window_ns,
         per_minute: if window_ns > 0 {
-            spans.len() as f64 * 60e9 / window_ns as f64
+            intervals as f64 * 60e9 / window_ns as f64
+        } else {
+            0.0
+        },
+        run_ns,
+        per_minute_run: if run_ns > 0 {
+            spans.len() as f64 * 60e9 / run_ns as f64
         } else {
             0.0
         },
@@ -380,25 +399,25 @@ pub fn proof_report(
             continue;
         }
         let t = r.ts;
-        let group = if own && r.span == Some(outer.id) {
-            &mut rel.in_outer_outside_phases
-        } else if own {
-            &mut rel.in_phases
-        } else if t <= b {
-            if windows
-                .iter()
-                .any(|&(_, qa, qb)| qa < a && qa <= t && t <= qb)
-            {
-                continue; // an older proof in flight holds it
-            }
-            &mut rel.elsewhere_during
-        } else {
+        let group = if t > b {
+            // After the outer span: the proof's own (its verification) or detached frees.
             let held = windows.iter().any(|&(_, qa, qb)| qa <= t && t <= qb);
             let ended_later = windows.iter().any(|&(_, _, qb)| b < qb && qb < t);
-            if t >= until || held || ended_later {
+            if !own && (t >= until || held || ended_later) {
                 continue;
             }
             &mut rel.after_outer
+        } else if own && r.span == Some(outer.id) {
+            &mut rel.in_outer_outside_phases
+        } else if own {
+            &mut rel.in_phases
+        } else if windows
+            .iter()
+            .any(|&(_, qa, qb)| qa < a && qa <= t && t <= qb)
+        {
+            continue; // an older proof in flight holds it
+        } else {
+            &mut rel.elsewhere_during
         };
         group.add(r.bytes, r.inside_ns, &s.thread_name(r.thread));
         crate::analysis::frames::tally(&mut group.freed_by, s, r);

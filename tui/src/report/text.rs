@@ -397,15 +397,21 @@ fn proofs_full(o: &mut String, s: &super::SessionReport) {
     }
 }
 
-/// "throughput: 3 proofs in 52.1 s, 3.45 proofs per minute; 2 of 3 overlapped another …"
+/// "throughput: 3.20 proofs per minute (3 complete proofs, 37.5 s from the first's end to the
+/// last's); 3 of them overlapped another (at most 2 in flight)"
 fn throughput_line(t: &super::Throughput) -> String {
-    let mut s = format!(
-        "throughput: {} complete proof{} in {}, {:.2} proofs per minute",
-        t.proofs,
-        if t.proofs == 1 { "" } else { "s" },
-        dur(t.window_ns),
-        t.per_minute
-    );
+    let mut s = format!("throughput: {:.2} proofs per minute ", t.per_minute);
+    s += &if t.proofs == 1 {
+        format!("(one complete proof of {})", dur(t.window_ns))
+    } else {
+        format!(
+            "between completions ({} complete proofs, {} from the first's end to the last's; {:.2} over the whole {} from the first's start)",
+            t.proofs,
+            dur(t.window_ns),
+            t.per_minute_run,
+            dur(t.run_ns)
+        )
+    };
     if t.overlapping > 0 {
         s += &format!(
             "; {} of them overlapped another (at most {} in flight)",
