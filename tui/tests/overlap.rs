@@ -143,3 +143,27 @@ fn overlapping_batches_are_reported_as_such_and_sequential_ones_are_not() {
         assert!(p["notes"].as_array().unwrap().is_empty(), "{p}");
     }
 }
+
+/// With fewer proofs than workers, the worker that reaches the limit first must not stop the
+/// one about to prove the last batch.
+#[test]
+fn one_proof_is_proved_with_two_workers() {
+    let out = Command::new(BIN)
+        .args([
+            "prover",
+            "serve",
+            "--circuit",
+            "squaring",
+            "--log-size",
+            "10",
+        ])
+        .args(["--circuits", "2", "--proofs", "1", "--socket", "none"])
+        .arg("--cache")
+        .arg(cache())
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("proof 1: 2 × squaring 2^10"), "{log}");
+    assert!(log.contains("stopping: done: 1 proofs"), "{log}");
+}

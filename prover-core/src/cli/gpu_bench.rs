@@ -56,15 +56,17 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
     }
     let threads = rayon::current_num_threads();
     crate::outln!(
-        "\nG1 MSM, wall ms: GPU with inputs in pageable host memory (transfers included, median of {} after a warm-up), GPU with the bases resident, blst on {threads} CPU threads (best of {}):",
+        "\nG1 MSM, wall ms (median of {} after a warm-up round, placements in rotating order; transfers included): inputs pageable, inputs page-locked, bases resident with scalars pageable, bases resident with scalars page-locked (sppark's four columns); blst on {threads} CPU threads (best of {}):",
         args.reps.min(5),
         args.cpu_reps
     );
     crate::outln!(
-        "{:>6} {:>14} {:>14} {:>14} {:>9}  plan",
+        "{:>6} {:>11} {:>11} {:>11} {:>15} {:>11} {:>8}  plan",
         "size",
-        "gpu (host)",
-        "gpu (resident)",
+        "pageable",
+        "pinned",
+        "resident",
+        "res.+pinned",
         "cpu (blst)",
         "gpu=cpu"
     );
@@ -73,10 +75,12 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
         let f = msm_bench::msm(&gpu.device, log, args.reps.min(5), args.cpu_reps, None)
             .with_context(|| format!("MSM of 2^{log} points"))?;
         crate::outln!(
-            "{:>6} {:>11.1} ms {:>11.1} ms {:>11.1} ms {:>9}  c = {}, k = {}, {} windows",
+            "{:>6} {:>8.1} ms {:>8.1} ms {:>8.1} ms {:>12.1} ms {:>8.1} ms {:>8}  c = {}, k = {}, {} windows",
             format!("2^{log}"),
             f.gpu_host_ms,
+            f.gpu_pinned_ms,
             f.gpu_resident_ms,
+            f.gpu_resident_pinned_ms,
             f.cpu_ms,
             if f.equal { "yes" } else { "NO" },
             f.plan.c,

@@ -84,21 +84,21 @@ impl Run<'_> {
         self.tally.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Why no batch numbered `batch` should start, if none should.
+    /// Why no batch numbered `batch` should start, if none should. A signal or giving up stops
+    /// every batch not yet started; the proof count only the batches past it (a worker that
+    /// reaches batch N first must not stop the one still about to run batch N − 1).
     fn stop_before(&self, batch: u64) -> Option<String> {
         let mut t = self.tally();
         if let Some(s) = &t.stop {
             return Some(s.clone());
         }
-        let why = if let Some(sig) = signals::requested() {
-            format!("{sig} after {} proofs", t.done)
-        } else if self.args.proofs > 0 && batch >= self.args.proofs {
-            format!("done: {} proofs", self.args.proofs)
-        } else {
-            return None;
-        };
-        t.stop = Some(why.clone());
-        Some(why)
+        if let Some(sig) = signals::requested() {
+            let why = format!("{sig} after {} proofs", t.done);
+            t.stop = Some(why.clone());
+            return Some(why);
+        }
+        (self.args.proofs > 0 && batch >= self.args.proofs)
+            .then(|| format!("done: {} proofs", self.args.proofs))
     }
 
     fn prove(

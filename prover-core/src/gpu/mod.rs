@@ -19,6 +19,7 @@ pub use device::{Device, DeviceFr, NttOp};
 pub use kernels::source as kernel_source;
 pub use msm::{DeviceBases, JAC_LIMBS, MsmBases, MsmPlan, MsmScalars, combine_windows, jac_to_g1};
 pub use set::GpuSet;
+pub use tables::{g1_limbs, limbs};
 pub use timing::{GpuTimeline, TimedOp};
 
 use crate::groth16::backend::Backend;

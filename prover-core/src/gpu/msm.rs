@@ -10,7 +10,7 @@ use super::tables;
 use super::timing::{GpuTimeline, TimedOp, finish, start_if, timed};
 use blst::{blst_fp, blst_p1};
 use blstrs::{G1Affine, G1Projective, Scalar};
-use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg};
 use group::Group;
 use std::sync::Arc;
 
@@ -135,15 +135,22 @@ fn cfg(blocks: u64, threads: u32) -> LaunchConfig {
 /// Where the bases of an MSM are.
 #[derive(Debug, Clone, Copy)]
 pub enum MsmBases<'a> {
-    /// Host memory, pageable or not: uploaded on the upload stream during the scalar sort.
+    /// Host memory, pageable or not: uploaded on the upload stream during the scalar sort,
+    /// through the staging buffers.
     Host(&'a [G1Affine]),
+    /// Page-locked host memory (12 words a point, blst's affine layout), copied directly on the
+    /// upload stream during the scalar sort.
+    Pinned(&'a PinnedHostSlice<u64>),
     Device(&'a DeviceBases),
 }
 
 /// Where the scalars of an MSM are (Montgomery form, blstrs' layout).
 #[derive(Debug, Clone, Copy)]
 pub enum MsmScalars<'a> {
+    /// Host memory, pageable or not: through the staging buffers.
     Host(&'a [Scalar]),
+    /// Page-locked host memory (4 words a scalar), copied directly.
+    Pinned(&'a PinnedHostSlice<u64>),
     Device(&'a DeviceFr),
 }
 
@@ -157,6 +164,21 @@ impl Device {
         // SAFETY: the staged copy writes every word before any kernel reads the buffer.
         let mut dst = unsafe { s.alloc::<u64>(words.len()) }.map_err(GpuError::driver)?;
         self.stager.upload(&self.ctx, s, words, &mut dst)?;
+        Ok(dst)
+    }
+
+    /// Copies the first `words` of page-locked memory to a new device buffer on `stream`.
+    fn upload_pinned(
+        &self,
+        s: &Arc<CudaStream>,
+        src: &PinnedHostSlice<u64>,
+        words: usize,
+    ) -> Result<CudaSlice<u64>, GpuError> {
+        let host = src.as_slice().map_err(GpuError::driver)?;
+        let host = host.get(..words).ok_or(GpuError::Size(0))?;
+        // SAFETY: the copy writes every word before any kernel reads the buffer.
+        let mut dst = unsafe { s.alloc::<u64>(words) }.map_err(GpuError::driver)?;
+        s.memcpy_htod(host, &mut dst).map_err(GpuError::driver)?;
         Ok(dst)
     }
 
@@ -231,10 +253,12 @@ impl Device {
         let n = n
             .min(match bases {
                 MsmBases::Host(b) => b.len(),
+                MsmBases::Pinned(w) => w.len() / 12,
                 MsmBases::Device(b) => b.len,
             })
             .min(match scalars {
                 MsmScalars::Host(v) => v.len(),
+                MsmScalars::Pinned(w) => w.len() / 4,
                 MsmScalars::Device(d) => d.len() / 4,
             });
         if n == 0 {
@@ -250,17 +274,35 @@ impl Device {
                 })?;
                 &uploaded
             }
+            MsmScalars::Pinned(w) => {
+                uploaded = timed(tl, "upload_scalars", 0, s, || {
+                    self.upload_pinned(s, w, 4 * n)
+                })?;
+                &uploaded
+            }
         };
         let sorted = self.msm_sort(s, d_scalars, n, &plan, tl)?;
+        // Host bases go up on the upload stream while the compute stream sorts the scalars.
+        let up = &self.upload;
+        let after_upload = |words: CudaSlice<u64>| -> Result<CudaSlice<u64>, GpuError> {
+            let ev = up.record_event(None).map_err(GpuError::driver)?;
+            s.wait(&ev).map_err(GpuError::driver)?;
+            Ok(words)
+        };
         let staged;
         let d_bases = match bases {
             MsmBases::Device(b) => &b.words,
             MsmBases::Host(b) => {
-                let up = &self.upload;
-                staged = timed(tl, "upload_bases", 1, up, || self.upload_bases(&b[..n]))?;
-                let ev = up.record_event(None).map_err(GpuError::driver)?;
-                s.wait(&ev).map_err(GpuError::driver)?;
-                &staged.words
+                staged = after_upload(timed(tl, "upload_bases", 1, up, || {
+                    self.upload_bases(&b[..n]).map(|d| d.words)
+                })?)?;
+                &staged
+            }
+            MsmBases::Pinned(w) => {
+                staged = after_upload(timed(tl, "upload_bases", 1, up, || {
+                    self.upload_pinned(up, w, 12 * n)
+                })?)?;
+                &staged
             }
         };
         let entries = plan.windows() as usize * n;

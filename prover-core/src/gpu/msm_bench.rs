@@ -1,11 +1,13 @@
-//! Measurements of the device MSM for `prover gpu-bench --msm`: inputs as a user hands them
-//! (pageable host memory, transfers included), with bases resident, and blst on the CPU side
-//! by side, each GPU result checked against the CPU's.
+//! Measurements of the device MSM for `prover gpu-bench --msm`, with the inputs placed as
+//! sppark's benchmarks place them (pageable host memory, page-locked host memory, bases resident
+//! with scalars pageable or page-locked; transfers included), and blst on the CPU beside them,
+//! each GPU result checked against the CPU's.
 
 use super::msm::{MsmBases, MsmPlan, MsmScalars};
 use super::timing::TimedOp;
 use super::{Device, GpuError};
 use blstrs::{G1Affine, G1Projective, Scalar};
+use cudarc::driver::PinnedHostSlice;
 use ff::Field;
 use group::{Curve, Group};
 use rand::SeedableRng;
@@ -122,13 +124,37 @@ pub struct MsmFigures {
     pub plan: MsmPlan,
     /// Wall ms, host inputs (pageable), transfers included: median of `reps`.
     pub gpu_host_ms: f64,
-    /// Wall ms, bases resident on the device, scalars from the host.
+    /// Wall ms, both inputs in page-locked host memory, transfers included.
+    pub gpu_pinned_ms: f64,
+    /// Wall ms, bases resident on the device, scalars from pageable host memory.
     pub gpu_resident_ms: f64,
+    /// Wall ms, bases resident on the device, scalars from page-locked host memory.
+    pub gpu_resident_pinned_ms: f64,
     /// Wall ms of blst's multi-threaded Pippenger (best of the CPU runs).
     pub cpu_ms: f64,
     pub equal: bool,
     /// Device operations of the last host-input run.
     pub ops: Vec<TimedOp>,
+}
+
+/// Where an MSM's inputs are, as sppark's benchmarks place them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    Pageable,
+    Pinned,
+    Resident,
+    ResidentPinned,
+}
+
+/// `words` copied into new page-locked memory (outside any timing: a prover would keep its
+/// inputs there).
+fn pinned_copy(d: &Device, words: &[u64]) -> Result<PinnedHostSlice<u64>, GpuError> {
+    // SAFETY: every word is written below before any copy reads it.
+    let mut p = unsafe { d.ctx.alloc_pinned::<u64>(words.len()) }.map_err(GpuError::driver)?;
+    p.as_mut_slice()
+        .map_err(GpuError::driver)?
+        .copy_from_slice(words);
+    Ok(p)
 }
 
 pub fn msm(
@@ -138,45 +164,48 @@ pub fn msm(
     cpu_reps: usize,
     plan: Option<MsmPlan>,
 ) -> Result<MsmFigures, GpuError> {
+    use Placement::*;
     let n = 1usize << log;
     let bases = distinct_points(n, log as u64);
     let scalars = random_scalars(n, 1000 + log as u64);
     let plan = plan.unwrap_or_else(|| MsmPlan::for_len(n));
-    let host = |timed| {
-        d.g1_msm_with(
-            MsmBases::Host(&bases),
-            MsmScalars::Host(&scalars),
-            n,
-            plan,
-            timed,
-        )
-    };
-    let (first, _) = host(false)?; // warm-up (and the allocator's pool)
-    let mut walls = Vec::new();
-    let mut ops = Vec::new();
-    for rep in 0..reps {
-        let t0 = Instant::now();
-        let (_, o) = host(rep + 1 == reps)?;
-        walls.push(t0.elapsed().as_secs_f64() * 1e3);
-        ops = o;
-    }
+    let pinned_bases = pinned_copy(d, super::tables::g1_limbs(&bases))?;
+    let pinned_scalars = pinned_copy(d, super::tables::limbs(&scalars))?;
     let resident = d.upload_bases(&bases)?;
     d.upload.synchronize().map_err(GpuError::driver)?;
-    let mut res_walls = Vec::new();
-    let mut res_point = G1Projective::identity();
-    for _ in 0..reps + 1 {
-        let t0 = Instant::now();
-        let (p, _) = d.g1_msm_with(
-            MsmBases::Device(&resident),
-            MsmScalars::Host(&scalars),
-            n,
-            plan,
-            false,
-        )?;
-        res_walls.push(t0.elapsed().as_secs_f64() * 1e3);
-        res_point = p;
+    let run = |at: Placement, timed: bool| {
+        let b = match at {
+            Pageable => MsmBases::Host(&bases),
+            Pinned => MsmBases::Pinned(&pinned_bases),
+            Resident | ResidentPinned => MsmBases::Device(&resident),
+        };
+        let s = match at {
+            Pageable | Resident => MsmScalars::Host(&scalars),
+            Pinned | ResidentPinned => MsmScalars::Pinned(&pinned_scalars),
+        };
+        d.g1_msm_with(b, s, n, plan, timed)
+    };
+    let places = [Pageable, Pinned, Resident, ResidentPinned];
+    let mut walls: [Vec<f64>; 4] = Default::default();
+    let mut points = [G1Projective::identity(); 4];
+    let mut ops = Vec::new();
+    // One unmeasured round, then rounds in a rotating order, so that no placement always runs
+    // first or after the same one.
+    for rep in 0..=reps {
+        for k in 0..places.len() {
+            let i = (k + rep) % places.len();
+            let last = rep == reps && places[i] == Pageable;
+            let t0 = Instant::now();
+            let (p, o) = run(places[i], last)?;
+            if rep > 0 {
+                walls[i].push(t0.elapsed().as_secs_f64() * 1e3);
+            }
+            points[i] = p;
+            if last {
+                ops = o;
+            }
+        }
     }
-    res_walls.remove(0);
     let mut cpu_ms = f64::INFINITY;
     let mut cpu = G1Projective::identity();
     for _ in 0..cpu_reps.max(1) {
@@ -184,13 +213,16 @@ pub fn msm(
         cpu = crate::groth16::msm::g1_msm(&bases, &scalars);
         cpu_ms = cpu_ms.min(t0.elapsed().as_secs_f64() * 1e3);
     }
+    let [host, pinned, res, res_pinned] = walls.map(median);
     Ok(MsmFigures {
         log,
         plan,
-        gpu_host_ms: median(walls),
-        gpu_resident_ms: median(res_walls),
+        gpu_host_ms: host,
+        gpu_pinned_ms: pinned,
+        gpu_resident_ms: res,
+        gpu_resident_pinned_ms: res_pinned,
         cpu_ms,
-        equal: first == cpu && res_point == cpu && cpu != G1Projective::identity(),
+        equal: points.iter().all(|&p| p == cpu) && cpu != G1Projective::identity(),
         ops,
     })
 }

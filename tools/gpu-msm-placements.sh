@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs on the GPU host over the carried .gpu/ binaries: the MSM tests (every placement of the
+# inputs equal to blst) and `prover gpu-bench --msm-only` with sppark's four placements (inputs
+# pageable, page-locked, bases resident with scalars pageable or page-locked). Output: $OUT/run.txt.
+# Usage (device tool): bash tools/gpu-msm-placements.sh
+set -uo pipefail
+B=.gpu
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export PROOFSCOPE_CACHE=/tmp/pscache
+chmod +x $B/* 2>/dev/null
+exec > >(tee "$OUT/run.txt") 2>&1
+nvidia-smi -L; nproc; date -u
+echo "== MSM tests (placements, sizes up to 2^${MAX_LOG:-20}, edge cases)"
+PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 240 $B/gpu-msm-tests --test-threads 1 2>&1 \
+  | grep -E "^test |test result|panicked"
+echo "== gpu tests (staged transfers, H, proofs verify)"
+PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=20 timeout 200 $B/gpu-tests --test-threads 1 2>&1 \
+  | grep -E "^test |test result|panicked"
+echo "== G1 MSM by placement"
+timeout 300 $B/prover gpu-bench --msm-only --msm ${SIZES:-20,22,24} --cpu-reps 1 --reps 5
