@@ -3,14 +3,7 @@
 # inputs equal to blst) and `prover gpu-bench --msm-only` with sppark's four placements (inputs
 # pageable, page-locked, bases resident with scalars pageable or page-locked). Output: $OUT/run.txt.
 # Usage (device tool): bash tools/gpu-msm-placements.sh
-set -uo pipefail
-B=.gpu
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export PROOFSCOPE_CACHE=/tmp/pscache
-chmod +x $B/* 2>/dev/null
-exec > >(tee "$OUT/run.txt") 2>&1
-nvidia-smi -L; nproc; date -u
+source "$(dirname "$0")/gpu-env.sh"
 echo "== MSM tests (placements, sizes up to 2^${MAX_LOG:-20}, edge cases)"
 PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 240 $B/gpu-msm-tests --test-threads 1 2>&1 \
   | grep -E "^test |test result|panicked"

@@ -5,14 +5,7 @@
 # Usage (device tool): PAIRS=20 bash tools/gpu-overhead.sh
 # SKIP_TESTS=1 / SKIP_HOTPATH=1 leave out the correctness tests / the hot-path bench; KNOBS="VAR=x …"
 # repeats the overhead with each setting (KNOB_PAIRS pairs).
-set -uo pipefail
-B=.gpu
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export PROOFSCOPE_CACHE=/tmp/pscache
-chmod +x $B/* 2>/dev/null
-exec > >(tee "$OUT/run.txt") 2>&1
-nvidia-smi -L; nproc; date -u
+source "$(dirname "$0")/gpu-env.sh"
 if [ -z "${SKIP_TESTS:-}" ]; then
   echo "== gpu tests (kernels equal the CPU up to 2^${MAX_LOG:-20}; GPU proofs verify)"
   PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 200 $B/gpu-tests --test-threads 1 2>&1 \

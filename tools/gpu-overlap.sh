@@ -6,14 +6,8 @@
 # each recorded. Runs alternate (ORDER, e.g. "seq ovl ovl seq") so neither gains from its place.
 # Usage (device tool): ORDER="seq ovl" bash tools/gpu-overlap.sh   — results under $OUT.
 # SKIP_TESTS=1 / SKIP_BENCH=1 leave out the correctness tests / the H bench.
-set -uo pipefail
-B=.gpu
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export PROOFSCOPE_CACHE=/tmp/pscache
-chmod +x $B/* 2>/dev/null
-exec > >(tee "$OUT/run.txt") 2>&1
-nvidia-smi -L; nproc; free -g | head -2; date -u
+source "$(dirname "$0")/gpu-env.sh"
+free -g | head -2
 if [ -z "${SKIP_TESTS:-}" ]; then
   echo "== gpu tests (kernels equal the CPU up to 2^${MAX_LOG:-20}; staged transfers; GPU proofs verify)"
   PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-20} timeout 200 $B/gpu-tests --test-threads 1 2>&1 \
