@@ -224,6 +224,48 @@ fn rows(s: &Session, p: &Proof, outer: &Span, detail: Detail) -> Vec<Row> {
             out[phase_row].note = Some(notes.join(", "));
         }
     }
+    out.extend(beside(s, p, outer));
+    out
+}
+
+/// Rows for the proofs in flight beside this one (batches that overlap): when each ran its
+/// phases and its GPU work, inside this proof's window, so that what the device did while this
+/// proof synthesised is on screen.
+fn beside(s: &Session, p: &Proof, outer: &Span) -> Vec<Row> {
+    let (a, b) = (outer.start, outer.end_or(s.now));
+    let clip = |x: u64, y: u64| (x.max(a), y.min(b));
+    let mut out = Vec::new();
+    for q in s.proofs.values().filter(|q| q.id != p.id) {
+        let Some(qo) = q.outer() else {
+            continue;
+        };
+        let (qa, qb) = (qo.start, qo.end_or(s.now));
+        if qb <= a || qa >= b {
+            continue;
+        }
+        out.push(Row {
+            label: format!("proof #{}", q.id),
+            spans: vec![clip(qa, qb)],
+            style: Style::default().fg(Color::Magenta),
+            sub: true,
+            note: None,
+        });
+        let gpu: Vec<(u64, u64)> = q
+            .gpu_spans
+            .iter()
+            .map(|g| clip(g.start, g.end))
+            .filter(|(x, y)| x < y)
+            .collect();
+        if !gpu.is_empty() {
+            out.push(Row {
+                label: format!(" └#{} GPU", q.id),
+                spans: gpu,
+                style: Style::default().fg(Color::Yellow),
+                sub: true,
+                note: None,
+            });
+        }
+    }
     out
 }
 
