@@ -1,5 +1,7 @@
 //! The recorded spans of a proof nest as specified and every phase appears; releases of the
 //! proving vectors land where the dealloc mode says — asserted from the event stream.
+// The probe's own test client: one copy for both crates.
+#[path = "../../probe/tests/common/mod.rs"]
 mod common;
 
 use common::*;
