@@ -6,9 +6,10 @@ use super::common::{ProverArgs, select_backend};
 use super::overhead::{Pairs, Side, order};
 use crate::groth16::pipeline::{BatchRequest, prove_batch};
 use crate::probe::{Probe, ProbeConfig, SessionInfo};
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use rand::SeedableRng;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Args)]
@@ -24,6 +25,35 @@ pub struct BenchArgs {
     /// the pairs' differences with a bootstrap 95 % interval.
     #[arg(long)]
     pub probe_overhead: bool,
+    /// Prove nothing: pool the pairs in saved outputs of earlier --probe-overhead runs (of the
+    /// same build, batch and machine) and report them as one run (bootstrap seed 7, so the same
+    /// files give the same interval).
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "runs")]
+    pub pool: Vec<PathBuf>,
+}
+
+/// `--pool`: the pairs of several saved runs, reported together.
+fn pool(files: &[PathBuf]) -> Result<()> {
+    let mut pairs = Pairs::default();
+    for f in files {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let n = pairs
+            .parse(&text)
+            .with_context(|| format!("in {}", f.display()))?;
+        if n == 0 {
+            bail!(
+                "{}: no pair lines (is it the output of `prover bench --probe-overhead`?)",
+                f.display()
+            );
+        }
+        crate::outln!("{}: {n} pairs", f.display());
+    }
+    crate::out!(
+        "{}",
+        pairs.report(&mut rand_chacha::ChaCha20Rng::seed_from_u64(7))
+    );
+    Ok(())
 }
 
 fn median(v: Vec<Duration>) -> Duration {
@@ -32,6 +62,9 @@ fn median(v: Vec<Duration>) -> Duration {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
+    if !args.pool.is_empty() {
+        return pool(&args.pool);
+    }
     let size = args.prover.size()?;
     let (backend, reason) = select_backend(args.prover.backend)?;
     let ps = args.prover.load_params()?;
