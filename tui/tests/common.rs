@@ -224,3 +224,14 @@ pub fn serve_example(name: &str, args: &[&str], sock: &Path) -> Running {
     }
     child
 }
+
+/// The lines of the report about completed proof `n` (its header to the next proof).
+pub fn proof(report: &str, n: u32) -> String {
+    let head = format!("proof #{n}:");
+    report
+        .lines()
+        .skip_while(|l| !l.starts_with(&head))
+        .take_while(|l| l.starts_with(&head) || !l.starts_with("proof #"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
 
+mod common;
+
 fn target() -> PathBuf {
     Path::new(BIN).parent().unwrap().to_owned()
 }
@@ -151,17 +153,6 @@ fn attach(sock: &Path, args: &[&str]) -> String {
     text
 }
 
-/// The report's lines about completed proof `n`.
-fn proof(report: &str, n: u32) -> String {
-    let head = format!("proof #{n}:");
-    report
-        .lines()
-        .skip_while(|l| !l.starts_with(&head))
-        .take_while(|l| l.starts_with(&head) || !l.starts_with("proof #"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[test]
 fn the_linked_cpp_prover_shows_its_ghost_in_sync_mode_only() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -174,7 +165,7 @@ fn the_linked_cpp_prover_shows_its_ghost_in_sync_mode_only() {
     let sync = attach(&sock, &["--proofs", "3"]);
     let mut flagged = 0;
     for n in 1..=8 {
-        let p = proof(&sync, n);
+        let p = common::proof(&sync, n);
         if p.is_empty() || p.contains("in progress") {
             continue;
         }

@@ -42,17 +42,6 @@ fn report_of(name: &str, args: &[&str]) -> String {
     text
 }
 
-/// The lines of the report about completed proof `n` (its header to the next proof).
-fn proof(report: &str, n: u32) -> String {
-    let head = format!("proof #{n}:");
-    report
-        .lines()
-        .skip_while(|l| !l.starts_with(&head))
-        .take_while(|l| l.starts_with(&head) || !l.starts_with("proof #"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[test]
 fn a_prover_with_only_the_probe_shows_its_phases_and_its_ghost() {
     let sync = report("sync");
@@ -65,7 +54,7 @@ fn a_prover_with_only_the_probe_shows_its_phases_and_its_ghost() {
         .expect("the synchronous drop");
     let who = format!("freed by `drop_in_place<Vec<Vec<u8>>>` ← `main` (minimal_prover.rs:{line})");
     for n in 1..=3 {
-        let p = proof(&sync, n);
+        let p = common::proof(&sync, n);
         for phase in ["synthesis", "commit", "open"] {
             assert!(
                 p.contains(&format!("    {phase} ")),
@@ -86,7 +75,7 @@ fn a_prover_with_only_the_probe_shows_its_phases_and_its_ghost() {
 
     let async_ = report("async");
     for n in 1..=3 {
-        let p = proof(&async_, n);
+        let p = common::proof(&async_, n);
         assert!(p.contains("    synthesis "), "{p}");
         assert!(
             !p.contains("! gap"),
@@ -100,7 +89,7 @@ fn a_prover_that_speaks_only_tracing_shows_its_phases() {
     let r = report_of("tracing_prover", &["--proofs", "6"]);
     assert!(r.contains("prover:   tracing-prover"), "{r}");
     for n in 1..=3 {
-        let p = proof(&r, n);
+        let p = common::proof(&r, n);
         assert!(
             p.contains("toy-tracing"),
             "proof {n} lacks its circuit:\n{p}"
