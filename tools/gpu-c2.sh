@@ -8,20 +8,13 @@
 # tool brings back at most 8): run.txt (everything printed), the two recordings and their
 # reports; on a host with two or more GPUs also a recording of a batch split across them and
 # its report (7 files).
-set -uo pipefail
-B=.gpu
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export PROOFSCOPE_CACHE=/tmp/pscache
+source "$(dirname "$0")/gpu-env.sh"
 mkdir -p "$PROOFSCOPE_CACHE"
 [ -d $B/cache ] && cp -r $B/cache/. "$PROOFSCOPE_CACHE"/
-chmod +x $B/prover $B/proofscope $B/gpu-tests $B/gpu-msm-tests 2>/dev/null
 GHOST_LOG=${GHOST_LOG:-22}
 GHOST_K=${GHOST_K:-48}
 BATCH_LOG=${BATCH_LOG:-22}
 BATCH_K=${BATCH_K:-4}
-LOG="$OUT/run.txt"
-exec > >(tee -a "$LOG") 2>&1
 { nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; free -g; } 2>&1
 TIME=""; [ -x /usr/bin/time ] && TIME="/usr/bin/time -v"
 stamp() { echo "== $* ($(date +%T))"; }

@@ -2,12 +2,7 @@
 # Runs on the GPU host over the carried .gpu/ binaries: the device MSM against blst at every
 # size (up to 2^MAX_LOG), its edge cases, and the MSM benchmark side by side with the CPU.
 # Usage (device tool): bash tools/gpu-msm.sh   — results under $OUT.
-set -uo pipefail
-B=.gpu
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export PROOFSCOPE_CACHE=/tmp/pscache
-chmod +x $B/* 2>/dev/null
+source "$(dirname "$0")/gpu-env.sh"
 { nvidia-smi -L; nproc; } 2>&1 | tee "$OUT/host.txt"
 echo "== gpu msm tests"
 PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-24} timeout 300 $B/gpu-msm-tests --test-threads 1 --nocapture 2>&1 | tee "$OUT/gpu-msm-tests.txt" | grep -E "^test |equal|panicked|result"

@@ -2,12 +2,7 @@
 # Runs on the GPU host over the carried .gpu/ binaries: GPU correctness tests, kernel and
 # transfer benchmarks, a recorded GPU session and its report, the probe's hot-path bench.
 # Usage (device tool): bash tools/gpu-run.sh [quick]   — results under $OUT.
-set -uo pipefail
-B=.gpu
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export PROOFSCOPE_CACHE=/tmp/pscache
-chmod +x $B/* 2>/dev/null
+source "$(dirname "$0")/gpu-env.sh"
 { nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; nproc; which tmux; } 2>&1 | tee "$OUT/host.txt"
 echo "== gpu tests"
 PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-24} timeout 300 $B/gpu-tests --test-threads 1 --nocapture 2>&1 | tee "$OUT/gpu-tests.txt" | grep -E "^test |equal|panicked|result" 

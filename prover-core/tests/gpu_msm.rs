@@ -45,43 +45,21 @@ fn gpu_msm_equals_blst_at_every_size() {
                 assert_eq!(p, want, "2^{log}, {plan:?}");
             }
             // Page-locked host inputs, copied directly; the count comes from the shorter.
-            let pin = |w: &[u64]| {
-                // SAFETY: every word is written before a copy reads it.
-                let mut p = unsafe { d.ctx.alloc_pinned::<u64>(w.len()) }.unwrap();
-                p.as_mut_slice().unwrap().copy_from_slice(w);
-                p
-            };
-            let pb = pin(prover_core::gpu::g1_limbs(&bases));
-            let ps = pin(prover_core::gpu::limbs(&scalars[..m]));
+            let pb = d.pinned_copy(prover_core::gpu::g1_limbs(&bases)).unwrap();
+            let ps = d
+                .pinned_copy(prover_core::gpu::limbs(&scalars[..m]))
+                .unwrap();
             let plan = MsmPlan::for_len(n);
-            let (p, _) = d
-                .g1_msm_with(
-                    MsmBases::Pinned(&pb),
-                    MsmScalars::Pinned(&ps),
-                    n,
-                    plan,
-                    false,
-                )
-                .unwrap();
-            assert_eq!(
-                p,
-                g1_msm(&bases[..m], &scalars[..m]),
-                "2^{log}, page-locked"
-            );
-            let (p, _) = d
-                .g1_msm_with(
-                    MsmBases::Device(&resident),
-                    MsmScalars::Pinned(&ps),
-                    n,
-                    plan,
-                    false,
-                )
-                .unwrap();
-            assert_eq!(
-                p,
-                g1_msm(&bases[..m], &scalars[..m]),
-                "2^{log}, resident + page-locked"
-            );
+            let want = g1_msm(&bases[..m], &scalars[..m]);
+            for (what, b) in [
+                ("page-locked", MsmBases::Pinned(&pb)),
+                ("resident + page-locked", MsmBases::Device(&resident)),
+            ] {
+                let (p, _) = d
+                    .g1_msm_with(b, MsmScalars::Pinned(&ps), n, plan, false)
+                    .unwrap();
+                assert_eq!(p, want, "2^{log}, {what}");
+            }
         }
     }
 }

@@ -167,6 +167,18 @@ impl Device {
         Ok(dst)
     }
 
+    /// `words` copied into new page-locked host memory: MSM inputs placed as a prover that keeps
+    /// them page-locked would hand them over (`MsmBases::Pinned`, `MsmScalars::Pinned`).
+    pub fn pinned_copy(&self, words: &[u64]) -> Result<PinnedHostSlice<u64>, GpuError> {
+        // SAFETY: every word is written below before any copy reads it.
+        let mut p =
+            unsafe { self.ctx.alloc_pinned::<u64>(words.len()) }.map_err(GpuError::driver)?;
+        p.as_mut_slice()
+            .map_err(GpuError::driver)?
+            .copy_from_slice(words);
+        Ok(p)
+    }
+
     /// Copies the first `words` of page-locked memory to a new device buffer on `stream`.
     fn upload_pinned(
         &self,

@@ -7,7 +7,6 @@ use super::msm::{MsmBases, MsmPlan, MsmScalars};
 use super::timing::TimedOp;
 use super::{Device, GpuError};
 use blstrs::{G1Affine, G1Projective, Scalar};
-use cudarc::driver::PinnedHostSlice;
 use ff::Field;
 use group::{Curve, Group};
 use rand::SeedableRng;
@@ -146,17 +145,6 @@ enum Placement {
     ResidentPinned,
 }
 
-/// `words` copied into new page-locked memory (outside any timing: a prover would keep its
-/// inputs there).
-fn pinned_copy(d: &Device, words: &[u64]) -> Result<PinnedHostSlice<u64>, GpuError> {
-    // SAFETY: every word is written below before any copy reads it.
-    let mut p = unsafe { d.ctx.alloc_pinned::<u64>(words.len()) }.map_err(GpuError::driver)?;
-    p.as_mut_slice()
-        .map_err(GpuError::driver)?
-        .copy_from_slice(words);
-    Ok(p)
-}
-
 pub fn msm(
     d: &Device,
     log: u32,
@@ -169,8 +157,9 @@ pub fn msm(
     let bases = distinct_points(n, log as u64);
     let scalars = random_scalars(n, 1000 + log as u64);
     let plan = plan.unwrap_or_else(|| MsmPlan::for_len(n));
-    let pinned_bases = pinned_copy(d, super::tables::g1_limbs(&bases))?;
-    let pinned_scalars = pinned_copy(d, super::tables::limbs(&scalars))?;
+    // Copied outside any timing: a prover would keep its inputs page-locked.
+    let pinned_bases = d.pinned_copy(super::tables::g1_limbs(&bases))?;
+    let pinned_scalars = d.pinned_copy(super::tables::limbs(&scalars))?;
     let resident = d.upload_bases(&bases)?;
     d.upload.synchronize().map_err(GpuError::driver)?;
     let run = |at: Placement, timed: bool| {
