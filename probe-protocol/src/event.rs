@@ -1,5 +1,6 @@
 //! Decoded events: every id and timestamp is absolute here; the deltas live only on the wire.
 
+use crate::kind::EventKind;
 use serde::{Deserialize, Serialize};
 
 /// Nanoseconds on the prover's monotonic clock since the session started.
@@ -14,153 +15,6 @@ pub type NameId = u32;
 pub type ThreadId = u32;
 /// Interned call stack id (see [`Event::StackDef`]).
 pub type StackId = u32;
-
-/// One-byte tags that lead every event on the wire. Stable: a tag is never reused.
-pub mod tag {
-    pub const HELLO: u8 = 1;
-    pub const NAME_DEF: u8 = 2;
-    pub const THREAD_DEF: u8 = 3;
-    pub const PROOF_BEGIN: u8 = 4;
-    pub const PROOF_END: u8 = 5;
-    pub const SPAN_BEGIN: u8 = 6;
-    pub const SPAN_END: u8 = 7;
-    pub const MARKER: u8 = 8;
-    pub const ALLOC_SAMPLE: u8 = 9;
-    pub const ALLOC: u8 = 10;
-    pub const RELEASE: u8 = 11;
-    pub const GPU_SAMPLE: u8 = 12;
-    pub const GPU_SPAN: u8 = 13;
-    pub const DROPPED: u8 = 14;
-    pub const HEARTBEAT: u8 = 15;
-    pub const HISTORY_GAP: u8 = 16;
-    pub const LIVE_START: u8 = 17;
-    pub const GOODBYE: u8 = 18;
-    /// Since 1.2.
-    pub const THREAD_SCHED: u8 = 19;
-    /// Since 1.3.
-    pub const STACK_DEF: u8 = 20;
-    /// Client → server.
-    pub const SUBSCRIBE: u8 = 32;
-}
-
-/// Event kinds, used to count drops per kind. The discriminant is the wire tag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[repr(u8)]
-pub enum EventKind {
-    Hello = tag::HELLO,
-    NameDef = tag::NAME_DEF,
-    ThreadDef = tag::THREAD_DEF,
-    ProofBegin = tag::PROOF_BEGIN,
-    ProofEnd = tag::PROOF_END,
-    SpanBegin = tag::SPAN_BEGIN,
-    SpanEnd = tag::SPAN_END,
-    Marker = tag::MARKER,
-    AllocSample = tag::ALLOC_SAMPLE,
-    Alloc = tag::ALLOC,
-    Release = tag::RELEASE,
-    GpuSample = tag::GPU_SAMPLE,
-    GpuSpan = tag::GPU_SPAN,
-    Dropped = tag::DROPPED,
-    Heartbeat = tag::HEARTBEAT,
-    HistoryGap = tag::HISTORY_GAP,
-    LiveStart = tag::LIVE_START,
-    Goodbye = tag::GOODBYE,
-    ThreadSched = tag::THREAD_SCHED,
-    StackDef = tag::STACK_DEF,
-    Subscribe = tag::SUBSCRIBE,
-}
-
-impl EventKind {
-    /// Every kind, in tag order.
-    pub const ALL: [EventKind; EventKind::COUNT] = [
-        EventKind::Hello,
-        EventKind::NameDef,
-        EventKind::ThreadDef,
-        EventKind::ProofBegin,
-        EventKind::ProofEnd,
-        EventKind::SpanBegin,
-        EventKind::SpanEnd,
-        EventKind::Marker,
-        EventKind::AllocSample,
-        EventKind::Alloc,
-        EventKind::Release,
-        EventKind::GpuSample,
-        EventKind::GpuSpan,
-        EventKind::Dropped,
-        EventKind::Heartbeat,
-        EventKind::HistoryGap,
-        EventKind::LiveStart,
-        EventKind::Goodbye,
-        EventKind::ThreadSched,
-        EventKind::StackDef,
-        EventKind::Subscribe,
-    ];
-
-    /// Number of kinds: the length of [`EventKind::ALL`].
-    pub const COUNT: usize = 21;
-
-    pub fn tag(self) -> u8 {
-        self as u8
-    }
-
-    /// Position in [`EventKind::ALL`]: a dense index for per-kind tables.
-    pub const fn index(self) -> usize {
-        match self {
-            EventKind::Hello => 0,
-            EventKind::NameDef => 1,
-            EventKind::ThreadDef => 2,
-            EventKind::ProofBegin => 3,
-            EventKind::ProofEnd => 4,
-            EventKind::SpanBegin => 5,
-            EventKind::SpanEnd => 6,
-            EventKind::Marker => 7,
-            EventKind::AllocSample => 8,
-            EventKind::Alloc => 9,
-            EventKind::Release => 10,
-            EventKind::GpuSample => 11,
-            EventKind::GpuSpan => 12,
-            EventKind::Dropped => 13,
-            EventKind::Heartbeat => 14,
-            EventKind::HistoryGap => 15,
-            EventKind::LiveStart => 16,
-            EventKind::Goodbye => 17,
-            EventKind::ThreadSched => 18,
-            EventKind::StackDef => 19,
-            EventKind::Subscribe => 20,
-        }
-    }
-
-    pub fn from_tag(tag: u8) -> Option<EventKind> {
-        EventKind::ALL.iter().copied().find(|k| k.tag() == tag)
-    }
-
-    /// Lower-case name used in reports and JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            EventKind::Hello => "hello",
-            EventKind::NameDef => "name_def",
-            EventKind::ThreadDef => "thread_def",
-            EventKind::ProofBegin => "proof_begin",
-            EventKind::ProofEnd => "proof_end",
-            EventKind::SpanBegin => "span_begin",
-            EventKind::SpanEnd => "span_end",
-            EventKind::Marker => "marker",
-            EventKind::AllocSample => "alloc_sample",
-            EventKind::Alloc => "alloc",
-            EventKind::Release => "release",
-            EventKind::GpuSample => "gpu_sample",
-            EventKind::GpuSpan => "gpu_span",
-            EventKind::Dropped => "dropped",
-            EventKind::Heartbeat => "heartbeat",
-            EventKind::HistoryGap => "history_gap",
-            EventKind::LiveStart => "live_start",
-            EventKind::Goodbye => "goodbye",
-            EventKind::ThreadSched => "thread_sched",
-            EventKind::StackDef => "stack_def",
-            EventKind::Subscribe => "subscribe",
-        }
-    }
-}
 
 /// The first event of every session: who is talking and on what machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -508,17 +362,37 @@ impl Event {
 
     /// Definitions and session bookkeeping that a stream must never lose.
     pub fn is_essential(&self) -> bool {
-        matches!(
-            self,
+        self.kind().is_essential()
+    }
+
+    /// Sets the event's session timestamp (a GPU span: its start, keeping its length); no
+    /// effect on a kind without one ([`crate::Clock::None`]).
+    pub fn set_ts(&mut self, ns: Ns) {
+        match self {
             Event::Hello(_)
-                | Event::NameDef { .. }
-                | Event::ThreadDef { .. }
-                | Event::StackDef { .. }
-                | Event::Dropped(_)
-                | Event::HistoryGap(_)
-                | Event::LiveStart { .. }
-                | Event::Goodbye { .. }
-                | Event::Subscribe(_)
-        )
+            | Event::NameDef { .. }
+            | Event::ThreadDef { .. }
+            | Event::StackDef { .. }
+            | Event::Subscribe(_) => {}
+            Event::ProofBegin(p) => p.ts = ns,
+            Event::ProofEnd(p) => p.ts = ns,
+            Event::SpanBegin(s) => s.ts = ns,
+            Event::SpanEnd(s) => s.ts = ns,
+            Event::Marker(m) => m.ts = ns,
+            Event::AllocSample(s) => s.ts = ns,
+            Event::Alloc(b) | Event::Release(b) => b.ts = ns,
+            Event::GpuSample(s) => s.ts = ns,
+            Event::GpuSpan(s) => {
+                let len = s.end.saturating_sub(s.start);
+                s.start = ns;
+                s.end = ns.saturating_add(len);
+            }
+            Event::Dropped(d) => d.ts = ns,
+            Event::Heartbeat { ts } | Event::LiveStart { ts } | Event::Goodbye { ts, .. } => {
+                *ts = ns
+            }
+            Event::HistoryGap(h) => h.ts = ns,
+            Event::ThreadSched(s) => s.ts = ns,
+        }
     }
 }

@@ -109,6 +109,29 @@ impl FrameBuilder {
     }
 }
 
+/// Body bytes after which [`encode_frames`] starts a new frame: well under [`MAX_FRAME_LEN`],
+/// so that no single event (at most a few KiB of names and text) takes a frame past it.
+pub const FRAME_TARGET_LEN: usize = 64 << 10;
+
+/// Encodes `events` as consecutive frames of about [`FRAME_TARGET_LEN`] bytes each (prefixes
+/// included), each frame's base the first timestamp in it: how a writer that is not the
+/// probe (a viewer's recorder, an importer) frames a list of events.
+pub fn encode_frames(events: &[Event]) -> Result<Vec<Vec<u8>>, EncodeError> {
+    let mut out = Vec::new();
+    let mut rest = events;
+    while !rest.is_empty() {
+        let mut b = FrameBuilder::new(rest.iter().find_map(Event::ts).unwrap_or(0));
+        let mut n = 0;
+        while n < rest.len() && (n == 0 || b.body_len() < FRAME_TARGET_LEN) {
+            b.push(&rest[n])?;
+            n += 1;
+        }
+        out.push(b.finish()?.to_vec());
+        rest = &rest[n..];
+    }
+    Ok(out)
+}
+
 /// Encodes `events` as one frame (prefix included).
 pub fn encode_frame(base_ns: u64, events: &[Event]) -> Result<Vec<u8>, EncodeError> {
     let mut b = FrameBuilder::new(base_ns);

@@ -1,7 +1,7 @@
 //! Counts per event kind: how many events of each kind a frame holds, or how many were dropped.
 //! Keyed by [`EventKind`], so a count can only be filed under a kind that exists.
 
-use crate::event::EventKind;
+use crate::kind::EventKind;
 use std::ops::{AddAssign, Index, IndexMut};
 
 /// One count per [`EventKind`].

@@ -15,22 +15,28 @@ pub mod discovery;
 mod error;
 mod event;
 mod frame;
+mod kind;
 mod kinds;
+pub mod markers;
 mod msgpack;
 mod recording;
 mod stream;
+mod welcome;
 
 pub use error::{DecodeError, EncodeError};
 pub use event::*;
 pub use frame::{
-    Frame, FrameBuilder, FrameSplitter, decode_frame, decode_into, encode_frame, for_each_event,
+    FRAME_TARGET_LEN, Frame, FrameBuilder, FrameSplitter, decode_frame, decode_into, encode_frame,
+    encode_frames, for_each_event,
 };
+pub use kind::{Clock, EventKind, KindInfo, Loss, SpanField};
 pub use kinds::KindCounts;
 pub use recording::{
     RECORDING_MAGIC, RECORDING_VERSION, Recording, RecordingOpenError, RecordingReader,
     RecordingWriter, read_all,
 };
 pub use stream::{FrameReader, RawFrame, ReadError, ReadErrorKind, Truncation};
+pub use welcome::Welcome;
 
 /// Major protocol version. A reader refuses frames of another major version.
 pub const PROTOCOL_MAJOR: u16 = 1;

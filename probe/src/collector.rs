@@ -86,29 +86,6 @@ pub(crate) struct Collector {
     stats: CollectorStats,
 }
 
-fn set_ts(ev: &mut Event, ns: u64) {
-    match ev {
-        Event::ProofBegin(p) => p.ts = ns,
-        Event::ProofEnd(p) => p.ts = ns,
-        Event::Marker(m) => m.ts = ns,
-        Event::SpanBegin(s) => s.ts = ns,
-        Event::SpanEnd(s) => s.ts = ns,
-        Event::AllocSample(s) => s.ts = ns,
-        Event::Alloc(b) | Event::Release(b) => b.ts = ns,
-        Event::GpuSample(g) => g.ts = ns,
-        Event::Dropped(d) => d.ts = ns,
-        Event::Heartbeat { ts } | Event::LiveStart { ts } | Event::Goodbye { ts, .. } => *ts = ns,
-        Event::HistoryGap(h) => h.ts = ns,
-        Event::ThreadSched(s) => s.ts = ns,
-        Event::GpuSpan(_)
-        | Event::Hello(_)
-        | Event::NameDef { .. }
-        | Event::ThreadDef { .. }
-        | Event::StackDef { .. }
-        | Event::Subscribe(_) => {}
-    }
-}
-
 /// The protocol event of a ring record, on thread `thread`.
 fn ring_event(e: &RawEvent, thread: u32, ts: u64) -> Event {
     match e.kind() {
@@ -283,7 +260,7 @@ impl Collector {
         for s in slow.drain(..) {
             let mut ev = match s {
                 SlowEvent::Ticks(t, mut ev) => {
-                    set_ts(&mut ev, conv.to_ns(t));
+                    ev.set_ts(conv.to_ns(t));
                     ev
                 }
                 SlowEvent::Session(ev) => ev,
@@ -477,15 +454,13 @@ impl Collector {
 
     /// `Hello` and every definition a viewer needs to decode what follows.
     fn welcome_events(&self) -> Vec<Event> {
-        let mut evs = vec![Event::Hello(Box::new(self.session.hello.clone()))];
-        evs.extend(
-            names::range(1, self.names_sent)
-                .into_iter()
-                .map(|(id, name)| Event::NameDef { id, name }),
-        );
-        evs.extend(self.threads.definitions());
-        evs.extend(self.stacks.definitions());
-        evs
+        probe_protocol::Welcome {
+            hello: Some(self.session.hello.clone()),
+            names: names::range(1, self.names_sent),
+            threads: self.threads.definitions().collect(),
+            stacks: self.stacks.definitions().collect(),
+        }
+        .into_events()
     }
 
     fn welcome_arrivals(&mut self) {

@@ -12,8 +12,8 @@ pub const MAX_STACKS: usize = 4096;
 #[derive(Debug, Default)]
 pub(crate) struct StackTable {
     ids: HashMap<Vec<usize>, u32>,
-    /// Every definition sent, for the welcome of a viewer that joins later.
-    defs: Vec<Event>,
+    /// Every definition sent (id, frames), for the welcome of a viewer that joins later.
+    defs: Vec<(u32, Vec<String>)>,
     /// Stacks drained but whose block has not arrived yet, by sequence number.
     pending: HashMap<u64, RawStack>,
     /// Distinct stacks refused past [`MAX_STACKS`].
@@ -42,17 +42,18 @@ impl StackTable {
             return None;
         }
         let id = self.ids.len() as u32 + 1;
-        let def = Event::StackDef {
-            id,
-            frames: symbolise(&ips),
-        };
+        let frames = symbolise(&ips);
         self.ids.insert(ips, id);
-        defs.push(def.clone());
-        self.defs.push(def);
+        defs.push(Event::StackDef {
+            id,
+            frames: frames.clone(),
+        });
+        self.defs.push((id, frames));
         Some(id)
     }
 
-    pub fn definitions(&self) -> impl Iterator<Item = Event> + '_ {
+    /// Every stack defined: (id, frames).
+    pub fn definitions(&self) -> impl Iterator<Item = (u32, Vec<String>)> + '_ {
         self.defs.iter().cloned()
     }
 }

@@ -103,12 +103,11 @@ impl ThreadTable {
     }
 
     /// Definitions of every thread kept, in id order.
-    pub fn definitions(&self) -> impl Iterator<Item = Event> + '_ {
-        self.info.iter().map(|(&id, t)| Event::ThreadDef {
-            id,
-            name: t.name.clone(),
-            os_tid: t.os_tid as u64,
-        })
+    /// Every thread defined: (id, name, OS thread id).
+    pub fn definitions(&self) -> impl Iterator<Item = (u32, String, u64)> + '_ {
+        self.info
+            .iter()
+            .map(|(&id, t)| (id, t.name.clone(), t.os_tid as u64))
     }
 
     #[cfg(test)]

@@ -144,7 +144,9 @@ fn viewer(c: &mut Criterion) {
     let mut g = c.benchmark_group("model");
     g.throughput(Throughput::Elements(events.len() as u64));
     g.sample_size(10);
-    g.bench_function("ingest", |b| b.iter(|| black_box(model_of(&events)).events));
+    g.bench_function("ingest", |b| {
+        b.iter(|| black_box(model_of(&events)).events())
+    });
     g.finish();
 
     let model = model_of(&events);
@@ -163,6 +165,7 @@ fn viewer(c: &mut Criterion) {
                         &Screen {
                             model: &model,
                             state: &vs,
+                            link: &proofscope::source::LinkStatus::default(),
                         },
                         f.area(),
                     )
@@ -204,7 +207,7 @@ fn viewer(c: &mut Criterion) {
             };
             let mut app = proofscope::app::App::replay(path.clone(), &opts).unwrap();
             proofscope::app::run_headless(&mut app, proofscope::app::Until::default());
-            let r = proofscope::report::build(&app.model, &GapRule::default(), "bench", vec![]);
+            let r = proofscope::report::build(app.model(), &GapRule::default(), "bench", vec![]);
             black_box(proofscope::report::text(&r).len())
         })
     });

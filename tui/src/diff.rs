@@ -199,13 +199,23 @@ pub fn diff(a: &Report, b: &Report) -> Diff {
     let mut rng = fastrand::Rng::with_seed(0x5eed);
     let (pa, pb) = (complete(a), complete(b));
     let secs = |ns: u64| ns as f64 / 1e9;
-    let mut names: Vec<String> = pa
-        .iter()
-        .chain(pb.iter())
-        .flat_map(|p| p.phases.iter().map(|ph| ph.name.clone()))
+    // Phases in the order they typically start (their median offset into the proof).
+    let mut offsets: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    for ph in pa.iter().chain(pb.iter()).flat_map(|p| &p.phases) {
+        offsets
+            .entry(ph.name.clone())
+            .or_default()
+            .push(ph.start_offset_ns);
+    }
+    let mut names: Vec<(u64, String)> = offsets
+        .into_iter()
+        .map(|(n, mut v)| {
+            v.sort_unstable();
+            (crate::analysis::stats::percentile(&v, 50.0), n)
+        })
         .collect();
-    names.sort_by_key(|n| crate::analysis::phase_order(n));
-    names.dedup();
+    names.sort();
+    let names: Vec<String> = names.into_iter().map(|(_, n)| n).collect();
     // A phase run by several threads in one proof counts once per proof: its longest run.
     let per_proof = |ps: &[&ProofReport], name: &str| -> Vec<f64> {
         ps.iter()

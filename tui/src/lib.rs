@@ -11,6 +11,7 @@ pub mod cli;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod diff;
+pub mod exit;
 pub mod export;
 pub mod format;
 pub mod hold;

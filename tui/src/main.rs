@@ -5,6 +5,7 @@ use clap::Parser;
 use probe_protocol::discovery as discover;
 use proofscope::app::{self, App, RunOpts, Until};
 use proofscope::cli::{Cli, Command, LiveArgs, MemoryArgs, ReportArgs};
+use proofscope::exit::Exit;
 use proofscope::model::Retention;
 use proofscope::report::{self, Format};
 use proofscope::source::live::Target;
@@ -17,38 +18,51 @@ use std::process::ExitCode;
 static ALLOC: prover_core::probe::CountingAllocator = prover_core::probe::CountingAllocator;
 
 fn main() -> ExitCode {
-    // `proofscope prover …` is the built-in prover (used by `demo`).
+    if let Some(code) = builtin_prover() {
+        return code;
+    }
+    // clap's generated `help` subcommand refuses `--help`; a user who types it wants help.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "help")
+        && args.iter().skip(2).any(|a| a == "--help" || a == "-h")
+    {
+        use clap::CommandFactory;
+        let _ = Cli::command().print_help();
+        return Exit::Ok.into();
+    }
+    match run(Cli::parse()) {
+        Ok(code) => code.into(),
+        Err(e) if e.is::<Usage>() => {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            Exit::Usage.into()
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "error: {e:#}");
+            Exit::Failure.into()
+        }
+    }
+}
+
+/// `proofscope prover …` is the built-in prover (used by `demo`).
+fn builtin_prover() -> Option<ExitCode> {
     #[cfg(feature = "demo")]
     {
         let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
         if args.get(1).is_some_and(|a| a == "prover") {
-            return prover_core::cli::run(
+            return Some(prover_core::cli::run(
                 std::iter::once("prover".into()).chain(args.into_iter().skip(2)),
-            );
+            ));
         }
     }
-    // clap's generated `help` subcommand refuses `--help`; a user who types it wants help.
-    {
-        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-        if args.get(1).is_some_and(|a| a == "help")
-            && args.iter().skip(2).any(|a| a == "--help" || a == "-h")
-        {
-            use clap::CommandFactory;
-            let _ = Cli::command().print_help();
-            return ExitCode::SUCCESS;
-        }
-    }
-    match run(Cli::parse()) {
-        Ok(code) => code,
-        Err(e) if e.is::<Usage>() => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    None
+}
+
+fn socket_dirs() -> String {
+    discover::socket_dirs()
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn find_one() -> Result<std::path::PathBuf> {
@@ -57,11 +71,7 @@ fn find_one() -> Result<std::path::PathBuf> {
         [one] => Ok(one.path.clone()),
         [] => bail!(
             "no running prover found (looked in {}); start one with `prover serve`, or name its socket",
-            discover::socket_dirs()
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            socket_dirs()
         ),
         many => bail!(
             "{} provers are running; name one:\n{}",
@@ -116,22 +126,15 @@ fn run_opts(report: &ReportArgs, memory: &MemoryArgs, live: Option<&LiveArgs>) -
     })
 }
 
-fn list() -> ExitCode {
+fn list() -> Result<Exit> {
     let found = discover::find();
+    let mut out = std::io::stdout().lock();
     if found.is_empty() {
-        let _ = writeln!(
-            std::io::stdout(),
-            "no prover sockets in {}",
-            discover::socket_dirs()
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        writeln!(out, "no prover sockets in {}", socket_dirs())?;
     }
     for f in found {
-        let _ = writeln!(
-            std::io::stdout(),
+        writeln!(
+            out,
             "{:<15} {:<12} pid {:<8} {}",
             match (f.alive, f.removed) {
                 (true, _) => "running",
@@ -141,30 +144,30 @@ fn list() -> ExitCode {
             f.prover,
             f.pid.map_or("?".into(), |p| p.to_string()),
             f.path.display()
-        );
+        )?;
     }
-    ExitCode::SUCCESS
+    Ok(Exit::Ok)
+}
+
+/// A recording (or log) replayed headless, for `diff` and `--compare`.
+fn replayed(file: &std::path::Path, opts: &RunOpts) -> Result<App> {
+    let mut app = App::replay(file.to_owned(), opts)
+        .with_context(|| format!("reading {}", file.display()))?;
+    app::run_headless(&mut app, Until::default());
+    Ok(app)
 }
 
 /// `proofscope diff A B`: both recordings replayed headless, reported, compared.
-fn diff(x: &proofscope::cli::DiffArgs) -> Result<ExitCode> {
+fn diff(x: &proofscope::cli::DiffArgs) -> Result<Exit> {
     let opts = RunOpts {
         retention: x.memory.retention(),
         rule: x.gap.rule(),
         record: None,
     };
-    let load = |file: &std::path::Path| -> Result<report::Report> {
-        let mut app = App::replay(file.to_owned(), &opts)
-            .with_context(|| format!("reading {}", file.display()))?;
-        app::run_headless(&mut app, Until::default());
-        Ok(report::build(
-            &app.model,
-            &opts.rule,
-            &app.source,
-            app.warnings.clone(),
-        ))
-    };
-    let (a, b) = (load(&x.a)?, load(&x.b)?);
+    let (a, b) = (
+        replayed(&x.a, &opts)?.report(),
+        replayed(&x.b, &opts)?.report(),
+    );
     let d = proofscope::diff::diff(&a, &b);
     let out = match x.format {
         proofscope::cli::DiffFormat::Text => proofscope::diff::text(&d),
@@ -179,25 +182,23 @@ fn diff(x: &proofscope::cli::DiffArgs) -> Result<ExitCode> {
                 "regressions over {pct}% (interval above zero):\n  {}",
                 worse.join("\n  ")
             );
-            return Ok(ExitCode::from(4));
+            return Ok(Exit::Regression);
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }
 
 /// B's phase statistics for `replay A --compare B`: B replayed headless, once.
 fn comparison(b: &std::path::Path, opts: &RunOpts) -> Result<proofscope::view::Comparison> {
-    let mut other =
-        App::replay(b.to_owned(), opts).with_context(|| format!("reading {}", b.display()))?;
-    app::run_headless(&mut other, Until::default());
+    let other = replayed(b, opts)?;
     Ok(proofscope::view::Comparison {
         label: b.display().to_string(),
-        stats: proofscope::analysis::phase_stats(&other.model),
+        stats: proofscope::analysis::phase_stats(other.model()),
     })
 }
 
 /// `proofscope import LOG... -o FILE`.
-fn import(x: &proofscope::cli::ImportArgs) -> Result<ExitCode> {
+fn import(x: &proofscope::cli::ImportArgs) -> Result<Exit> {
     use proofscope::import;
     if x.output.exists() && !x.force {
         return Err(usage(format!(
@@ -231,42 +232,45 @@ fn import(x: &proofscope::cli::ImportArgs) -> Result<ExitCode> {
         imp.malformed.len(),
         x.output.display()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Ok)
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
-    let no_live = LiveArgs {
-        record: None,
-        force: false,
-        proofs: None,
-        duration: None,
-    };
-    let mut first_proofs = None;
-    let (mut app, report, live, opts) = match &cli.command {
-        Command::List => return Ok(list()),
-        Command::Diff(x) => return diff(x),
-        Command::Import(x) => return import(x),
-        Command::Export(x) => {
-            proofscope::export::run(proofscope::export::ExportOpts {
-                listen: x.listen.clone(),
-                sockets: x.sockets.clone(),
-                socket_dirs: if x.socket_dir.is_empty() {
-                    discover::socket_dirs()
-                } else {
-                    x.socket_dir.clone()
-                },
-                rule: x.gap.rule(),
-                // Proofs are counted as they settle: the model keeps a few, for the analysis
-                // of the next ones and the releases that follow them.
-                retention: Retention {
-                    max_proofs: 16,
-                    max_bytes: (x.max_mib_per_prover as usize) << 20,
-                },
-                scan: x.scan,
-                forget_after: x.forget_after,
-            })?;
-            return Ok(ExitCode::SUCCESS);
-        }
+fn export(x: &proofscope::cli::ExportArgs) -> Result<Exit> {
+    proofscope::export::run(proofscope::export::ExportOpts {
+        listen: x.listen.clone(),
+        sockets: x.sockets.clone(),
+        socket_dirs: if x.socket_dir.is_empty() {
+            discover::socket_dirs()
+        } else {
+            x.socket_dir.clone()
+        },
+        rule: x.gap.rule(),
+        // Proofs are counted as they settle: the model keeps a few, for the analysis of the
+        // next ones and the releases that follow them.
+        retention: Retention {
+            max_proofs: 16,
+            max_bytes: (x.max_mib_per_prover as usize) << 20,
+        },
+        scan: x.scan,
+        forget_after: x.forget_after,
+    })?;
+    Ok(Exit::Ok)
+}
+
+/// What a headless run writes and how it exits.
+struct Headless<'a> {
+    report: &'a ReportArgs,
+    live: Option<&'a LiveArgs>,
+    /// `replay --proofs N`: report the first N proofs.
+    first_proofs: Option<u64>,
+}
+
+fn run(cli: Cli) -> Result<Exit> {
+    match &cli.command {
+        Command::List => list(),
+        Command::Diff(x) => diff(x),
+        Command::Import(x) => import(x),
+        Command::Export(x) => export(x),
         Command::Attach {
             socket,
             live,
@@ -278,7 +282,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 Some(p) => Target::Socket(p.clone()),
                 None => Target::Discovered(find_one()?),
             };
-            (App::live(target, &opts)?, report, live, opts)
+            let how = Headless {
+                report,
+                live: Some(live),
+                first_proofs: None,
+            };
+            watch(App::live(target, &opts)?, &how)
         }
         Command::Replay {
             file,
@@ -288,12 +297,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             memory,
         } => {
             let opts = run_opts(report, memory, None)?;
-            first_proofs = *proofs;
             let mut app = App::replay(file.clone(), &opts)?;
             if let Some(b) = compare {
                 app.view.compare = Some(comparison(b, &opts)?);
             }
-            (app, report, &no_live, opts)
+            let how = Headless {
+                report,
+                live: None,
+                first_proofs: *proofs,
+            };
+            watch(app, &how)
         }
         #[cfg(feature = "demo")]
         Command::Demo {
@@ -309,32 +322,40 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 None
             };
             let child = proofscope::demo::start(demo, stop_after)?;
-            let mut app = App::live(Target::Socket(child.socket.clone()), &opts)?;
-            app.view.message = Some(format!(
-                "demo prover starting (log: {})",
-                child.log.display()
-            ));
-            app.demo = Some(child);
-            (app, report, live, opts)
+            let how = Headless {
+                report,
+                live: Some(live),
+                first_proofs: None,
+            };
+            watch(App::demo(child, &opts)?, &how)
         }
-    };
-    if !report.headless {
-        app::run_tui(app)?;
-        return Ok(ExitCode::SUCCESS);
     }
-    let end = app::run_headless(
-        &mut app,
-        Until {
-            proofs: live.proofs,
-            duration: live.duration,
-        },
-    );
+}
+
+/// The dashboard, or a headless run and its report.
+fn watch(mut app: App, how: &Headless<'_>) -> Result<Exit> {
+    if !how.report.headless {
+        app::run_tui(app)?;
+        return Ok(Exit::Ok);
+    }
+    let until = how.live.map_or(Until::default(), |l| Until {
+        proofs: l.proofs,
+        duration: l.duration,
+    });
+    let end = app::run_headless(&mut app, until);
+    let worst = write_report(&app, how)?;
+    Ok(exit_of(&end, how.report, worst))
+}
+
+/// Writes the report in its format; the worst gap's share (for `--fail-on-gap`).
+fn write_report(app: &App, how: &Headless<'_>) -> Result<f64> {
+    let report = how.report;
     // The Chrome trace is written from the model; the report is built only when something
     // reads it (its per-proof tables are most of a long session's size again).
     let needs_report = report.format != Format::Chrome || report.fail_on_gap.is_some();
     let rep = needs_report.then(|| {
-        let mut r = report::build(&app.model, &opts.rule, &app.source, app.warnings.clone());
-        if let Some(n) = first_proofs {
+        let mut r = app.report();
+        if let Some(n) = how.first_proofs {
             r.keep_first(n as usize);
         }
         if let Some(n) = report.slowest {
@@ -342,9 +363,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         r
     });
-    let rep = rep.as_ref();
-    let worst = report.worst as usize;
     let text = |r: &report::Report| {
+        let worst = report.worst as usize;
         if report.full {
             report::text(r)
         } else if report.summary {
@@ -355,12 +375,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
     };
     let write = |w: &mut dyn Write| -> std::io::Result<()> {
         match report.format {
-            Format::Text => w.write_all(rep.map(text).unwrap_or_default().as_bytes()),
-            Format::Json => w.write_all(rep.map(report::json).unwrap_or_default().as_bytes()),
+            Format::Text => w.write_all(rep.as_ref().map(text).unwrap_or_default().as_bytes()),
+            Format::Json => w.write_all(
+                rep.as_ref()
+                    .map(report::json)
+                    .unwrap_or_default()
+                    .as_bytes(),
+            ),
             // Streamed: a trace of a long session is many times the model's size as text.
             Format::Chrome => {
                 let mut b = std::io::BufWriter::new(w);
-                report::write_chrome_trace(&app.model, &opts.rule, &mut b)?;
+                report::write_chrome_trace(app.model(), &app.view.rule, &mut b)?;
                 b.flush()
             }
         }
@@ -373,30 +398,32 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         None => write(&mut std::io::stdout().lock())?,
     }
+    Ok(rep.map_or(0.0, |r| r.worst_gap_pct()))
+}
+
+/// The exit status of a headless run, saying why on stderr.
+fn exit_of(end: &app::HeadlessEnd, report: &ReportArgs, worst_gap_pct: f64) -> Exit {
+    let mut err = std::io::stderr();
     if let Some(why) = &end.captured_nothing {
-        let _ = writeln!(std::io::stderr(), "error: nothing captured: {why}");
-        return Ok(ExitCode::FAILURE);
+        let _ = writeln!(err, "error: nothing captured: {why}");
+        return Exit::Failure;
     }
     if let Some(why) = &end.failed {
-        let _ = writeln!(std::io::stderr(), "error: {why}");
-        return Ok(ExitCode::FAILURE);
+        let _ = writeln!(err, "error: {why}");
+        return Exit::Failure;
     }
     if let Some(why) = &end.vanished {
+        let _ = writeln!(err, "the prover vanished without a goodbye: {why}");
+        return Exit::Vanished;
+    }
+    if let Some(pct) = report.fail_on_gap
+        && worst_gap_pct > pct
+    {
         let _ = writeln!(
-            std::io::stderr(),
-            "the prover vanished without a goodbye: {why}"
+            err,
+            "a gap of {worst_gap_pct:.1}% exceeds --fail-on-gap {pct}%"
         );
-        return Ok(ExitCode::from(5));
+        return Exit::GapOverLimit;
     }
-    if let Some(pct) = report.fail_on_gap {
-        let worst = rep.map_or(0.0, |r| r.worst_gap_pct());
-        if worst > pct {
-            let _ = writeln!(
-                std::io::stderr(),
-                "a gap of {worst:.1}% exceeds --fail-on-gap {pct}%"
-            );
-            return Ok(ExitCode::from(3));
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    Exit::Ok
 }

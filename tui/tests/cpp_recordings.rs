@@ -7,12 +7,7 @@ use proofscope::report;
 
 fn built(name: &str) -> report::Report {
     let app = common::replayed(name);
-    report::build(
-        &app.model,
-        &app.view.rule,
-        &app.source,
-        app.warnings.clone(),
-    )
+    app.report()
 }
 
 #[test]

@@ -59,15 +59,10 @@ fn every_recording_reports_as_the_golden_files_say() {
     let mut digests = BTreeMap::new();
     for (name, path) in inputs() {
         let app = common::replayed(&path);
-        let r = report::build(
-            &app.model,
-            &app.view.rule,
-            &app.source,
-            app.warnings.clone(),
-        );
+        let r = app.report();
         insta::assert_snapshot!(format!("{name}.text"), report::text(&r));
         insta::assert_snapshot!(format!("{name}.json"), report::json(&r));
-        let chrome = report::chrome_trace(&app.model, &app.view.rule);
+        let chrome = report::chrome_trace(app.model(), &app.view.rule);
         digests.insert(name, digest(chrome.as_bytes()));
     }
     if std::env::var_os("PROOFSCOPE_GOLDEN_UPDATE").is_some() {

@@ -58,32 +58,36 @@ fn the_ui_keeps_its_data_and_reconnects_when_the_prover_returns() {
     let mut app = App::live(Target::Socket(sock.clone()), &common::opts()).unwrap();
     assert!(
         pump_until(&mut app, 120, |a| a
-            .model
-            .sessions
+            .model()
+            .sessions()
             .first()
-            .is_some_and(|s| s.goodbye.is_some())),
+            .is_some_and(|s| s.goodbye().is_some())),
         "first prover never finished"
     );
     first.wait().unwrap();
     assert!(
         pump_until(&mut app, 10, |a| matches!(
-            &a.view.link,
+            &a.status().link,
             LinkState::Ended(why) if why.starts_with("prover finished: done: 1 proofs")
         )),
         "the UI did not say the prover finished: {:?}",
-        app.view.link
+        app.status().link
     );
-    let kept = app.model.sessions[0].proofs_done;
+    let kept = app.model().sessions()[0].proofs_done();
     assert_eq!(kept, 1);
     // The socket returns with a new prover process: the UI reconnects by itself.
     let mut second = prover(&sock, 1);
     assert!(
-        pump_until(&mut app, 120, |a| a.model.sessions.len() == 2
-            && a.model.sessions[1].proofs_done == 1),
+        pump_until(&mut app, 120, |a| a.model().sessions().len() == 2
+            && a.model().sessions()[1].proofs_done() == 1),
         "no reconnection: {:?}",
-        app.view.link
+        app.status().link
     );
-    assert_eq!(app.model.sessions[0].proofs_done, kept, "old data kept");
+    assert_eq!(
+        app.model().sessions()[0].proofs_done(),
+        kept,
+        "old data kept"
+    );
     second.wait().unwrap();
 }
 
@@ -105,10 +109,10 @@ fn a_protocol_mismatch_is_a_clear_message_not_a_crash() {
         .unwrap();
     let mut app = App::live(Target::Socket(sock), &common::opts()).unwrap();
     assert!(pump_until(&mut app, 10, |a| matches!(
-        a.view.link,
+        a.status().link,
         LinkState::Failed(_)
     )));
-    let LinkState::Failed(msg) = &app.view.link else {
+    let LinkState::Failed(msg) = &app.status().link else {
         unreachable!()
     };
     assert!(
@@ -135,18 +139,18 @@ fn retention_evicts_the_oldest_proofs_and_counts_them() {
     .unwrap();
     r.set_speed(proofscope::source::replay::Speed::Max);
     r.due(|events| m.ingest_all(events));
-    assert_eq!(app.model.proof_keys().len(), 4);
-    let keys: Vec<u64> = m.proof_keys().iter().map(|k| k.proof).collect();
+    assert_eq!(app.model().proof_keys().len(), 4);
+    let keys: Vec<u64> = m.proof_keys().iter().map(|k| k.proof.get()).collect();
     assert_eq!(keys, vec![3, 4]);
-    assert_eq!(m.evicted_proofs, 2);
-    assert!(m.evicted_events > 0);
+    assert_eq!(m.evicted_proofs(), 2);
+    assert!(m.evicted_events() > 0);
 }
 
 #[test]
 fn replay_jumps_between_proofs_and_back() {
     let mut app = App::replay(common::recording("cpu-sha256-sync.psrec"), &common::opts()).unwrap();
-    let shown = |app: &App| app.view.shown(&app.model).map(|k| k.proof);
-    let done = |app: &App| app.model.sessions[0].proofs_done;
+    let shown = |app: &App| app.view.shown(app.model()).map(|k| k.proof.get());
+    let done = |app: &App| app.model().sessions()[0].proofs_done();
     app.apply(Action::Pause);
     app.apply(Action::NextProof);
     // A frame is a collector batch: the next proof may have begun in the same frame.
@@ -160,9 +164,9 @@ fn replay_jumps_between_proofs_and_back() {
         (Some(2), 2),
         "a fresh model, replayed to the previous proof"
     );
-    assert!(app.model.proof_keys().iter().all(|k| k.proof <= 3));
+    assert!(app.model().proof_keys().iter().all(|k| k.proof.get() <= 3));
     app.apply(Action::Speed);
-    assert!(app.view.transport.as_deref().unwrap().contains("2×"));
+    assert!(app.status().transport.as_deref().unwrap().contains("2×"));
 }
 
 /// A prover that never stops streaming must not keep a headless run past its stop condition.
@@ -215,7 +219,7 @@ fn headless_stops_on_time_while_the_prover_keeps_streaming() {
         took < Duration::from_secs(5),
         "headless ran {took:?} for a 1 s duration"
     );
-    assert!(app.model.events > 100, "it did read the stream");
+    assert!(app.model().events() > 100, "it did read the stream");
 }
 
 /// A prover that says goodbye and then takes a moment to remove its socket: the viewer says
@@ -255,13 +259,13 @@ fn a_clean_finish_stays_a_finish_while_the_socket_goes_away() {
         .unwrap();
     let mut app = App::live(Target::Socket(sock), &common::opts()).unwrap();
     assert!(pump_until(&mut app, 10, |a| matches!(
-        a.view.link,
+        a.status().link,
         LinkState::Ended(_)
     )));
     server.join().unwrap();
     // Retries meanwhile (the socket still there, then gone) keep the finish.
     pump_until(&mut app, 2, |_| false);
-    match &app.view.link {
+    match &app.status().link {
         LinkState::Ended(why) => assert_eq!(why, "prover finished: done"),
         other => panic!("the clean finish became {other:?}"),
     }

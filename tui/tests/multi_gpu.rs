@@ -125,10 +125,12 @@ fn render(app: &App, tab: Tab) -> String {
     let mut app_view = app.view.clone();
     app_view.tab = tab;
     let mut t = Terminal::new(TestBackend::new(120, 30)).unwrap();
+    let link = app.status();
     t.draw(|f| {
         let s = Screen {
-            model: &app.model,
+            model: app.model(),
             state: &app_view,
+            link: &link,
         };
         f.render_widget(&s, f.area());
     })
@@ -162,7 +164,7 @@ fn two_gpus_appear_in_the_timeline_the_gpu_panel_and_the_report() {
     assert!(line("gpu0: busy").contains("util avg 80%"), "{gpu}");
     assert!(line("gpu1: busy").contains("util avg 81%"), "{gpu}");
 
-    let r = proofscope::report::build(&app.model, &app.view.rule, &app.source, vec![]);
+    let r = proofscope::report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
     let threads: Vec<&str> = r.sessions[0].proofs[0]
         .phases
         .iter()
@@ -188,7 +190,7 @@ fn a_real_two_gpu_recording_shows_both_devices() {
         "{gpu}"
     );
 
-    let r = proofscope::report::build(&app.model, &app.view.rule, &app.source, vec![]);
+    let r = proofscope::report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
     let s = &r.sessions[0];
     assert_eq!(s.gpus.len(), 2);
     assert_eq!(s.proofs.len(), 2);

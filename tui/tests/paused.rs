@@ -76,19 +76,24 @@ fn a_paused_view_holds_within_its_bound_and_catches_up_on_resume() {
     };
     let mut app = App::live(Target::Socket(sock), &opts).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while app.model.events < 10_000 {
+    while app.model().events() < 10_000 {
         assert!(Instant::now() < deadline, "nothing arrived");
         app.pump(Duration::from_millis(20));
     }
     app.apply(Action::Pause);
-    let before = app.model.events;
+    let before = app.model().events();
     let t = Instant::now();
     while t.elapsed() < Duration::from_secs(2) {
         app.pump(Duration::from_millis(20));
         std::thread::sleep(Duration::from_millis(5));
     }
-    let (held, dropped) = app.view.held;
-    assert_eq!(app.model.events, before, "nothing is applied while paused");
+    let h = app.status().paused.expect("paused");
+    let (held, dropped) = (h.events, h.dropped);
+    assert_eq!(
+        app.model().events(),
+        before,
+        "nothing is applied while paused"
+    );
     assert!(held > 0, "events are held");
     assert!(
         held * 160 <= budget as u64,
@@ -96,13 +101,17 @@ fn a_paused_view_holds_within_its_bound_and_catches_up_on_resume() {
     );
     assert!(dropped > 0, "a flood this long overflows a 2 MiB hold");
     app.apply(Action::Pause);
-    assert!(app.model.events > before, "the hold is applied on resume");
     assert!(
-        app.warnings
+        app.model().events() > before,
+        "the hold is applied on resume"
+    );
+    assert!(
+        app.session
+            .warnings()
             .iter()
             .any(|w| w.contains("while the view was paused were dropped")),
         "{:?}",
-        app.warnings
+        app.session.warnings()
     );
     app.finish();
     drop(app);

@@ -5,12 +5,7 @@ use proofscope::report::{self, Place};
 
 fn text(name: &str) -> String {
     let app = common::replayed(name);
-    report::text(&report::build(
-        &app.model,
-        &app.view.rule,
-        &app.source,
-        app.warnings.clone(),
-    ))
+    report::text(&app.report())
 }
 
 /// Timings differ between recordings but not between runs: the reports are golden.
@@ -23,7 +18,7 @@ fn text_reports_are_golden() {
 #[test]
 fn json_report_is_golden_and_follows_the_schema() {
     let app = common::replayed("cpu-sha256-sync.psrec");
-    let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+    let r = report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
     let j = report::json(&r);
     insta::assert_snapshot!("sync_json", j);
     let v: serde_json::Value = serde_json::from_str(&j).unwrap();
@@ -43,7 +38,7 @@ fn json_report_is_golden_and_follows_the_schema() {
 #[test]
 fn chrome_trace_is_golden_and_well_formed() {
     let app = common::replayed("cpu-sha256-sync.psrec");
-    let t = report::chrome_trace(&app.model, &app.view.rule);
+    let t = report::chrome_trace(app.model(), &app.view.rule);
     insta::assert_snapshot!("sync_chrome", t);
     let v: serde_json::Value = serde_json::from_str(&t).unwrap();
     let evs = v["traceEvents"].as_array().unwrap();
@@ -70,7 +65,7 @@ fn chrome_traces_of_every_recording_nest_their_slices_and_name_their_tracks() {
     let names = common::all_recordings();
     for name in &names {
         let app = common::replayed(name);
-        let t = report::chrome_trace(&app.model, &app.view.rule);
+        let t = report::chrome_trace(app.model(), &app.view.rule);
         let v: serde_json::Value =
             serde_json::from_str(&t).unwrap_or_else(|e| panic!("{name}: not JSON: {e}"));
         let evs = v["traceEvents"].as_array().unwrap();
@@ -121,7 +116,7 @@ fn chrome_traces_of_every_recording_nest_their_slices_and_name_their_tracks() {
     }
     // The ghost's flagged gap is in the trace with its diagnosis.
     let app = common::replayed("h200-ghost-sync.psrec");
-    let t = report::chrome_trace(&app.model, &app.view.rule);
+    let t = report::chrome_trace(app.model(), &app.view.rule);
     let v: serde_json::Value = serde_json::from_str(&t).unwrap();
     let gap = v["traceEvents"]
         .as_array()
@@ -149,7 +144,7 @@ fn sync_and_async_releases_are_where_the_story_says() {
         ("cpu-sha256-async.psrec", false),
     ] {
         let app = common::replayed(name);
-        let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+        let r = report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
         for p in &r.sessions[0].proofs {
             let last_phase_end = p
                 .phases
@@ -201,7 +196,7 @@ fn sync_and_async_releases_are_where_the_story_says() {
 #[test]
 fn fail_on_gap_measures_the_worst_gap() {
     let app = common::replayed("cpu-sha256-sync.psrec");
-    let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+    let r = report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
     let w = r.worst_gap_pct();
     assert!(w > 0.0 && w < 1.0, "{w}");
 }
@@ -218,7 +213,7 @@ fn h200_ghost_recordings_tell_the_story_at_scale() {
         ("h200-ghost-async.psrec", false),
     ] {
         let app = common::replayed(name);
-        let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+        let r = report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
         let s = &r.sessions[0];
         assert_eq!(s.proofs.len(), 1, "{name}");
         let p = &s.proofs[0];
@@ -384,7 +379,7 @@ fn replay_proofs_n_reports_the_first_n_and_refuses_zero() {
 #[test]
 fn the_ghost_with_stacks_names_who_freed_the_vectors() {
     let app = common::replayed("h200-ghost-sync-stacks.psrec");
-    let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+    let r = report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
     let p = &r.sessions[0].proofs[0];
     let tail = p
         .gaps
@@ -418,7 +413,7 @@ fn the_ghost_with_stacks_names_who_freed_the_vectors() {
     );
 
     let app = common::replayed("h200-ghost-async-stacks.psrec");
-    let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+    let r = report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
     let p = &r.sessions[0].proofs[0];
     assert!(!p.gaps.iter().any(|g| g.flagged), "{:?}", p.gaps);
     let after = &p.releases.after_outer;
@@ -436,7 +431,7 @@ fn the_ghost_with_stacks_names_who_freed_the_vectors() {
 fn no_flagged_gap_of_any_recording_is_left_without_evidence() {
     for name in common::all_recordings() {
         let app = common::replayed(&name);
-        let r = report::build(&app.model, &app.view.rule, &app.source, vec![]);
+        let r = report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
         for p in &r.sessions[0].proofs {
             for g in p.gaps.iter().filter(|g| g.flagged) {
                 assert_ne!(

@@ -8,10 +8,12 @@ use ratatui::backend::TestBackend;
 
 fn render(app: &proofscope::app::App, w: u16, h: u16) -> String {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    let link = app.status();
     t.draw(|f| {
         let s = Screen {
-            model: &app.model,
+            model: app.model(),
             state: &app.view,
+            link: &link,
         };
         f.render_widget(&s, f.area());
     })
@@ -87,10 +89,10 @@ fn the_timeline_of_every_recording_shows_all_phases_and_the_unaccounted_line() {
     for name in &names {
         let mut app = common::replayed(name);
         app.view.tab = Tab::Timeline;
-        let key = app.view.shown(&app.model).expect("a proof to show");
+        let key = app.view.shown(app.model()).expect("a proof to show");
         let (s, p) = (
-            &app.model.sessions[key.session],
-            app.model.proof(key).unwrap(),
+            &app.model().sessions()[key.session],
+            app.model().proof(key).unwrap(),
         );
         let outer = p.outer().unwrap();
         let phases: std::collections::BTreeSet<String> = p
@@ -154,7 +156,7 @@ fn stats_compare_the_ghost_fixed_with_the_ghost() {
     let b = common::replayed("h200-ghost-async.psrec");
     app.view.compare = Some(proofscope::view::Comparison {
         label: "recordings/h200-ghost-async.psrec".into(),
-        stats: proofscope::analysis::phase_stats(&b.model),
+        stats: proofscope::analysis::phase_stats(b.model()),
     });
     app.view.tab = Tab::Stats;
     let screen = render(&app, 120, 36);

@@ -11,9 +11,6 @@
 use super::pipeline::Stages;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-/// Marker name of the memory check's outcome, inside the proof it admitted.
-pub const MEMORY_CHECK_MARKER: &str = "memory_check";
-
 #[derive(Debug, Default)]
 struct State {
     /// Batches whose synthesis is over (0..synthesized).
@@ -190,7 +187,7 @@ pub struct Turn<'o> {
 
 impl Stages for Turn<'_> {
     fn begun(&self) {
-        crate::probe::marker_with_text(MEMORY_CHECK_MARKER, self.note.clone());
+        crate::probe::marker_with_text(probe_protocol::markers::MEMORY_CHECK, self.note.clone());
     }
 
     fn synthesized(&self) {

@@ -151,7 +151,7 @@ impl Progress {
         if self.tty {
             crate::err!("\r{line}\x1b[K");
         }
-        probe::marker_with_text("status", line);
+        probe::marker_with_text(probe_protocol::markers::STATUS, line);
     }
 
     pub fn finish(&self, outcome: &str) {
@@ -169,7 +169,7 @@ impl Progress {
         } else {
             crate::errln!("{line}");
         }
-        probe::marker_with_text("status", line);
+        probe::marker_with_text(probe_protocol::markers::STATUS, line);
     }
 }
 

@@ -1,10 +1,16 @@
 //! A diagnosis is a sentence attached to a gap from the evidence that overlaps it: releases
 //! (bytes, time inside free, thread, whether on the proving thread), GPU idle during a GPU
-//! phase, other threads' work, dropped events in the window.
+//! phase, the thread's scheduling, other threads' work, dropped events in the window, and a
+//! cause the prover stated. Which evidence is gathered depends on the proof's structure (a GPU
+//! phase is a span with device work under it), never on the phases' names.
 
 use super::gaps::Interval;
+use super::sched::{SchedEvidence, sched_evidence, sched_sentence};
 use crate::format::{bytes, dur};
-use crate::model::{Proof, Session, Span};
+use crate::model::{Proof, Session, Span, ThreadId};
+use probe_protocol::markers::{self, Meaning};
+
+pub use probe_protocol::markers::DiagnosisKind;
 
 /// Large frees overlapping a gap.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -22,197 +28,11 @@ pub struct ReleaseEvidence {
     pub freed_by: Vec<(String, u64)>,
 }
 
-/// The leading finding of a diagnosis, as a closed set: what fleet metrics count gaps by
-/// (the sentence is for people, this is for alert rules).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DiagnosisKind {
-    /// Large frees on the gap's own thread took at least half of it.
-    SynchronousRelease,
-    /// Large frees overlapped the gap, but not mostly on its thread.
-    Releases,
-    /// A GPU phase's gap with the GPU mostly idle.
-    GpuIdle,
-    /// A GPU phase's gap with the GPU busy: device work no span covers.
-    GpuBusy,
-    /// Events were dropped around the gap: spans may be missing.
-    DroppedEvents,
-    /// The thread was waiting on a run queue: more runnable threads than CPUs.
-    WaitingForCpu,
-    /// The thread ran on a CPU through the gap: code no span covers.
-    RunningUninstrumented,
-    /// The thread was off-CPU and not runnable: a lock, I/O, a sleep or another thread.
-    Blocked,
-    /// Nothing on the gap's thread; other threads of the proof worked meanwhile.
-    WaitingOnOtherThreads,
-    /// No evidence at all.
-    #[default]
-    NoEvidence,
-}
-
-impl DiagnosisKind {
-    /// The label value: snake_case, as in the JSON report.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DiagnosisKind::SynchronousRelease => "synchronous_release",
-            DiagnosisKind::Releases => "releases",
-            DiagnosisKind::GpuIdle => "gpu_idle",
-            DiagnosisKind::GpuBusy => "gpu_busy",
-            DiagnosisKind::DroppedEvents => "dropped_events",
-            DiagnosisKind::WaitingForCpu => "waiting_for_cpu",
-            DiagnosisKind::RunningUninstrumented => "running_uninstrumented",
-            DiagnosisKind::Blocked => "blocked",
-            DiagnosisKind::WaitingOnOtherThreads => "waiting_on_other_threads",
-            DiagnosisKind::NoEvidence => "no_evidence",
-        }
-    }
-
-    /// Every kind, in the order of precedence a diagnosis applies.
-    pub const ALL: [DiagnosisKind; 10] = [
-        DiagnosisKind::SynchronousRelease,
-        DiagnosisKind::Releases,
-        DiagnosisKind::GpuIdle,
-        DiagnosisKind::GpuBusy,
-        DiagnosisKind::WaitingForCpu,
-        DiagnosisKind::RunningUninstrumented,
-        DiagnosisKind::Blocked,
-        DiagnosisKind::DroppedEvents,
-        DiagnosisKind::WaitingOnOtherThreads,
-        DiagnosisKind::NoEvidence,
-    ];
-
-    /// The kind named by [`DiagnosisKind::as_str`].
-    pub fn from_name(name: &str) -> Option<DiagnosisKind> {
-        DiagnosisKind::ALL.into_iter().find(|k| k.as_str() == name)
-    }
-}
-
-/// Marker names that state a gap's cause, `cause:<kind>` with the sentence as the marker's
-/// text (docs/PROTOCOL.md): `import` writes them from a log's timers; any client may.
-pub const CAUSE_PREFIX: &str = "cause:";
-
 /// A cause the prover (or an importer) stated in a `cause:<kind>` marker inside the gap.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct StatedCause {
     pub kind: DiagnosisKind,
     pub sentence: String,
-}
-
-/// What the gap's thread did, from its scheduler counters (`ThreadSched`) around the gap.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct SchedEvidence {
-    /// The samples' window (it covers at least half the gap).
-    pub window_ns: u64,
-    pub cpu_ns: u64,
-    pub runq_ns: u64,
-    /// Neither on a CPU nor runnable: blocked or sleeping.
-    pub off_ns: u64,
-    pub kind: DiagnosisKind,
-    /// Spans of other threads that ended as the gap did: what it likely waited for
-    /// (thread, span).
-    pub waited_for: Vec<(String, String)>,
-}
-
-fn sched_evidence(
-    session: &Session,
-    proof: &Proof,
-    span: &Span,
-    gap: Interval,
-) -> Option<SchedEvidence> {
-    let series = session.sched.get(&span.thread)?;
-    let slack = 250_000_000;
-    let near = series.range(
-        gap.start.saturating_sub(slack),
-        gap.end.saturating_add(slack),
-    );
-    let s0 = near
-        .iter()
-        .rev()
-        .find(|s| s.ts <= gap.start)
-        .or_else(|| near.first())?;
-    let s1 = near
-        .iter()
-        .find(|s| s.ts >= gap.end)
-        .or_else(|| near.last())?;
-    let window = Interval::new(s0.ts, s1.ts);
-    if window.is_empty() || window.overlap(&gap) * 2 < gap.len() {
-        return None;
-    }
-    let w = window.len();
-    let cpu = s1.cpu_ns.saturating_sub(s0.cpu_ns).min(w);
-    let runq = s1.runq_ns.saturating_sub(s0.runq_ns).min(w - cpu);
-    let off = w - cpu - runq;
-    let share = |x: u64| x as f64 / w as f64;
-    let kind = if share(runq) >= 0.2 {
-        DiagnosisKind::WaitingForCpu
-    } else if cpu >= off {
-        DiagnosisKind::RunningUninstrumented
-    } else {
-        DiagnosisKind::Blocked
-    };
-    let mut waited_for = Vec::new();
-    if kind == DiagnosisKind::Blocked {
-        let near_end = (gap.len() / 50).max(2_000_000);
-        // The proof's spans, and those outside every proof (a server's other work).
-        for s in proof.spans.iter().chain(&session.loose.spans) {
-            if s.thread == span.thread {
-                continue;
-            }
-            if let Some(e) = s.end
-                && e + near_end >= gap.end
-                && e <= gap.end + near_end
-            {
-                waited_for.push((
-                    session.thread_name(s.thread).into_owned(),
-                    session.name(s.name).to_owned(),
-                ));
-            }
-        }
-        waited_for.truncate(3);
-    }
-    Some(SchedEvidence {
-        window_ns: w,
-        cpu_ns: cpu,
-        runq_ns: runq,
-        off_ns: off,
-        kind,
-        waited_for,
-    })
-}
-
-fn sched_sentence(e: &SchedEvidence) -> String {
-    let pct = |x: u64| x as f64 / e.window_ns.max(1) as f64 * 100.0;
-    match e.kind {
-        DiagnosisKind::WaitingForCpu => format!(
-            "runnable but waiting for a CPU {} ({:.0}% of the thread's time around the gap; on a CPU {:.0}%): more runnable threads than CPUs, the host is oversubscribed",
-            dur(e.runq_ns),
-            pct(e.runq_ns),
-            pct(e.cpu_ns)
-        ),
-        DiagnosisKind::RunningUninstrumented => format!(
-            "the thread ran on a CPU {} ({:.0}% of its time around the gap): code no span covers",
-            dur(e.cpu_ns),
-            pct(e.cpu_ns)
-        ),
-        _ => {
-            let mut s = format!(
-                "the thread was blocked or sleeping {} ({:.0}% of its time around the gap; on a CPU {:.0}%, waiting for one {:.0}%): a lock, I/O or another thread",
-                dur(e.off_ns),
-                pct(e.off_ns),
-                pct(e.cpu_ns),
-                pct(e.runq_ns)
-            );
-            if !e.waited_for.is_empty() {
-                let w: Vec<String> = e
-                    .waited_for
-                    .iter()
-                    .map(|(t, n)| format!("{n} on {t}"))
-                    .collect();
-                s += &format!("; it resumed as {} ended", w.join(", "));
-            }
-            s
-        }
-    }
 }
 
 /// What the evidence says about one gap.
@@ -234,32 +54,49 @@ pub struct Diagnosis {
     pub sched: Option<SchedEvidence>,
 }
 
-/// Phases that run on the GPU in C2.
-const GPU_PHASES: [&str; 3] = ["ntt_msm_h", "batch_add", "tail_msm"];
+/// Frees longer than this are not plausible: how far before a gap a release may start.
+const RELEASE_LOOKBACK_NS: u64 = 60_000_000_000;
+/// A drop report this close to the gap counts: a collector cycle may report drops late.
+const DROP_SLACK_NS: u64 = 20_000_000;
+/// Other threads' spans count as work meanwhile when they cover a tenth of the gap.
+const OTHER_WORK_SHARE: u64 = 10;
 
 /// Builds the diagnosis of gap `gap` inside `span` of `proof`.
 pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) -> Diagnosis {
-    let mut d = Diagnosis::default();
     let len = gap.len().max(1);
+    let mut d = Diagnosis {
+        releases: release_evidence(session, span.thread, gap),
+        gpu_util_pct: super::structure::is_gpu_phase(session, proof, span)
+            .then(|| gpu_utilisation(session, gap))
+            .flatten(),
+        other_work: other_work(session, proof, span, gap),
+        dropped: dropped_near(session, gap),
+        stated: stated_cause(session, proof, span.thread, gap),
+        sched: sched_evidence(session, proof, span, gap),
+        ..Diagnosis::default()
+    };
+    d.sentence = sentence(&d, len, &session.thread_name(span.thread));
+    d.kind = kind(&d, len);
+    d
+}
 
-    // Releases: any large free whose call overlaps the gap.
-    let mut by_thread: Vec<(u32, u64)> = Vec::new();
-    let lookback = 60_000_000_000; // frees longer than a minute are not plausible
-    for r in session
-        .releases
-        .range(gap.start.saturating_sub(lookback), gap.end)
-    {
+/// Any large free whose call overlaps the gap (or starts inside it).
+fn release_evidence(session: &Session, thread: ThreadId, gap: Interval) -> ReleaseEvidence {
+    let mut e = ReleaseEvidence::default();
+    let mut by_thread: Vec<(ThreadId, u64)> = Vec::new();
+    let from = gap.start.saturating_sub(RELEASE_LOOKBACK_NS);
+    for r in session.releases().range(from, gap.end) {
         let call = Interval::new(r.ts, r.ts + r.inside_ns);
         let ov = call.overlap(&gap);
         if ov == 0 && !(r.ts >= gap.start && r.ts < gap.end) {
             continue;
         }
-        d.releases.count += 1;
-        d.releases.bytes += r.bytes;
-        super::frames::tally(&mut d.releases.freed_by, session, r);
-        d.releases.inside_ns += ov;
-        if r.thread == span.thread {
-            d.releases.on_proving_thread_ns += ov;
+        e.count += 1;
+        e.bytes += r.bytes;
+        super::frames::tally(&mut e.freed_by, session, r);
+        e.inside_ns += ov;
+        if r.thread == thread {
+            e.on_proving_thread_ns += ov;
         }
         match by_thread.iter_mut().find(|(t, _)| *t == r.thread) {
             Some(x) => x.1 += ov,
@@ -267,34 +104,40 @@ pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) ->
         }
     }
     by_thread.sort_by_key(|x| std::cmp::Reverse(x.1));
-    d.releases.threads = by_thread
+    e.threads = by_thread
         .iter()
         .map(|(t, _)| session.thread_name(*t).into_owned())
         .collect();
+    e
+}
 
-    // GPU utilisation during a GPU phase.
-    let name = session.name(span.name);
-    if GPU_PHASES.contains(&name) {
-        let samples: Vec<f64> = session
-            .gpu
-            .values()
-            .flat_map(|s| s.range(gap.start, gap.end))
-            .filter_map(|s| s.util_pct.map(f64::from))
-            .collect();
-        if !samples.is_empty() {
-            d.gpu_util_pct = Some(samples.iter().sum::<f64>() / samples.len() as f64);
-        }
-    }
+/// The average NVML utilisation over the gap, of every device with samples in it.
+fn gpu_utilisation(session: &Session, gap: Interval) -> Option<f64> {
+    let samples: Vec<f64> = session
+        .gpu_samples()
+        .values()
+        .flat_map(|s| s.range(gap.start, gap.end))
+        .filter_map(|s| s.util_pct.map(f64::from))
+        .collect();
+    (!samples.is_empty()).then(|| samples.iter().sum::<f64>() / samples.len() as f64)
+}
 
-    // Other threads' work overlapping the gap (spans that are not descendants' siblings on
-    // this thread: anything on another thread).
+/// Spans of the proof on other threads that overlap a tenth of the gap or more: (thread,
+/// span, overlap), the three largest.
+fn other_work(
+    session: &Session,
+    proof: &Proof,
+    span: &Span,
+    gap: Interval,
+) -> Vec<(String, String, u64)> {
+    let len = gap.len().max(1);
     let mut others: Vec<(String, String, u64)> = Vec::new();
-    for s in &proof.spans {
+    for s in proof.spans() {
         if s.thread == span.thread || s.id == span.id {
             continue;
         }
-        let ov = Interval::new(s.start, s.end_or(session.now)).overlap(&gap);
-        if ov * 10 >= len {
+        let ov = Interval::new(s.start, s.end_or(session.now())).overlap(&gap);
+        if ov * OTHER_WORK_SHARE >= len {
             others.push((
                 session.thread_name(s.thread).into_owned(),
                 session.name(s.name).to_owned(),
@@ -304,35 +147,44 @@ pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) ->
     }
     others.sort_by_key(|o| std::cmp::Reverse(o.2));
     others.truncate(3);
-    d.other_work = others;
+    others
+}
 
-    // Drops close to the window: a collector cycle may report them a little later.
-    let slack = 20_000_000;
-    d.dropped = session
-        .dropped
+/// Events reported dropped close to the gap.
+fn dropped_near(session: &Session, gap: Interval) -> u64 {
+    session
+        .drops()
         .iter()
-        .filter(|(ts, _)| *ts + slack >= gap.start && *ts <= gap.end + slack)
-        .map(|(_, c)| c.iter().map(|(_, n)| n).sum::<u64>())
-        .sum();
+        .filter(|d| d.ts + DROP_SLACK_NS >= gap.start && d.ts <= gap.end + DROP_SLACK_NS)
+        .map(|d| d.counts.total())
+        .sum()
+}
 
-    // A cause stated by the source (e.g. reconstructed by `import` from a log's timers).
-    d.stated = proof
-        .markers
+/// A cause stated by the source (e.g. reconstructed by `import` from a log's timers) in a
+/// `cause:<kind>` marker on the gap's thread, inside the gap. A marker naming no known kind
+/// states nothing (it is listed among the proof's notes instead).
+fn stated_cause(
+    session: &Session,
+    proof: &Proof,
+    thread: ThreadId,
+    gap: Interval,
+) -> Option<StatedCause> {
+    proof
+        .marks()
         .iter()
-        .filter(|m| m.thread == span.thread && m.ts >= gap.start && m.ts <= gap.end)
+        .filter(|m| m.thread == thread && m.ts >= gap.start && m.ts <= gap.end)
         .find_map(|m| {
-            let kind = session.name(m.name).strip_prefix(CAUSE_PREFIX)?;
+            let Meaning::Cause(Ok(kind)) = markers::meaning(session.name(m.name)) else {
+                return None;
+            };
             Some(StatedCause {
-                kind: DiagnosisKind::from_name(kind).unwrap_or_default(),
-                sentence: m.text.clone().unwrap_or_else(|| kind.replace('_', " ")),
+                kind,
+                sentence: m
+                    .text
+                    .clone()
+                    .unwrap_or_else(|| kind.as_str().replace('_', " ")),
             })
-        });
-
-    d.sched = sched_evidence(session, proof, span, gap);
-
-    d.sentence = sentence(&d, len, &session.thread_name(span.thread));
-    d.kind = kind(&d, len);
-    d
+        })
 }
 
 /// The finding `sentence` leads with, in the same order of precedence.
@@ -442,52 +294,36 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use probe_protocol::BlockEvent;
+    use crate::model::fixture::{Fixture, session};
+    use crate::model::{Model, ProofId};
 
     const MS: u64 = 1_000_000;
 
-    fn session() -> Session {
-        let mut s = Session {
-            names: [(1, "prove"), (2, "epilogue"), (3, "prep_msm")]
-                .into_iter()
-                .map(|(id, n)| (id, n.to_string()))
-                .collect(),
-            ..Session::default()
-        };
-        s.threads.insert(1, ("main".into(), 10));
-        s.threads.insert(2, ("dealloc".into(), 11));
-        s.threads.insert(3, ("prep_msm".into(), 12));
-        s.now = 10_000 * MS;
-        s
+    /// Threads main (1), dealloc (2) and prep_msm (3), and proof 1's outer span `prove` on main
+    /// over 0–3000 ms (or `outer_ms`).
+    fn fixture(outer_ms: u64) -> (Fixture, crate::model::SpanId) {
+        let mut f = Fixture::new();
+        let main = f.thread(1, "main");
+        f.thread(2, "dealloc");
+        f.thread(3, "prep_msm");
+        let outer = f.proof(1, "cpu", "prove", main, 0, outer_ms * MS);
+        (f, outer)
     }
 
-    fn span(id: u64, name: u32, thread: u32, a: u64, b: u64) -> Span {
-        Span {
-            id,
-            parent: None,
-            name,
-            thread,
-            start: a * MS,
-            end: Some(b * MS),
-        }
+    fn diagnose_in(m: &Model, gap: Interval) -> Diagnosis {
+        let s = session(m);
+        let p = s.proof(ProofId(1)).unwrap();
+        diagnose(s, p, p.outer().unwrap(), gap)
     }
 
     #[test]
     fn a_synchronous_release_on_the_proving_thread_is_named_as_such() {
-        let mut s = session();
+        let (mut f, outer) = fixture(2900);
         for i in 0..10 {
-            s.releases.push(BlockEvent {
-                ts: (1000 + i * 180) * MS,
-                bytes: 4_170_000_000,
-                inside_ns: 180 * MS,
-                thread: 1,
-                span: Some(1),
-                stack: None,
-            });
+            let ts = (1000 + i * 180) * MS;
+            f.release(ts, 4_170_000_000, 180 * MS, ThreadId(1), Some(outer));
         }
-        let outer = span(1, 1, 1, 0, 2900);
-        let proof = Proof::default();
-        let d = diagnose(&s, &proof, &outer, Interval::new(1000 * MS, 2900 * MS));
+        let d = diagnose_in(&f.model(), Interval::new(1000 * MS, 2900 * MS));
         assert_eq!(d.releases.count, 10);
         assert_eq!(d.releases.bytes, 41_700_000_000);
         assert_eq!(d.releases.inside_ns, 1800 * MS);
@@ -508,51 +344,32 @@ mod tests {
 
     #[test]
     fn releases_elsewhere_are_not_blamed_on_the_proving_thread() {
-        let mut s = session();
-        s.releases.push(BlockEvent {
-            ts: 1100 * MS,
-            bytes: 1 << 30,
-            inside_ns: 100 * MS,
-            thread: 2,
-            span: None,
-            stack: None,
-        });
-        let outer = span(1, 1, 1, 0, 3000);
-        let d = diagnose(
-            &s,
-            &Proof::default(),
-            &outer,
-            Interval::new(1000 * MS, 1500 * MS),
-        );
+        let (mut f, _) = fixture(3000);
+        f.release(1100 * MS, 1 << 30, 100 * MS, ThreadId(2), None);
+        let d = diagnose_in(&f.model(), Interval::new(1000 * MS, 1500 * MS));
         assert_eq!(d.releases.on_proving_thread_ns, 0);
         assert!(d.sentence.contains("on dealloc"), "{}", d.sentence);
         assert!(!d.sentence.contains("synchronous"), "{}", d.sentence);
         assert_eq!(d.kind, DiagnosisKind::Releases);
     }
 
-    /// Samples every 10 ms across a 500 ms gap on thread 1, with the given shares.
-    fn sched_session(cpu_pct: u64, runq_pct: u64) -> Session {
-        let mut s = session();
-        let mut series = crate::model::TimeSeries::default();
+    /// Samples of main every 10 ms across a 500 ms gap, with the given shares.
+    fn with_sched(f: &mut Fixture, cpu_pct: u64, runq_pct: u64, from_ms: u64) {
         for i in 0..=60u64 {
             let t = 950 + i * 10;
-            series.push(probe_protocol::ThreadSched {
-                ts: t * MS,
-                thread: 1,
-                cpu_ns: t * MS * cpu_pct / 100,
-                runq_ns: t * MS * runq_pct / 100,
-                timeslices: i,
-            });
+            if t >= from_ms {
+                let ts = t * MS;
+                f.sched(ts, ThreadId(1), ts * cpu_pct / 100, ts * runq_pct / 100);
+            }
         }
-        s.sched.insert(1, series);
-        s
     }
 
     #[test]
     fn scheduler_counters_say_running_waiting_for_a_cpu_or_blocked() {
-        let outer = span(1, 1, 1, 0, 3000);
         let gap = Interval::new(1000 * MS, 1500 * MS);
-        let d = diagnose(&sched_session(50, 50), &Proof::default(), &outer, gap);
+        let (mut f, _) = fixture(3000);
+        with_sched(&mut f, 50, 50, 0);
+        let d = diagnose_in(&f.model(), gap);
         assert_eq!(d.kind, DiagnosisKind::WaitingForCpu, "{}", d.sentence);
         assert!(
             d.sentence
@@ -560,7 +377,9 @@ mod tests {
             "{}",
             d.sentence
         );
-        let d = diagnose(&sched_session(95, 2), &Proof::default(), &outer, gap);
+        let (mut f, _) = fixture(3000);
+        with_sched(&mut f, 95, 2, 0);
+        let d = diagnose_in(&f.model(), gap);
         assert_eq!(
             d.kind,
             DiagnosisKind::RunningUninstrumented,
@@ -569,9 +388,17 @@ mod tests {
         );
         assert!(d.sentence.contains("code no span covers"), "{}", d.sentence);
         // Blocked until a span on another thread ended: named.
-        let mut proof = Proof::default();
-        proof.spans.push(span(5, 3, 3, 900, 1500));
-        let d = diagnose(&sched_session(1, 0), &proof, &outer, gap);
+        let (mut f, outer) = fixture(3000);
+        f.span(
+            Some(1),
+            Some(outer),
+            "prep_msm",
+            ThreadId(3),
+            900 * MS,
+            1500 * MS,
+        );
+        with_sched(&mut f, 1, 0, 0);
+        let d = diagnose_in(&f.model(), gap);
         assert_eq!(d.kind, DiagnosisKind::Blocked, "{}", d.sentence);
         assert!(
             d.sentence.contains("blocked or sleeping 495.0 ms"),
@@ -585,21 +412,29 @@ mod tests {
             d.sentence
         );
         // Samples that do not cover the gap say nothing.
-        let mut s = sched_session(50, 50);
-        s.sched.get_mut(&1).unwrap().trim_before(1400 * MS);
-        assert!(diagnose(&s, &Proof::default(), &outer, gap).sched.is_none());
+        let (mut f, _) = fixture(3000);
+        with_sched(&mut f, 50, 50, 1400);
+        assert!(diagnose_in(&f.model(), gap).sched.is_none());
     }
 
     #[test]
     fn other_threads_and_drops_are_reported() {
-        let mut s = session();
-        s.dropped
-            .push((1200 * MS, vec![(probe_protocol::EventKind::SpanBegin, 7)]));
-        let outer = span(1, 1, 1, 0, 3000);
-        let mut proof = Proof::default();
-        proof.spans.push(span(5, 3, 3, 900, 1600));
         let gap = Interval::new(1000 * MS, 1500 * MS);
-        let d = diagnose(&s, &proof, &outer, gap);
+        let (mut f, outer) = fixture(3000);
+        f.span(
+            Some(1),
+            Some(outer),
+            "prep_msm",
+            ThreadId(3),
+            900 * MS,
+            1600 * MS,
+        );
+        let quiet = f.model();
+        f.event(probe_protocol::Event::Dropped(probe_protocol::Dropped {
+            ts: 1200 * MS,
+            counts: vec![(probe_protocol::EventKind::SpanBegin, 7)],
+        }));
+        let d = diagnose_in(&f.model(), gap);
         assert_eq!(d.dropped, 7);
         assert_eq!(d.other_work[0].1, "prep_msm");
         assert!(
@@ -607,12 +442,35 @@ mod tests {
             "{}",
             d.sentence
         );
-        s.dropped.clear();
-        let d = diagnose(&s, &proof, &outer, gap);
+        let d = diagnose_in(&quiet, gap);
         assert!(
             d.sentence.contains("meanwhile prep_msm ran on prep_msm"),
             "{}",
             d.sentence
         );
+    }
+
+    #[test]
+    fn a_cause_marker_of_no_known_kind_states_nothing() {
+        let gap = Interval::new(1000 * MS, 1500 * MS);
+        let (mut f, outer) = fixture(3000);
+        f.marker(
+            1200 * MS,
+            &format!("{}synchronous_releases", markers::CAUSE_PREFIX),
+            ThreadId(1),
+            Some(outer),
+            "typo",
+        );
+        assert_eq!(diagnose_in(&f.model(), gap).stated, None);
+        f.marker(
+            1300 * MS,
+            &DiagnosisKind::Blocked.cause_marker(),
+            ThreadId(1),
+            Some(outer),
+            "a lock",
+        );
+        let d = diagnose_in(&f.model(), gap);
+        assert_eq!(d.kind, DiagnosisKind::Blocked);
+        assert_eq!(d.sentence, "a lock");
     }
 }

@@ -3,16 +3,15 @@
 //! ← `prove_batch` (pipeline.rs:312) — past the allocator's, the probe's and the standard
 //! library's own frames.
 
-use crate::model::Session;
-use probe_protocol::BlockEvent;
+use crate::model::{Block, Session};
 
 /// Who made block `b`'s call, when the probe captured its stack.
-pub fn who_of(session: &Session, b: &BlockEvent) -> Option<String> {
-    who(session.stacks.get(&b.stack?)?)
+pub fn who_of(session: &Session, b: &Block) -> Option<String> {
+    who(session.stack(b.stack?)?)
 }
 
 /// Bytes by who freed them: adds `b` to the tally (kept most bytes first).
-pub fn tally(by: &mut Vec<(String, u64)>, session: &Session, b: &BlockEvent) {
+pub fn tally(by: &mut Vec<(String, u64)>, session: &Session, b: &Block) {
     let Some(w) = who_of(session, b) else { return };
     match by.iter_mut().find(|(x, _)| *x == w) {
         Some(x) => x.1 += b.bytes,

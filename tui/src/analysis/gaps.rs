@@ -2,7 +2,7 @@
 //! (children on any thread or GPU stream), located before the first child, between children, or
 //! after the last; flagged when at least max(5 % of the span, 50 ms) (configurable).
 
-use crate::model::{Proof, Span};
+use crate::model::{Proof, Span, SpanId};
 
 /// A half-open interval [start, end) of session nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -144,9 +144,9 @@ pub struct SpanGaps {
 /// Gaps of the proof's outer span and of every span that has children (leaves are their own
 /// work, not unaccounted time). `now` closes spans still open.
 pub fn proof_gaps(proof: &Proof, rule: &GapRule, now: u64) -> Vec<SpanGaps> {
-    let outer = proof.begin.as_ref().map(|b| b.span);
-    let mut children: std::collections::HashMap<u64, Vec<Interval>> = Default::default();
-    for s in &proof.spans {
+    let outer = proof.outer().map(|o| o.id);
+    let mut children: std::collections::HashMap<SpanId, Vec<Interval>> = Default::default();
+    for s in proof.spans() {
         if let Some(p) = s.parent {
             children
                 .entry(p)
@@ -154,7 +154,7 @@ pub fn proof_gaps(proof: &Proof, rule: &GapRule, now: u64) -> Vec<SpanGaps> {
                 .push(Interval::new(s.start, s.end_or(now)));
         }
     }
-    for g in &proof.gpu_spans {
+    for g in proof.gpu_spans() {
         if let Some(p) = g.span {
             children
                 .entry(p)
@@ -163,7 +163,7 @@ pub fn proof_gaps(proof: &Proof, rule: &GapRule, now: u64) -> Vec<SpanGaps> {
         }
     }
     let mut out: Vec<SpanGaps> = proof
-        .spans
+        .spans()
         .iter()
         .filter(|s| Some(s.id) == outer || children.contains_key(&s.id))
         .map(|s| {

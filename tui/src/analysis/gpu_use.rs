@@ -9,7 +9,7 @@
 
 use super::gaps::Interval;
 use crate::format::dur;
-use crate::model::{Proof, Session};
+use crate::model::{DeviceSpan, Proof, Session};
 
 /// Where a busy share came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -74,11 +74,10 @@ fn complement(range: Interval, busy: &[Interval]) -> Vec<Interval> {
 /// Devices the proof used or could have: the session's GPUs, and any its GPU spans name.
 fn devices(session: &Session, proof: &Proof) -> Vec<u32> {
     let mut d: Vec<u32> = session
-        .hello
-        .as_ref()
+        .hello()
         .map(|h| h.gpus.iter().map(|g| g.index).collect())
         .unwrap_or_default();
-    d.extend(proof.gpu_spans.iter().map(|g| g.device));
+    d.extend(proof.gpu_spans().iter().map(|g| g.device));
     d.sort_unstable();
     d.dedup();
     d
@@ -87,32 +86,28 @@ fn devices(session: &Session, proof: &Proof) -> Vec<u32> {
 /// Each GPU's use over `proof`, with a finding where it idled more than `max_idle` (0..=1) of
 /// the proof. Empty for a proof that ran on the CPU or whose GPUs left no evidence.
 pub fn gpu_use(session: &Session, proof: &Proof, max_idle: f64) -> Vec<GpuUse> {
-    let gpu_proof =
-        proof.begin.as_ref().is_some_and(|b| b.backend == "gpu") || !proof.gpu_spans.is_empty();
+    let gpu_proof = proof.backend() == "gpu" || !proof.gpu_spans().is_empty();
     let (Some(outer), true) = (proof.outer(), gpu_proof) else {
         return Vec::new();
     };
-    let range = Interval::new(outer.start, outer.end_or(session.now));
+    let range = Interval::new(outer.start, outer.end_or(session.now()));
     if range.is_empty() {
         return Vec::new();
     }
     let mut out = Vec::new();
     // Other proofs whose windows meet this one, for their GPU work inside it.
     let others: Vec<&Proof> = session
-        .proofs
-        .values()
-        .filter(|q| q.id != proof.id && !q.gpu_spans.is_empty())
+        .proofs()
+        .filter(|q| q.id() != proof.id() && !q.gpu_spans().is_empty())
         .filter(|q| {
-            q.range(session.now)
+            q.range(session.now())
                 .is_some_and(|(a, b)| a < range.end && range.start < b)
         })
         .collect();
     for device in devices(session, proof) {
-        let clip = |g: &probe_protocol::GpuSpan| {
-            Interval::new(g.start.max(range.start), g.end.min(range.end))
-        };
+        let clip = |g: &DeviceSpan| Interval::new(g.start.max(range.start), g.end.min(range.end));
         let spans: Vec<Interval> = proof
-            .gpu_spans
+            .gpu_spans()
             .iter()
             .filter(|g| g.device == device)
             .map(clip)
@@ -123,7 +118,7 @@ pub fn gpu_use(session: &Session, proof: &Proof, max_idle: f64) -> Vec<GpuUse> {
             all.extend(
                 others
                     .iter()
-                    .flat_map(|q| q.gpu_spans.iter())
+                    .flat_map(|q| q.gpu_spans().iter())
                     .filter(|g| g.device == device)
                     .map(clip),
             );
@@ -137,12 +132,11 @@ pub fn gpu_use(session: &Session, proof: &Proof, max_idle: f64) -> Vec<GpuUse> {
             )
         } else {
             // NVML: each sample speaks for the period since the previous one.
-            let Some(series) = session.gpu.get(&device) else {
+            let Some(series) = session.gpu_samples().get(&device) else {
                 continue;
             };
             let period = session
-                .hello
-                .as_ref()
+                .hello()
                 .map_or(100_000_000, |h| h.gpu_sample_interval_ns.max(1));
             let samples: Vec<_> = series
                 .range(range.start, range.end)
@@ -164,7 +158,7 @@ pub fn gpu_use(session: &Session, proof: &Proof, max_idle: f64) -> Vec<GpuUse> {
         let mut during: Vec<(String, String, u64)> = proof
             .children(outer.id)
             .filter_map(|c| {
-                let ci = Interval::new(c.start, c.end_or(session.now));
+                let ci = Interval::new(c.start, c.end_or(session.now()));
                 let ov: u64 = idle.iter().map(|i| i.overlap(&ci)).sum();
                 (ov > 0).then(|| {
                     (
@@ -214,13 +208,9 @@ fn sentence(u: &GpuUse) -> String {
             if !others.is_empty() {
                 s += &format!(", then {}", others.join(", "));
             }
-            if phase == "synthesis" {
-                s += ": overlap synthesis of the next batch with this one's GPU phases";
-            } else {
-                s += &format!(
-                    ": keep the GPU fed while {phase} runs (overlap it with another batch's GPU work)"
-                );
-            }
+            s += &format!(
+                ": keep the GPU fed while {phase} runs (overlap it with another batch's GPU work)"
+            );
         }
         None => s += " with no phase running: the prover waited between its GPU calls",
     }
@@ -233,75 +223,27 @@ fn sentence(u: &GpuUse) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Span;
-    use probe_protocol::{GpuSpan, ProofBegin};
+    use crate::model::ProofId;
+    use crate::model::fixture::{Fixture, session};
 
     const MS: u64 = 1_000_000;
 
     #[test]
     fn busy_is_the_union_of_gpu_spans_and_the_idle_phases_are_named() {
-        let mut s = Session {
-            names: [(1, "prove"), (2, "synthesis"), (3, "ntt_msm_h"), (4, "k")]
-                .into_iter()
-                .map(|(id, n)| (id, n.to_string()))
-                .collect(),
-            ..Session::default()
-        };
-        s.threads.insert(1, ("main".into(), 10));
-        s.threads.insert(2, ("gpu-0".into(), 11));
-        s.now = 1000 * MS;
-        let mut p = Proof {
-            begin: Some(ProofBegin {
-                span: 1,
-                backend: "gpu".into(),
-                ..ProofBegin::default()
-            }),
-            ..Proof::default()
-        };
-        for (i, sp) in [
-            Span {
-                id: 1,
-                parent: None,
-                name: 1,
-                thread: 1,
-                start: 0,
-                end: Some(1000 * MS),
-            },
-            Span {
-                id: 2,
-                parent: Some(1),
-                name: 2,
-                thread: 1,
-                start: 0,
-                end: Some(640 * MS),
-            },
-            Span {
-                id: 3,
-                parent: Some(1),
-                name: 3,
-                thread: 2,
-                start: 640 * MS,
-                end: Some(1000 * MS),
-            },
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            p.index.insert(sp.id, i);
-            p.spans.push(sp);
-        }
+        let mut f = Fixture::new();
+        let main = f.thread(1, "main");
+        let gpu = f.thread(2, "gpu-0");
+        let outer = f.proof(1, "gpu", "prove", main, 0, 1000 * MS);
+        f.span(Some(1), Some(outer), "synthesis", main, 0, 640 * MS);
+        let ntt = f.span(Some(1), Some(outer), "ntt_msm_h", gpu, 640 * MS, 1000 * MS);
         // Two overlapping kernels and one apart: 300 ms busy in all.
         for (a, b) in [(650, 800), (700, 850), (900, 1000)] {
-            p.gpu_spans.push(GpuSpan {
-                start: a * MS,
-                end: b * MS,
-                device: 0,
-                stream: 0,
-                name: 4,
-                span: Some(3),
-            });
+            f.gpu_span(ntt, 0, "k", a * MS, b * MS);
         }
-        let u = gpu_use(&s, &p, 0.5);
+        let m = f.model();
+        let s = session(&m);
+        let p = s.proof(ProofId(1)).unwrap();
+        let u = gpu_use(s, p, 0.5);
         assert_eq!(u.len(), 1);
         assert_eq!(u[0].busy_ns, 300 * MS);
         assert_eq!(u[0].source, BusySource::GpuSpans);
@@ -314,8 +256,8 @@ mod tests {
             f.starts_with("GPU 0 idle 70% of the proof while synthesis ran on main"),
             "{f}"
         );
-        assert!(f.contains("overlap synthesis of the next batch"), "{f}");
+        assert!(f.contains("keep the GPU fed while synthesis runs"), "{f}");
         // Under the threshold: measured, not flagged.
-        assert!(gpu_use(&s, &p, 0.8)[0].finding.is_none());
+        assert!(gpu_use(s, p, 0.8)[0].finding.is_none());
     }
 }

@@ -39,12 +39,12 @@ pub fn gap_listing(s: &Session, p: &Proof, rule: &GapRule) -> (Vec<ListedGap>, S
     let mut listed = Vec::new();
     let mut rest = Vec::new();
     let mut unaccounted = 0;
-    for sg in proof_gaps(p, rule, s.now) {
+    for sg in proof_gaps(p, rule, s.now()) {
         let is_outer = Some(sg.span.id) == outer;
         if is_outer {
             unaccounted = sg.unaccounted_ns;
         }
-        let span_len = (sg.span.end_or(s.now) - sg.span.start).max(1);
+        let span_len = sg.span.len_at(s.now()).max(1);
         for g in sg.gaps.iter().filter(|g| is_outer || g.flagged) {
             let diagnosis = diagnose(s, p, &sg.span, g.at);
             let big = g.at.len() >= 1_000_000 || g.at.len() as f64 >= span_len as f64 * 0.005;
@@ -84,54 +84,32 @@ pub fn gap_listing(s: &Session, p: &Proof, rule: &GapRule) -> (Vec<ListedGap>, S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ProofId;
+    use crate::model::fixture::{Fixture, session};
 
     /// A proof whose outer span (0–100 ms) has children leaving gaps of 620 µs, 40 µs, 5 µs
     /// and 17 µs (the tail, with a large release in it): the tail is listed for its release,
     /// so the 40 µs gap may not be summed under it; only the 5 µs one is.
     #[test]
     fn nothing_summed_is_longer_than_something_listed() {
-        use probe_protocol::BlockEvent;
         const US: u64 = 1_000;
-        let mut s = Session::default();
-        s.names.insert(1, "prove".into());
-        s.names.insert(2, "phase".into());
-        s.threads.insert(1, ("main".into(), 0));
-        let span = |id, parent, a, b| Span {
-            id,
-            parent,
-            name: if parent.is_some() { 2 } else { 1 },
-            thread: 1,
-            start: a,
-            end: Some(b),
-        };
         let end = 100_000 * US;
-        let mut p = Proof {
-            id: 1,
-            begin: Some(probe_protocol::ProofBegin {
-                proof: 1,
-                span: 1,
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        p.spans = vec![
-            span(1, None, 0, end),
-            span(2, Some(1), 0, 50_000 * US),
-            span(3, Some(1), 50_620 * US, 70_000 * US),
-            span(4, Some(1), 70_040 * US, 80_000 * US),
-            span(5, Some(1), 80_005 * US, end - 17 * US),
-        ];
-        p.index = p.spans.iter().enumerate().map(|(i, s)| (s.id, i)).collect();
-        s.releases.push(BlockEvent {
-            ts: end - 15 * US,
-            bytes: 8 << 20,
-            inside_ns: 6 * US,
-            thread: 1,
-            span: Some(1),
-            stack: None,
-        });
-        s.now = end;
-        let (listed, summed, _) = gap_listing(&s, &p, &GapRule::default());
+        let mut f = Fixture::new();
+        let main = f.thread(1, "main");
+        let outer = f.proof(1, "cpu", "prove", main, 0, end);
+        for (a, b) in [
+            (0, 50_000 * US),
+            (50_620 * US, 70_000 * US),
+            (70_040 * US, 80_000 * US),
+            (80_005 * US, end - 17 * US),
+        ] {
+            f.span(Some(1), Some(outer), "phase", main, a, b);
+        }
+        f.release(end - 15 * US, 8 << 20, 6 * US, main, Some(outer));
+        let m = f.model();
+        let s = session(&m);
+        let p = s.proof(ProofId(1)).unwrap();
+        let (listed, summed, _) = gap_listing(s, p, &GapRule::default());
         let lens: Vec<u64> = listed.iter().map(|l| l.gap.at.len() / US).collect();
         assert_eq!(lens, vec![620, 40, 17]);
         assert_eq!(

@@ -8,7 +8,7 @@ use super::metrics::{
     ProverLabels, ResultLabels, gap_kinds, places, result_label,
 };
 use crate::analysis::GapRule;
-use crate::model::{Model, Proof, Retention, Session};
+use crate::model::{Model, Proof, ProofId, Retention, Session};
 use crate::report::proof_report;
 use crate::source::LinkState;
 use crate::source::SourceMsg;
@@ -159,13 +159,12 @@ struct State {
 }
 
 fn session_key(s: &Session) -> (u32, u64) {
-    s.hello
-        .as_ref()
+    s.hello()
         .map_or((0, 0), |h| (h.pid, h.session_start_unix_ns))
 }
 
 fn prover_labels(s: &Session) -> Option<ProverLabels> {
-    let h = s.hello.as_ref()?;
+    let h = s.hello()?;
     Some(ProverLabels {
         prover: h.prover_name.clone(),
         pid: h.pid.to_string(),
@@ -340,7 +339,7 @@ impl State {
         let Some(l) = prover_labels(s) else {
             return;
         };
-        if let Some(a) = s.alloc.last() {
+        if let Some(a) = s.alloc_samples().last() {
             self.m
                 .heap_live
                 .get_or_create(&l)
@@ -352,7 +351,7 @@ impl State {
                     .set(i64::try_from(a.rss_bytes).unwrap_or(i64::MAX));
             }
         }
-        for (dev, series) in &s.gpu {
+        for (dev, series) in s.gpu_samples() {
             let Some(g) = series.last() else { continue };
             let gl = GpuLabels {
                 prover: l.prover.clone(),
@@ -398,27 +397,30 @@ impl State {
     fn settle(&mut self, ended: bool) {
         let mut observed = Vec::new();
         let mut missed = 0;
-        for s in &self.model.sessions {
+        for s in self.model.sessions() {
             let Some(l) = prover_labels(s) else { continue };
             let key = session_key(s);
             let counted = self.progress.get(&key).map_or(0, |p| p.counted);
-            let ended = ended || s.goodbye.is_some();
+            let ended = ended || s.goodbye().is_some();
             let starts: Vec<(u64, u64)> = s
-                .proofs
-                .iter()
-                .filter_map(|(id, p)| Some((*id, p.outer()?.start)))
+                .proofs()
+                .filter_map(|p| Some((p.id().get(), p.outer()?.start)))
                 .collect();
             let mut upto = counted;
             // Proof ids count up from 1: ids skipped after the first counted one were evicted
             // (or lost) before they settled.
             if counted > 0
-                && let Some((&first, _)) = s.proofs.range(counted + 1..).next()
+                && let Some(first) = s
+                    .proofs_after(ProofId(counted))
+                    .next()
+                    .map(|p| p.id().get())
                 && first > counted + 1
             {
                 missed += first - counted - 1;
                 upto = first - 1;
             }
-            for (id, p) in s.proofs.range(counted + 1..) {
+            for p in s.proofs_after(ProofId(counted)) {
+                let id = &p.id().get();
                 // Its end and its outer span's edges travel apart (ProofEnd at once, span edges
                 // through the thread's ring): settled once both are in.
                 let outer = p.outer().filter(|o| o.end.is_some());
@@ -431,13 +433,13 @@ impl State {
                 };
                 // The first proof to begin after this one ended bounds its detached frees
                 // (overlapping proofs began before it ended).
-                let end = outer.end.unwrap_or(s.now);
+                let end = outer.end.unwrap_or(s.now());
                 let next = starts
                     .iter()
                     .filter(|(i, st)| *i != *id && *st > end)
                     .map(|(_, st)| *st)
                     .min();
-                if next.is_none() && !ended && s.now.saturating_sub(end) < SETTLE_NS {
+                if next.is_none() && !ended && s.now().saturating_sub(end) < SETTLE_NS {
                     break;
                 }
                 if let Some(obs) = observe(s, p, next, &self.rule, &l) {
@@ -507,7 +509,7 @@ fn observe(
     l: &ProverLabels,
 ) -> Option<Observation> {
     let r = proof_report(s, p, next, rule)?;
-    let failed = p.end.as_ref().is_some_and(|e| !e.ok);
+    let failed = p.failed();
     let circuit = if r.circuit.is_empty() {
         "unknown".to_owned()
     } else {

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 pub use place::Lane;
 
-use crate::analysis::diagnosis::CAUSE_PREFIX;
+use probe_protocol::markers;
 
 /// What an import read and made.
 #[derive(Debug, Default)]
@@ -194,7 +194,7 @@ fn events(
     for w in warnings {
         stated.push(Event::Marker(Box::new(Marker {
             ts: 0,
-            name: ids.name(crate::report::WARNING_MARKER),
+            name: ids.name(markers::WARNING),
             thread: ids.thread(Lane::Caller),
             span: None,
             text: Some(w.clone()),
@@ -258,7 +258,7 @@ fn events(
             end_ts = end_ts.max(s.end);
         }
         for (at, kind, text) in &p.causes {
-            let name = ids.name(&format!("{CAUSE_PREFIX}{kind}"));
+            let name = ids.name(&kind.cause_marker());
             let thread = ids.thread(Lane::Caller);
             timed.push((
                 *at,
@@ -315,28 +315,17 @@ fn events(
     out
 }
 
-/// Writes the session as a recording: frames of at most `PER_FRAME` events, as a probe would.
+/// Events an imported session puts in one frame, as a probe's collector batches them.
+pub const EVENTS_PER_FRAME: usize = 256;
+
+/// Writes the session as a recording: frames of at most [`EVENTS_PER_FRAME`] events.
 pub fn write_recording(events: &[Event], out: impl Write) -> Result<()> {
-    const PER_FRAME: usize = 256;
     let mut w = RecordingWriter::new(out).context("writing the recording header")?;
-    for chunk in events.chunks(PER_FRAME) {
+    for chunk in events.chunks(EVENTS_PER_FRAME) {
         let base = chunk.iter().filter_map(Event::ts).min().unwrap_or(0);
         let frame = probe_protocol::encode_frame(base, chunk).context("encoding a frame")?;
         w.write_frame(&frame).context("writing a frame")?;
     }
     w.flush().context("flushing the recording")?;
     Ok(())
-}
-
-/// Imports `log` into a temporary recording, for `replay` and `diff` given a log directly; the
-/// file lives as long as the value (the import's warnings are in it).
-pub fn to_temporary(log: &Path) -> Result<tempfile::NamedTempFile> {
-    let imp = import(&[log.to_owned()])?;
-    let mut file = tempfile::Builder::new()
-        .prefix("proofscope-import-")
-        .suffix(".psrec")
-        .tempfile()
-        .context("creating a temporary recording")?;
-    write_recording(&imp.events, std::io::BufWriter::new(file.as_file_mut()))?;
-    Ok(file)
 }

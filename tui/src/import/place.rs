@@ -7,6 +7,7 @@
 //! is left uncovered: it is the gap the report flags, explained by a cause marker.
 
 use super::calls::{Call, Calls};
+use probe_protocol::markers::DiagnosisKind;
 
 const MS: u64 = 1_000_000;
 
@@ -53,7 +54,7 @@ pub struct Placed {
     /// `spans[0]` is the outer span (the wrapper timer).
     pub spans: Vec<PlannedSpan>,
     /// (at, cause kind, sentence), on the caller.
-    pub causes: Vec<(u64, &'static str, String)>,
+    pub causes: Vec<(u64, DiagnosisKind, String)>,
     /// Where the call's lines are, for the report.
     pub lines: String,
     /// The start came from the log (TIMELINE or wall clock), not from the previous proof.
@@ -198,7 +199,7 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, first_wall_ns: Option<u64>) 
             if held_end > section_end {
                 causes.push((
                     section_end,
-                    "no_evidence",
+                    DiagnosisKind::NoEvidence,
                     format!(
                         "inside mutex_held_ms ({}) after the last logged step of the locked section: the log has no timer for it",
                         crate::format::dur(ms * MS)
@@ -249,7 +250,7 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, first_wall_ns: Option<u64>) 
         };
         causes.push((
             timers_end,
-            "synchronous_release",
+            DiagnosisKind::SynchronousRelease,
             format!(
                 "reconstructed from the log: {what} − {inner} = {} that no C++ timer measured, after the epilogue and before the call returned: the destructors of the proving vectors (a, b, c, split vectors, tail-MSM bases) freeing synchronously on the calling thread; no async_dealloc_ms line for this call (move the drops to a detached thread)",
                 crate::format::dur(lost)

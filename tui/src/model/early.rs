@@ -7,21 +7,22 @@
 //! and join that span's proof when its begin arrives. The wait is bounded: past
 //! [`Early::MAX`] held events the oldest give up and count as belonging to no proof.
 
-use probe_protocol::{GpuSpan, Marker};
+use super::ids::SpanId;
+use super::records::{DeviceSpan, Mark};
 use std::collections::{HashMap, VecDeque};
 
 /// An event waiting for its span.
 #[derive(Debug, Clone)]
 pub enum Orphan {
-    Gpu(GpuSpan),
-    Marker(Marker),
+    Gpu(DeviceSpan),
+    Mark(Mark),
 }
 
 #[derive(Debug, Default)]
 pub struct Early {
-    by_span: HashMap<u64, Vec<Orphan>>,
+    by_span: HashMap<SpanId, Vec<Orphan>>,
     /// Span ids in the order their first event arrived (ids already taken are skipped).
-    order: VecDeque<u64>,
+    order: VecDeque<SpanId>,
     held: usize,
 }
 
@@ -34,7 +35,7 @@ impl Early {
     }
 
     /// Holds `o` for `span`; returns the events that waited longest when that makes too many.
-    pub fn hold(&mut self, span: u64, o: Orphan) -> Vec<Orphan> {
+    pub fn hold(&mut self, span: SpanId, o: Orphan) -> Vec<Orphan> {
         let waiting = self.by_span.entry(span).or_default();
         if waiting.is_empty() {
             self.order.push_back(span);
@@ -55,7 +56,7 @@ impl Early {
     }
 
     /// The events that waited for `span`, now that it began.
-    pub fn take(&mut self, span: u64) -> Vec<Orphan> {
+    pub fn take(&mut self, span: SpanId) -> Vec<Orphan> {
         let v = self.by_span.remove(&span).unwrap_or_default();
         self.held -= v.len();
         if self.by_span.is_empty() {
@@ -70,30 +71,30 @@ mod tests {
     use super::*;
 
     fn gpu(span: u64, start: u64) -> Orphan {
-        Orphan::Gpu(GpuSpan {
+        Orphan::Gpu(DeviceSpan {
             start,
             end: start + 1,
             device: 0,
             stream: 0,
-            name: 1,
-            span: Some(span),
+            name: crate::model::NameId(1),
+            span: Some(SpanId(span)),
         })
     }
 
     #[test]
     fn events_wait_for_their_span_and_the_oldest_give_up_first() {
         let mut e = Early::default();
-        assert!(e.hold(7, gpu(7, 1)).is_empty());
-        assert!(e.hold(8, gpu(8, 2)).is_empty());
-        assert_eq!(e.take(7).len(), 1);
-        assert!(e.take(7).is_empty());
+        assert!(e.hold(SpanId(7), gpu(7, 1)).is_empty());
+        assert!(e.hold(SpanId(8), gpu(8, 2)).is_empty());
+        assert_eq!(e.take(SpanId(7)).len(), 1);
+        assert!(e.take(SpanId(7)).is_empty());
         for i in 0..Early::MAX as u64 - 1 {
-            assert!(e.hold(100 + i, gpu(100 + i, i)).is_empty());
+            assert!(e.hold(SpanId(100 + i), gpu(100 + i, i)).is_empty());
         }
         // One more than MAX: span 8's event, the oldest, gives up.
-        let gave_up = e.hold(5000, gpu(5000, 0));
-        assert!(matches!(gave_up.as_slice(), [Orphan::Gpu(g)] if g.span == Some(8)));
-        assert!(e.take(8).is_empty());
-        assert_eq!(e.take(100).len(), 1);
+        let gave_up = e.hold(SpanId(5000), gpu(5000, 0));
+        assert!(matches!(gave_up.as_slice(), [Orphan::Gpu(g)] if g.span == Some(SpanId(8))));
+        assert!(e.take(SpanId(8)).is_empty());
+        assert_eq!(e.take(SpanId(100)).len(), 1);
     }
 }

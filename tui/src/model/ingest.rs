@@ -2,32 +2,39 @@
 //! history: spans are keyed by id, and time series skip what was already seen.
 //!
 //! Memory is bounded by `Retention` whatever the input (a hostile recording included): every
-//! event adds an estimate of what it costs to keep, strings from the wire are cut to a few KiB,
-//! and when the model is over its budget it evicts, oldest first: whole proofs, then samples
-//! and spans outside proofs, then sessions that have nothing else left. A session's names and
-//! threads take at most an eighth of the budget; definitions past that are refused (counted).
+//! event adds an estimate of what it costs to keep (what [`super::retention`] evicts against),
+//! and strings from the wire are cut to a few KiB. A session's names and threads take at most
+//! an eighth of the budget; definitions past that are refused (counted).
 
 use super::early::Orphan;
-use super::{Model, Proof, Session, Span};
-use probe_protocol::{Event, GpuSpan, Hello};
+use super::ids::{NameId, ProofId, SpanId, StackId, ThreadId};
+use super::proof::{Proof, SpanTree, cost};
+use super::records::{DeviceSpan, DropReport, Goodbye, Mark, Span, ThreadInfo};
+use super::{Model, Session};
+use probe_protocol::markers::{self, Meaning};
+use probe_protocol::{Event, Hello, ProofBegin, ProofEnd};
 
 /// Longest string kept from the wire, per kind of string.
 const MAX_NAME: usize = 1024;
 const MAX_TEXT: usize = 4096;
+/// Most arguments of a command line kept (each cut to [`MAX_NAME`]).
+pub const MAX_ARGS: usize = 256;
+/// Most GPUs of a `Hello` kept.
+const MAX_GPUS: usize = 64;
+/// Frames of a call stack kept: what a diagnosis reads.
+const MAX_FRAMES: usize = 64;
 
-/// What keeping one item costs, roughly (the struct, its place in a map or vector and the
-/// vector's spare capacity).
-pub(crate) const SPAN_BYTES: usize = std::mem::size_of::<Span>() + 96;
-const SAMPLE_BYTES: usize = 160;
-const BLOCK_BYTES: usize = 96;
-const MARKER_BYTES: usize = 128;
+/// What keeping an item costs, roughly (see [`cost`] for the items of a proof).
+pub(super) const SAMPLE_BYTES: usize = 160;
+pub(super) const BLOCK_BYTES: usize = 96;
 const DEF_BYTES: usize = 64;
-const SESSION_BYTES: usize = 4096;
+const THREAD_BYTES: usize = 32;
+pub(super) const SESSION_BYTES: usize = 4096;
 /// Dropped-event entries kept per session (their totals are kept whatever happens).
 const MAX_DROPPED_ENTRIES: usize = 10_000;
 
-/// `s` cut to at most `max` bytes (on a character boundary).
-fn cut(mut s: String, max: usize) -> String {
+/// `s` cut to at most `max` bytes (on a character boundary), ending in `…` when cut.
+pub fn cut(mut s: String, max: usize) -> String {
     if s.len() > max {
         let mut at = max;
         while !s.is_char_boundary(at) {
@@ -49,13 +56,13 @@ fn bounded_hello(mut h: Hello) -> (Hello, usize) {
     h.backend_reason = cut(h.backend_reason, MAX_TEXT);
     h.gpu_unavailable_reason = h.gpu_unavailable_reason.map(|r| cut(r, MAX_TEXT));
     h.gpu_driver_version = h.gpu_driver_version.map(|r| cut(r, MAX_NAME));
-    h.gpus.truncate(64);
+    h.gpus.truncate(MAX_GPUS);
     for g in &mut h.gpus {
         g.name = cut(std::mem::take(&mut g.name), MAX_NAME);
         g.uuid = cut(std::mem::take(&mut g.uuid), MAX_NAME);
         g.pci_bus_id = cut(std::mem::take(&mut g.pci_bus_id), MAX_NAME);
     }
-    h.command_line.truncate(256);
+    h.command_line.truncate(MAX_ARGS);
     for a in &mut h.command_line {
         *a = cut(std::mem::take(a), MAX_NAME);
     }
@@ -121,190 +128,92 @@ impl Model {
             }
         }
     }
-
-    fn over(&self) -> bool {
-        let proofs: usize = self.sessions.iter().map(|s| s.proofs.len()).sum();
-        proofs > self.retention.max_proofs || self.approx_bytes > self.retention.max_bytes
-    }
-
-    fn enforce_retention(&mut self) {
-        while self.over() {
-            if !(self.evict_oldest_proof() || self.trim_outside_proofs() || self.drop_old_session())
-            {
-                break;
-            }
-        }
-    }
-
-    fn release(&mut self, si: usize, bytes: usize) {
-        self.approx_bytes = self.approx_bytes.saturating_sub(bytes);
-        let s = &mut self.sessions[si];
-        s.bytes = s.bytes.saturating_sub(bytes);
-    }
-
-    /// Evicts the oldest proof of the oldest session that has one (and the samples older than
-    /// what is left of that session). False when no proof is left.
-    fn evict_oldest_proof(&mut self) -> bool {
-        let Some(si) = self.sessions.iter().position(|s| !s.proofs.is_empty()) else {
-            return false;
-        };
-        let s = &mut self.sessions[si];
-        let Some((&pid, _)) = s.proofs.iter().next() else {
-            return false;
-        };
-        let Some(p) = s.proofs.remove(&pid) else {
-            return false;
-        };
-        for sp in &p.spans {
-            s.span_proof.remove(&sp.id);
-        }
-        let mut freed = p.approx_bytes();
-        self.evicted_proofs += 1;
-        let mut events = (p.spans.len() * 2 + p.gpu_spans.len() + p.markers.len()) as u64;
-        // Series older than the oldest proof left go too.
-        if let Some(start) = s
-            .proofs
-            .values()
-            .next()
-            .and_then(|p| p.spans.iter().map(|x| x.start).min())
-        {
-            let n = s.alloc.trim_before(start)
-                + s.releases.trim_before(start)
-                + s.allocs.trim_before(start)
-                + s.gpu
-                    .values_mut()
-                    .map(|g| g.trim_before(start))
-                    .sum::<usize>()
-                + s.sched
-                    .values_mut()
-                    .map(|t| t.trim_before(start))
-                    .sum::<usize>();
-            events += n as u64;
-            freed += n * SAMPLE_BYTES;
-        }
-        self.evicted_events += events;
-        self.release(si, freed);
-        true
-    }
-
-    /// With no proof left to evict: halves the oldest session's largest store outside proofs
-    /// (a time series, or the spans and markers that belong to no proof). False when there is
-    /// nothing outside proofs.
-    fn trim_outside_proofs(&mut self) -> bool {
-        for si in 0..self.sessions.len() {
-            let s = &mut self.sessions[si];
-            let series = [
-                s.alloc.len(),
-                s.releases.len(),
-                s.allocs.len(),
-                s.gpu.values().map(|g| g.len()).max().unwrap_or(0),
-                s.loose.spans.len() + s.loose.markers.len() + s.loose.gpu_spans.len(),
-                s.dropped.len(),
-                s.sched.values().map(|t| t.len()).max().unwrap_or(0),
-            ];
-            let Some((which, &n)) = series.iter().enumerate().max_by_key(|(_, n)| **n) else {
-                continue;
-            };
-            if n == 0 {
-                continue;
-            }
-            let (removed, each) = match which {
-                0 => (s.alloc.trim_half(), SAMPLE_BYTES),
-                1 => (s.releases.trim_half(), BLOCK_BYTES),
-                2 => (s.allocs.trim_half(), BLOCK_BYTES),
-                3 => {
-                    let g = s.gpu.values_mut().max_by_key(|g| g.len());
-                    (g.map_or(0, |g| g.trim_half()), SAMPLE_BYTES)
-                }
-                4 => (s.trim_loose(), SPAN_BYTES),
-                6 => {
-                    let t = s.sched.values_mut().max_by_key(|t| t.len());
-                    (t.map_or(0, |t| t.trim_half()), SAMPLE_BYTES)
-                }
-                _ => {
-                    let n = s.dropped.len().div_ceil(2);
-                    s.dropped.drain(..n);
-                    (n, BLOCK_BYTES)
-                }
-            };
-            self.evicted_events += removed as u64;
-            self.release(si, removed * each);
-            return true;
-        }
-        false
-    }
-
-    /// Removes the oldest session when it is not the current one. False when only the current
-    /// session is left.
-    fn drop_old_session(&mut self) -> bool {
-        if self.sessions.len() < 2 {
-            return false;
-        }
-        let s = self.sessions.remove(0);
-        self.approx_bytes = self.approx_bytes.saturating_sub(s.bytes);
-        self.evicted_events += s.events;
-        self.evicted_sessions += 1;
-        true
-    }
 }
 
 impl Session {
-    /// Keeps an event for a span not begun yet; the ones that waited too long join no proof.
-    fn hold_early(&mut self, span: u64, o: Orphan) {
-        for gave_up in self.early.hold(span, o) {
-            self.place(0, gave_up);
+    /// Applies one event; returns the bytes it added. `def_budget` bounds the bytes of names,
+    /// threads and stacks.
+    pub(super) fn apply(&mut self, ev: Event, def_budget: usize) -> usize {
+        self.events += 1;
+        if let Some(ts) = ev.ts() {
+            self.now = self.now.max(ts);
         }
-    }
-
-    /// Files a waiting event under proof `pid` (0: none).
-    fn place(&mut self, pid: u64, o: Orphan) {
-        match o {
-            Orphan::Gpu(g) => {
-                self.push_gpu_span(pid, g);
+        self.note_activity(&ev);
+        let grew = match ev {
+            Event::Hello(_) | Event::Subscribe(_) | Event::Heartbeat { .. } => 0,
+            Event::NameDef { id, name } => self.define_name(NameId(id), name, def_budget),
+            Event::StackDef { id, frames } => self.define_stack(StackId(id), frames, def_budget),
+            Event::ThreadDef { id, name, os_tid } => {
+                self.define_thread(ThreadId(id), name, os_tid, def_budget)
             }
-            Orphan::Marker(m) => self.proof_mut(pid).markers.push(m),
-        }
+            Event::ProofBegin(p) => self.proof_begins(*p),
+            Event::ProofEnd(p) => self.proof_ends(*p),
+            Event::SpanBegin(b) => self.span_begins(
+                Span {
+                    id: SpanId(b.span),
+                    parent: b.parent.map(SpanId),
+                    name: NameId(b.name),
+                    thread: ThreadId(b.thread),
+                    start: b.ts,
+                    end: None,
+                },
+                b.proof.map(ProofId),
+            ),
+            Event::SpanEnd(e) => self.span_ends(SpanId(e.span), e.ts),
+            Event::Marker(m) => self.mark(Mark::from(*m)),
+            Event::AllocSample(s) => self.sample(s.ts, |x| x.alloc.push(s), SAMPLE_BYTES),
+            Event::Alloc(b) => self.sample(b.ts, |x| x.allocs.push(b.into()), BLOCK_BYTES),
+            Event::Release(b) => self.sample(b.ts, |x| x.releases.push(b.into()), BLOCK_BYTES),
+            Event::GpuSample(g) => self.sample(
+                g.ts,
+                |x| x.gpu.entry(g.device).or_default().push(*g),
+                SAMPLE_BYTES,
+            ),
+            Event::ThreadSched(t) => self.sample(
+                t.ts,
+                |x| x.sched.entry(ThreadId(t.thread)).or_default().push(t),
+                SAMPLE_BYTES,
+            ),
+            Event::GpuSpan(g) => self.gpu_span(DeviceSpan::from(g)),
+            Event::Dropped(d) => self.dropped(DropReport {
+                ts: d.ts,
+                counts: d.counts.into_iter().collect(),
+            }),
+            Event::HistoryGap(h) => {
+                self.history_gap = Some(h);
+                0
+            }
+            Event::LiveStart { .. } => {
+                self.seen_until = None;
+                self.live = true;
+                0
+            }
+            Event::Goodbye { ts, reason } => {
+                self.goodbye = Some(Goodbye {
+                    ts,
+                    reason: cut(reason, MAX_TEXT),
+                });
+                0
+            }
+        };
+        self.bytes += grew;
+        grew
     }
 
-    /// Adds a GPU span to proof `pid` unless it is already there: a replayed history repeats
-    /// recent GPU spans, so the newest few are compared. Returns whether it was added.
-    fn push_gpu_span(&mut self, pid: u64, g: GpuSpan) -> bool {
-        let pr = self.proof_mut(pid);
-        if pr.gpu_spans.iter().rev().take(64).any(|x| *x == g) {
-            return false;
+    /// A defined thread's first and last event times: threads of one name alive at once are
+    /// told apart by id.
+    fn note_activity(&mut self, ev: &Event) {
+        let (thread, ts) = match ev {
+            Event::SpanBegin(b) => (b.thread, b.ts),
+            Event::Marker(m) => (m.thread, m.ts),
+            Event::Alloc(b) | Event::Release(b) => (b.thread, b.ts),
+            _ => return,
+        };
+        if let Some(t) = self.threads.get_mut(&ThreadId(thread)) {
+            let life = t.life.get_or_insert((ts, ts));
+            life.0 = life.0.min(ts);
+            life.1 = life.1.max(ts);
         }
-        pr.gpu_spans.push(g);
-        true
-    }
-
-    fn proof_mut(&mut self, id: u64) -> &mut Proof {
-        if id == 0 {
-            return &mut self.loose;
-        }
-        self.proofs.entry(id).or_insert_with(|| Proof {
-            id,
-            ..Proof::default()
-        })
-    }
-
-    fn fresh(&self, ts: u64) -> bool {
-        self.seen_until.is_none_or(|t| ts > t)
-    }
-
-    /// Drops the older half of the spans, markers and GPU spans that belong to no proof;
-    /// returns how many went.
-    fn trim_loose(&mut self) -> usize {
-        let l = &mut self.loose;
-        let n = l.spans.len().div_ceil(2);
-        for sp in l.spans.drain(..n) {
-            self.span_proof.remove(&sp.id);
-        }
-        l.index = l.spans.iter().enumerate().map(|(i, s)| (s.id, i)).collect();
-        let m = l.markers.len().div_ceil(2);
-        l.markers.drain(..m);
-        let g = l.gpu_spans.len().div_ceil(2);
-        l.gpu_spans.drain(..g);
-        n + m + g
     }
 
     /// A definition is kept while the session's definitions take less than `budget`.
@@ -318,233 +227,202 @@ impl Session {
         Some(cost)
     }
 
-    /// Applies one event; returns the bytes it added. `def_budget` bounds the bytes of names
-    /// and threads.
-    pub(crate) fn apply(&mut self, ev: Event, def_budget: usize) -> usize {
-        let grew = self.apply_inner(ev, def_budget);
-        self.bytes += grew;
-        grew
+    fn define_name(&mut self, id: NameId, name: String, budget: usize) -> usize {
+        let name = cut(name, MAX_NAME);
+        // A redefinition replaces the name (the later definition wins).
+        if let Some(old) = self.names.get_mut(&id) {
+            *old = name;
+            return 0;
+        }
+        let Some(cost) = self.room_for_def(name.len(), budget) else {
+            return 0;
+        };
+        self.names.insert(id, name);
+        cost
     }
 
-    fn apply_inner(&mut self, ev: Event, def_budget: usize) -> usize {
-        self.events += 1;
-        if let Some(ts) = ev.ts() {
-            self.now = self.now.max(ts);
+    fn define_stack(&mut self, id: StackId, frames: Vec<String>, budget: usize) -> usize {
+        let frames: Vec<String> = frames
+            .into_iter()
+            .take(MAX_FRAMES)
+            .map(|f| cut(f, MAX_NAME))
+            .collect();
+        // A redefinition replaces the stack (the later definition wins).
+        if let Some(old) = self.stacks.get_mut(&id) {
+            *old = frames;
+            return 0;
         }
-        let active = match &ev {
-            Event::SpanBegin(b) => Some((b.thread, b.ts)),
-            Event::Marker(m) => Some((m.thread, m.ts)),
-            Event::Alloc(b) | Event::Release(b) => Some((b.thread, b.ts)),
-            _ => None,
+        let len = frames.iter().map(String::len).sum();
+        let Some(cost) = self.room_for_def(len, budget) else {
+            return 0;
         };
-        if let Some((t, ts)) = active
-            && self.threads.contains_key(&t)
-        {
-            let life = self.thread_life.entry(t).or_insert((ts, ts));
-            life.0 = life.0.min(ts);
-            life.1 = life.1.max(ts);
-        }
-        match ev {
-            Event::Hello(_) | Event::Subscribe(_) | Event::Heartbeat { .. } => 0,
-            Event::NameDef { id, name } => {
-                let name = cut(name, MAX_NAME);
-                // A redefinition replaces the name (the later definition wins).
-                if let Some(old) = self.names.get_mut(&id) {
-                    *old = name;
-                    return 0;
+        self.stacks.insert(id, frames);
+        cost
+    }
+
+    fn define_thread(&mut self, id: ThreadId, name: String, os_tid: u64, budget: usize) -> usize {
+        let name = cut(name, MAX_NAME);
+        if let Some(old) = self.threads.get_mut(&id) {
+            if old.name != name {
+                if let Some(ids) = self.thread_names.get_mut(&old.name) {
+                    ids.retain(|&i| i != id);
                 }
-                let Some(cost) = self.room_for_def(name.len(), def_budget) else {
-                    return 0;
-                };
-                self.names.insert(id, name);
-                cost
-            }
-            Event::StackDef { id, frames } => {
-                // Frames beyond what a diagnosis reads are not kept.
-                let frames: Vec<String> = frames
-                    .into_iter()
-                    .take(64)
-                    .map(|f| cut(f, MAX_NAME))
-                    .collect();
-                // A redefinition replaces the stack (the later definition wins).
-                if let Some(old) = self.stacks.get_mut(&id) {
-                    *old = frames;
-                    return 0;
-                }
-                let len = frames.iter().map(String::len).sum();
-                let Some(cost) = self.room_for_def(len, def_budget) else {
-                    return 0;
-                };
-                self.stacks.insert(id, frames);
-                cost
-            }
-            Event::ThreadDef { id, name, os_tid } => {
-                let name = cut(name, MAX_NAME);
-                if let Some(old) = self.threads.get_mut(&id) {
-                    if old.0 != name {
-                        if let Some(ids) = self.thread_names.get_mut(&old.0) {
-                            ids.retain(|&i| i != id);
-                        }
-                        self.thread_names.entry(name.clone()).or_default().push(id);
-                    }
-                    *old = (name, os_tid);
-                    return 0;
-                }
-                let Some(cost) = self.room_for_def(name.len(), def_budget) else {
-                    return 0;
-                };
                 self.thread_names.entry(name.clone()).or_default().push(id);
-                self.threads.insert(id, (name, os_tid));
-                cost + 32
             }
-            Event::ProofBegin(mut p) => {
-                p.circuit = cut(std::mem::take(&mut p.circuit), MAX_NAME);
-                p.backend = cut(std::mem::take(&mut p.backend), MAX_NAME);
-                let cost = 256 + p.circuit.len() + p.backend.len();
-                let pr = self.proof_mut(p.proof);
-                if pr.begin.is_none() {
-                    pr.begin = Some(*p);
-                }
-                cost
+            old.name = name;
+            old.os_tid = os_tid;
+            return 0;
+        }
+        let Some(cost) = self.room_for_def(name.len(), budget) else {
+            return 0;
+        };
+        self.thread_names.entry(name.clone()).or_default().push(id);
+        self.threads.insert(
+            id,
+            ThreadInfo {
+                name,
+                os_tid,
+                life: None,
+            },
+        );
+        cost + THREAD_BYTES
+    }
+
+    fn proof_mut(&mut self, id: ProofId) -> &mut Proof {
+        self.proofs.entry(id).or_insert_with(|| Proof::new(id))
+    }
+
+    /// The tree of proof `id`, or the loose one.
+    fn tree_mut(&mut self, id: Option<ProofId>) -> &mut SpanTree {
+        match id {
+            Some(id) => self.proof_mut(id).tree_mut(),
+            None => &mut self.loose,
+        }
+    }
+
+    fn proof_begins(&mut self, mut p: ProofBegin) -> usize {
+        p.circuit = cut(std::mem::take(&mut p.circuit), MAX_NAME);
+        p.backend = cut(std::mem::take(&mut p.backend), MAX_NAME);
+        let cost = cost::PROOF_BEGIN + p.circuit.len() + p.backend.len();
+        self.proof_mut(ProofId(p.proof)).set_begin(p);
+        cost
+    }
+
+    fn proof_ends(&mut self, mut p: ProofEnd) -> usize {
+        p.error = p.error.map(|e| cut(e, MAX_TEXT));
+        let cost = cost::PROOF_END + p.error.as_ref().map_or(0, String::len);
+        let ts = p.ts;
+        if self.proof_mut(ProofId(p.proof)).set_end(p) {
+            self.proofs_done += 1;
+            if self.live {
+                self.proofs_done_live += 1;
             }
-            Event::ProofEnd(mut p) => {
-                p.error = p.error.map(|e| cut(e, MAX_TEXT));
-                let cost = 128 + p.error.as_ref().map_or(0, String::len);
-                let ts = p.ts;
-                let pr = self.proof_mut(p.proof);
-                if pr.end.is_none() {
-                    pr.end = Some(*p);
-                    self.proofs_done += 1;
-                    if self.live {
-                        self.proofs_done_live += 1;
-                    }
-                    self.first_end.get_or_insert(ts);
-                    self.last_end = Some(ts);
-                }
-                cost
-            }
-            Event::SpanBegin(b) => {
-                if self.span_proof.contains_key(&b.span) {
-                    return 0; // replayed history
-                }
-                let pid = b.proof.unwrap_or(0);
-                self.span_proof.insert(b.span, pid);
-                let pr = self.proof_mut(pid);
-                pr.index.insert(b.span, pr.spans.len());
-                pr.spans.push(Span {
-                    id: b.span,
-                    parent: b.parent,
-                    name: b.name,
-                    thread: b.thread,
-                    start: b.ts,
-                    end: None,
-                });
-                if !self.early.is_empty() {
-                    for o in self.early.take(b.span) {
-                        self.place(pid, o);
-                    }
-                }
-                SPAN_BYTES
-            }
-            Event::SpanEnd(e) => {
-                let Some(&pid) = self.span_proof.get(&e.span) else {
-                    return 0; // its begin was dropped or evicted
-                };
-                let pr = self.proof_mut(pid);
-                if let Some(&i) = pr.index.get(&e.span) {
-                    pr.spans[i].end = Some(e.ts);
-                }
-                0
-            }
-            Event::Marker(mut m) => {
-                if !self.fresh(m.ts) {
-                    return 0;
-                }
-                m.text = m.text.map(|t| cut(t, MAX_TEXT));
-                if self.name(m.name) == "status" {
-                    self.status = m.text.clone();
-                    return 0;
-                }
-                let cost = MARKER_BYTES + m.text.as_ref().map_or(0, String::len);
-                match m.span.map(|s| (s, self.span_proof.get(&s).copied())) {
-                    Some((span, None)) => self.hold_early(span, Orphan::Marker(*m)),
-                    known => self
-                        .proof_mut(known.and_then(|k| k.1).unwrap_or(0))
-                        .markers
-                        .push(*m),
-                }
-                cost
-            }
-            Event::AllocSample(s) => {
-                if self.fresh(s.ts) && self.alloc.push(s) {
-                    return SAMPLE_BYTES;
-                }
-                0
-            }
-            Event::Alloc(b) => {
-                if self.fresh(b.ts) && self.allocs.push(b) {
-                    return BLOCK_BYTES;
-                }
-                0
-            }
-            Event::Release(b) => {
-                if self.fresh(b.ts) && self.releases.push(b) {
-                    return BLOCK_BYTES;
-                }
-                0
-            }
-            Event::GpuSample(g) => {
-                if self.fresh(g.ts) && self.gpu.entry(g.device).or_default().push(*g) {
-                    return SAMPLE_BYTES;
-                }
-                0
-            }
-            Event::ThreadSched(t) => {
-                if self.fresh(t.ts) && self.sched.entry(t.thread).or_default().push(t) {
-                    return SAMPLE_BYTES;
-                }
-                0
-            }
-            Event::GpuSpan(g) => {
-                let pid = match g.span.map(|s| (s, self.span_proof.get(&s).copied())) {
-                    Some((span, None)) => {
-                        self.hold_early(span, Orphan::Gpu(g));
-                        return BLOCK_BYTES;
-                    }
-                    known => known.and_then(|k| k.1).unwrap_or(0),
-                };
-                if self.push_gpu_span(pid, g) {
-                    BLOCK_BYTES
-                } else {
-                    0
-                }
-            }
-            Event::Dropped(d) => {
-                if !self.fresh(d.ts) {
-                    return 0;
-                }
-                self.dropped_total += d.total();
-                let cost = BLOCK_BYTES + d.counts.len() * 16;
-                self.dropped.push((d.ts, d.counts));
-                if self.dropped.len() > MAX_DROPPED_ENTRIES {
-                    self.dropped.drain(..MAX_DROPPED_ENTRIES / 2);
-                }
-                cost
-            }
-            Event::HistoryGap(h) => {
-                self.history_gap = Some(h);
-                0
-            }
-            Event::LiveStart { .. } => {
-                self.seen_until = None;
-                self.live = true;
-                0
-            }
-            Event::Goodbye { ts, reason } => {
-                self.goodbye = Some((ts, cut(reason, MAX_TEXT)));
-                0
+            self.first_end.get_or_insert(ts);
+            self.last_end = Some(ts);
+        }
+        cost
+    }
+
+    fn span_begins(&mut self, span: Span, proof: Option<ProofId>) -> usize {
+        if self.span_proof.contains_key(&span.id) {
+            return 0; // replayed history
+        }
+        self.span_proof.insert(span.id, proof);
+        self.tree_mut(proof).push_span(span);
+        if !self.early.is_empty() {
+            for o in self.early.take(span.id) {
+                self.place(proof, o);
             }
         }
+        cost::SPAN
+    }
+
+    fn span_ends(&mut self, id: SpanId, ts: u64) -> usize {
+        // Unknown when its begin was dropped or evicted.
+        if let Some(&proof) = self.span_proof.get(&id) {
+            self.tree_mut(proof).end_span(id, ts);
+        }
+        0
+    }
+
+    fn mark(&mut self, mut m: Mark) -> usize {
+        if !self.fresh(m.ts) {
+            return 0;
+        }
+        m.text = m.text.map(|t| cut(t, MAX_TEXT));
+        if markers::meaning(self.name(m.name)) == Meaning::Status {
+            self.status = m.text.clone();
+            return 0;
+        }
+        let cost = cost::MARK + m.text.as_ref().map_or(0, String::len);
+        match m.span {
+            Some(span) if !self.span_proof.contains_key(&span) => {
+                self.hold_early(span, Orphan::Mark(m));
+            }
+            known => {
+                let proof = known.and_then(|s| self.proof_of(s));
+                self.tree_mut(proof).push_mark(m);
+            }
+        }
+        cost
+    }
+
+    fn gpu_span(&mut self, g: DeviceSpan) -> usize {
+        let proof = match g.span {
+            Some(span) if !self.span_proof.contains_key(&span) => {
+                self.hold_early(span, Orphan::Gpu(g));
+                return cost::DEVICE_SPAN;
+            }
+            known => known.and_then(|s| self.proof_of(s)),
+        };
+        if self.tree_mut(proof).push_gpu_span(g) {
+            cost::DEVICE_SPAN
+        } else {
+            0
+        }
+    }
+
+    /// A time-series item at `ts`: kept unless a replayed history already brought it.
+    fn sample(&mut self, ts: u64, push: impl FnOnce(&mut Session) -> bool, cost: usize) -> usize {
+        if self.fresh(ts) && push(self) {
+            cost
+        } else {
+            0
+        }
+    }
+
+    fn dropped(&mut self, d: DropReport) -> usize {
+        if !self.fresh(d.ts) {
+            return 0;
+        }
+        self.dropped_total += d.counts.total();
+        let cost = BLOCK_BYTES + d.counts.nonzero().count() * 16;
+        self.drops.push(d);
+        if self.drops.len() > MAX_DROPPED_ENTRIES {
+            self.drops.drain(..MAX_DROPPED_ENTRIES / 2);
+        }
+        cost
+    }
+
+    /// Keeps an event for a span not begun yet; the ones that waited too long join no proof.
+    fn hold_early(&mut self, span: SpanId, o: Orphan) {
+        for gave_up in self.early.hold(span, o) {
+            self.place(None, gave_up);
+        }
+    }
+
+    /// Files a waiting event under proof `proof` (`None`: none).
+    fn place(&mut self, proof: Option<ProofId>, o: Orphan) {
+        match o {
+            Orphan::Gpu(g) => {
+                self.tree_mut(proof).push_gpu_span(g);
+            }
+            Orphan::Mark(m) => self.tree_mut(proof).push_mark(m),
+        }
+    }
+
+    fn fresh(&self, ts: u64) -> bool {
+        self.seen_until.is_none_or(|t| ts > t)
     }
 }
 
@@ -568,8 +446,8 @@ mod tests {
         });
         let s = m.current().expect("a session was opened");
         assert_eq!(s.names.len(), 2);
-        assert_eq!(s.name(u32::MAX), "far");
-        assert_eq!(s.name(2), "near");
+        assert_eq!(s.name(NameId(u32::MAX)), "far");
+        assert_eq!(s.name(NameId(2)), "near");
         assert!(m.approx_bytes() < 1 << 20);
     }
 }

@@ -11,11 +11,6 @@ impl Timed for probe_protocol::AllocSample {
         self.ts
     }
 }
-impl Timed for probe_protocol::BlockEvent {
-    fn ts(&self) -> u64 {
-        self.ts
-    }
-}
 impl Timed for probe_protocol::ThreadSched {
     fn ts(&self) -> u64 {
         self.ts

@@ -12,7 +12,7 @@
 //! - unaccounted gaps on lanes of a track of their own, with their diagnosis in `args`.
 
 use crate::analysis::{GapRule, gap_listing};
-use crate::model::{Model, Session};
+use crate::model::{DeviceSpan, Model, Session, ThreadId};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -65,12 +65,12 @@ impl<W: Write> Events<'_, W> {
 }
 
 /// The track of each thread id: one per distinct display name.
-fn thread_tracks(s: &Session) -> (HashMap<u32, u64>, Vec<(u64, String)>) {
-    let mut ids: Vec<u32> = s.threads.keys().copied().collect();
-    for p in s.proofs.values().chain(std::iter::once(&s.loose)) {
-        ids.extend(p.spans.iter().map(|sp| sp.thread));
+fn thread_tracks(s: &Session) -> (HashMap<ThreadId, u64>, Vec<(u64, String)>) {
+    let mut ids: Vec<ThreadId> = s.thread_ids().collect();
+    for (_, t) in s.trees() {
+        ids.extend(t.spans().iter().map(|sp| sp.thread));
     }
-    ids.extend(s.releases.all().iter().map(|r| r.thread));
+    ids.extend(s.releases().all().iter().map(|r| r.thread));
     ids.sort_unstable();
     ids.dedup();
     let mut by_name: HashMap<String, u64> = HashMap::new();
@@ -95,7 +95,7 @@ fn thread_tracks(s: &Session) -> (HashMap<u32, u64>, Vec<(u64, String)>) {
 pub fn write_chrome_trace(model: &Model, rule: &GapRule, out: &mut impl Write) -> io::Result<()> {
     out.write_all(b"{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n")?;
     let mut ev = Events { out, first: true };
-    for (si, s) in model.sessions.iter().enumerate() {
+    for (si, s) in model.sessions().iter().enumerate() {
         session(&mut ev, si, s, rule)?;
     }
     ev.out.write_all(b"\n]}\n")
@@ -109,8 +109,7 @@ fn session<W: Write>(
 ) -> io::Result<()> {
     let pid = si as u64 + 1;
     let pname = s
-        .hello
-        .as_ref()
+        .hello()
         .map(|h| format!("{} (pid {})", h.prover_name, h.pid))
         .unwrap_or_else(|| "prover".into());
     ev.push(
@@ -121,21 +120,22 @@ fn session<W: Write>(
         ev.push(&json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}))?;
         ev.push(&json!({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}}))?;
     }
-    let tid_of = |thread: u32| track.get(&thread).copied().unwrap_or(0);
-    let proofs = || s.proofs.values().chain(std::iter::once(&s.loose));
-    for p in proofs() {
-        for sp in &p.spans {
-            let end = sp.end_or(s.now);
+    let tid_of = |thread: ThreadId| track.get(&thread).copied().unwrap_or(0);
+    for (proof, t) in s.trees() {
+        // Spans outside every proof were filed under proof 0 (the wire's "none").
+        let proof = proof.map_or(0, |p| p.get());
+        for sp in t.spans() {
+            let end = sp.end_or(s.now());
             ev.push(&json!({
                 "ph": "X", "name": s.name(sp.name), "cat": "span",
                 "pid": pid, "tid": tid_of(sp.thread), "ts": us(sp.start), "dur": us(end - sp.start),
-                "args": {"proof": p.id, "span": sp.id, "parent": sp.parent, "open": sp.end.is_none()}
+                "args": {"proof": proof, "span": sp.id, "parent": sp.parent, "open": sp.end.is_none()}
             }))?;
         }
     }
-    for r in s.releases.all() {
+    for r in s.releases().all() {
         // Who freed it, and the whole stack, when the probe captured one.
-        let stack = r.stack.and_then(|id| s.stacks.get(&id));
+        let stack = r.stack.and_then(|id| s.stack(id));
         let who = crate::analysis::frames::who_of(s, r);
         ev.push(&json!({
             "ph": "X", "name": format!("free {}", crate::format::bytes(r.bytes)), "cat": "release",
@@ -145,7 +145,7 @@ fn session<W: Write>(
     }
     gaps(ev, pid, s, rule)?;
     gpu(ev, si, s, rule)?;
-    for a in s.alloc.all() {
+    for a in s.alloc_samples().all() {
         ev.push(
             &json!({"ph": "C", "name": "memory", "pid": pid, "ts": us(a.ts),
             "args": {"live_bytes": a.live_bytes, "rss_bytes": a.rss_bytes}}),
@@ -157,7 +157,7 @@ fn session<W: Write>(
 /// Each proof's listed gaps (as the report lists them) on the gap lanes, diagnosis in args.
 fn gaps<W: Write>(ev: &mut Events<'_, W>, pid: u64, s: &Session, rule: &GapRule) -> io::Result<()> {
     let mut all = Vec::new();
-    for p in s.proofs.values() {
+    for p in s.proofs() {
         let (listed, _, _) = gap_listing(s, p, rule);
         all.extend(listed.into_iter().map(|l| (p, l)));
     }
@@ -177,7 +177,7 @@ fn gaps<W: Write>(ev: &mut Events<'_, W>, pid: u64, s: &Session, rule: &GapRule)
         ev.push(&json!({
             "ph": "X", "name": format!("gap in {}", s.name(l.span.name)), "cat": "gap",
             "pid": pid, "tid": GAP_TID + lane, "ts": us(g.at.start), "dur": us(g.at.len()),
-            "args": {"proof": p.id, "flagged": g.flagged, "place": g.place.as_str(),
+            "args": {"proof": p.id(), "flagged": g.flagged, "place": g.place.as_str(),
                      "share_of_span": g.at.len() as f64 / l.span_len as f64,
                      "kind": d.kind.as_str(), "diagnosis": d.sentence}
         }))?;
@@ -187,14 +187,16 @@ fn gaps<W: Write>(ev: &mut Events<'_, W>, pid: u64, s: &Session, rule: &GapRule)
 
 /// GPU spans on lanes per device and stream, and the NVML counters.
 fn gpu<W: Write>(ev: &mut Events<'_, W>, si: usize, s: &Session, rule: &GapRule) -> io::Result<()> {
-    let mut spans: Vec<(u64, &probe_protocol::GpuSpan)> = s
-        .proofs
-        .values()
-        .chain(std::iter::once(&s.loose))
-        .flat_map(|p| p.gpu_spans.iter().map(move |g| (p.id, g)))
+    let mut spans: Vec<(u64, &DeviceSpan)> = s
+        .trees()
+        .flat_map(|(p, t)| {
+            t.gpu_spans()
+                .iter()
+                .map(move |g| (p.map_or(0, |p| p.get()), g))
+        })
         .collect();
     spans.sort_by_key(|(_, g)| (g.device, g.stream, g.start, g.end));
-    let mut devices: Vec<u32> = s.gpu.keys().copied().collect();
+    let mut devices: Vec<u32> = s.gpu_samples().keys().copied().collect();
     devices.extend(spans.iter().map(|(_, g)| g.device));
     devices.sort_unstable();
     devices.dedup();
@@ -226,22 +228,22 @@ fn gpu<W: Write>(ev: &mut Events<'_, W>, si: usize, s: &Session, rule: &GapRule)
         }
     }
     // Each proof's GPU use: an instant at the proof's start, the finding in its args.
-    for p in s.proofs.values() {
+    for p in s.proofs() {
         let Some(start) = p.outer().map(|o| o.start) else {
             continue;
         };
         for u in crate::analysis::gpu_use(s, p, rule.gpu_idle_fraction) {
             ev.push(&json!({
                 "ph": "i", "s": "p", "cat": "gpu_use",
-                "name": format!("GPU {} busy {:.0}% of proof {}", u.device, u.device_busy_share * 100.0, p.id),
+                "name": format!("GPU {} busy {:.0}% of proof {}", u.device, u.device_busy_share * 100.0, p.id()),
                 "pid": gpu_pid(si, u.device), "tid": 0, "ts": us(start),
-                "args": {"proof": p.id, "busy_share": u.busy_share, "busy_ns": u.busy_ns,
+                "args": {"proof": p.id(), "busy_share": u.busy_share, "busy_ns": u.busy_ns,
                          "device_busy_share": u.device_busy_share, "device_busy_ns": u.device_busy_ns,
                          "source": u.source, "idle_during": u.idle_during, "finding": u.finding}
             }))?;
         }
     }
-    for (dev, series) in &s.gpu {
+    for (dev, series) in s.gpu_samples() {
         for g in series.all() {
             let mut args = serde_json::Map::new();
             if let Some(u) = g.util_pct {

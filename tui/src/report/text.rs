@@ -156,18 +156,8 @@ pub fn render(r: &Report, detail: Detail) -> String {
             let _ = writeln!(o, "os:       {}", s.os);
         }
         if !s.command_line.is_empty() {
-            // A report is pasted: a command line of hostile length is cut (JSON keeps it).
-            const MAX: usize = 2_000;
-            let line = s.command_line.join(" ");
-            match line.char_indices().nth(MAX) {
-                Some((cut, _)) => {
-                    let rest = line[cut..].chars().count();
-                    let _ = writeln!(o, "command:  {}… ({rest} more characters)", &line[..cut]);
-                }
-                None => {
-                    let _ = writeln!(o, "command:  {line}");
-                }
-            }
+            // Already cut to the report's rule (REPORT_ARGS × REPORT_ARG_CHARS).
+            let _ = writeln!(o, "command:  {}", s.command_line.join(" "));
         }
         if s.history_evicted_events > 0 {
             let _ = writeln!(

@@ -4,7 +4,7 @@
 
 use super::live::{self, Live, Target};
 use super::record::Recorder;
-use super::{LinkState, Said, Source, SourceMsg};
+use super::{Held, LinkState, LinkStatus, Said, Source, SourceMsg};
 use crate::hold::Hold;
 use crate::input::Action;
 use crate::model::Model;
@@ -75,7 +75,7 @@ impl Attached {
                     self.stop_recording();
                 }
                 if self.paused {
-                    self.hold.push(events, model.retention.max_bytes);
+                    self.hold.push(events, model.retention().max_bytes);
                 } else {
                     model.ingest_all(events);
                 }
@@ -94,7 +94,7 @@ impl Attached {
                 said.warnings.push(note);
             }
             SourceMsg::BadFrame(why) => {
-                model.bad_frames += 1;
+                model.count_bad_frames(1);
                 said.warnings.push(why);
             }
         }
@@ -168,24 +168,24 @@ impl Source for Attached {
         said
     }
 
-    fn link(&self) -> LinkState {
-        self.link.clone()
+    fn status(&self, _model: &Model) -> LinkStatus {
+        LinkStatus {
+            link: self.link.clone(),
+            recording: self.recorder.as_ref().map(|r| r.path.clone()),
+            transport: None,
+            paused: self.paused.then_some(Held {
+                events: self.hold.events,
+                dropped: self.hold.dropped,
+            }),
+        }
     }
 
     fn is_finite(&self) -> bool {
         false
     }
 
-    fn paused(&self) -> (bool, (u64, u64)) {
-        (self.paused, (self.hold.events, self.hold.dropped))
-    }
-
     fn lost_since(&self) -> Option<Instant> {
         self.lost_since
-    }
-
-    fn recording(&self) -> Option<String> {
-        self.recorder.as_ref().map(|r| r.path.clone())
     }
 
     fn finish(&mut self) -> Option<String> {

@@ -59,6 +59,37 @@ pub struct Said {
     pub warnings: Vec<String>,
 }
 
+/// A paused view: events the live source holds back for the resume, and those it dropped
+/// because the hold was full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Held {
+    pub events: u64,
+    pub dropped: u64,
+}
+
+/// What the header and the footer say about the link, as the source knows it: asked for when
+/// drawing, never copied into the view's state.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LinkStatus {
+    pub link: LinkState,
+    /// The file being recorded to.
+    pub recording: Option<String>,
+    /// The replay transport line, for sources that have one.
+    pub transport: Option<String>,
+    /// `Some` while paused (live: what is held back).
+    pub paused: Option<Held>,
+}
+
+impl LinkStatus {
+    /// The link is (or is trying to be) attached to a live prover.
+    pub fn is_live(&self) -> bool {
+        matches!(
+            self.link,
+            LinkState::Live(_) | LinkState::Connecting(_) | LinkState::Disconnected(_)
+        )
+    }
+}
+
 /// The one door: every way a session reaches the viewer.
 pub trait Source: std::fmt::Debug {
     /// Applies to `model` what is due: what arrived (a live source, for at most `budget`),
@@ -70,23 +101,12 @@ pub trait Source: std::fmt::Debug {
     /// A key the source answers to (pause, speed, proof jumps, record); what it says back.
     /// Actions it has nothing to do with are ignored.
     fn control(&mut self, action: Action, model: &mut Model) -> Said;
-    /// The state shown in the header.
-    fn link(&self) -> LinkState;
-    /// The replay transport line, for sources that have one.
-    fn transport(&self, _model: &Model) -> Option<String> {
-        None
-    }
+    /// The link, recording, transport and pause, as the header shows them.
+    fn status(&self, model: &Model) -> LinkStatus;
     /// A file and its end (replays): headless runs read it through at full speed.
     fn is_finite(&self) -> bool;
-    /// Paused (the replay clock stopped, or live events held), and for live: events held and
-    /// dropped while paused.
-    fn paused(&self) -> (bool, (u64, u64));
     /// Since when the prover has been lost without a goodbye (live).
     fn lost_since(&self) -> Option<Instant> {
-        None
-    }
-    /// The file being recorded to.
-    fn recording(&self) -> Option<String> {
         None
     }
     /// Names the source in the header (tests give recordings stable names).

@@ -1,10 +1,11 @@
 //! Recording a live session from the viewer: a header, a frame that re-states the session
-//! (Hello and every definition known so far, so a recording started mid-session decodes on
-//! its own), then the frames exactly as received.
+//! (its `Welcome`: Hello and every definition known so far — the same list the prover's
+//! collector welcomes a late viewer with — so a recording started mid-session decodes on its
+//! own), then the frames exactly as received.
 
 use crate::model::Session;
 use anyhow::{Context, Result};
-use probe_protocol::{Event, RecordingWriter, encode_frame};
+use probe_protocol::{RecordingWriter, encode_frames};
 use std::io::BufWriter;
 use std::path::Path;
 
@@ -19,31 +20,11 @@ impl Recorder {
         let f =
             std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
         let mut out = RecordingWriter::new(BufWriter::new(f))?;
-        if let Some(s) = session {
-            let mut evs = Vec::new();
-            if let Some(h) = &s.hello {
-                evs.push(Event::Hello(Box::new(h.clone())));
-            }
-            let mut names: Vec<_> = s.names.iter().collect();
-            names.sort_by_key(|(id, _)| **id);
-            for (id, name) in names {
-                evs.push(Event::NameDef {
-                    id: *id,
-                    name: name.clone(),
-                });
-            }
-            let mut threads: Vec<_> = s.threads.iter().collect();
-            threads.sort_by_key(|(id, _)| **id);
-            for (id, (name, tid)) in threads {
-                evs.push(Event::ThreadDef {
-                    id: *id,
-                    name: name.clone(),
-                    os_tid: *tid,
-                });
-            }
-            if !evs.is_empty() {
-                out.write_frame(&encode_frame(0, &evs)?)?;
-            }
+        let welcome = session
+            .map(|s| s.welcome().into_events())
+            .unwrap_or_default();
+        for frame in encode_frames(&welcome)? {
+            out.write_frame(&frame)?;
         }
         Ok(Recorder {
             out,

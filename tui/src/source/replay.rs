@@ -56,17 +56,118 @@ impl Speed {
     }
 }
 
-/// What the opening pass learnt about the file.
+/// What the opening pass learnt about the tape.
 #[derive(Debug, Default)]
 struct Survey {
     frames: usize,
     end_ts: u64,
-    /// Frame numbers holding a `ProofEnd` (in file order), as many as the budget allows.
+    /// Frame numbers holding a `ProofEnd` (in tape order), as many as the budget allows.
     proof_ends: Vec<usize>,
     /// Proof ends not noted (the budget was reached): jumping still works up to the last noted.
     proof_ends_dropped: u64,
     bad_frames: u64,
     warnings: Vec<String>,
+}
+
+/// A frame a tape could not give.
+#[derive(Debug)]
+pub enum TapeError {
+    /// The tape cannot be replayed at all (another protocol version).
+    Refused(String),
+    /// This frame is bad; `fatal`: nothing after it can be read either.
+    Bad { message: String, fatal: bool },
+}
+
+/// Frames to replay, in order, from the start again on demand: a recording file read as the
+/// replay goes, or an imported log's frames held in memory.
+pub trait Tape: std::fmt::Debug {
+    /// The next frame's events; `None` at the end.
+    fn next_frame(&mut self) -> Option<Result<Vec<Event>, TapeError>>;
+    /// Back to the first frame.
+    fn rewind(&mut self) -> Result<()>;
+    /// What the tape can say about itself once read to its end (a cut-off file).
+    fn end_note(&self) -> Option<String> {
+        None
+    }
+}
+
+/// A recording file.
+#[derive(Debug)]
+pub struct FileTape {
+    path: PathBuf,
+    reader: RecordingReader<BufReader<File>>,
+}
+
+impl FileTape {
+    pub fn open(path: &Path) -> Result<FileTape> {
+        Ok(FileTape {
+            path: path.to_owned(),
+            reader: open_reader(path)?,
+        })
+    }
+}
+
+impl Tape for FileTape {
+    fn next_frame(&mut self) -> Option<Result<Vec<Event>, TapeError>> {
+        match self.reader.next_frame() {
+            Ok(Some(f)) => Some(Ok(f.events)),
+            Ok(None) => None,
+            Err(e) => {
+                if let ReadErrorKind::Decode(d @ DecodeError::IncompatibleVersion { .. }) = &e.error
+                {
+                    return Some(Err(TapeError::Refused(format!(
+                        "{}: frame at {e}: {d}",
+                        self.path.display()
+                    ))));
+                }
+                Some(Err(TapeError::Bad {
+                    message: format!("recording {e}"),
+                    fatal: e.is_fatal(),
+                }))
+            }
+        }
+    }
+
+    fn rewind(&mut self) -> Result<()> {
+        self.reader = open_reader(&self.path)?;
+        Ok(())
+    }
+
+    fn end_note(&self) -> Option<String> {
+        self.reader.truncation().map(ToString::to_string)
+    }
+}
+
+/// Frames held in memory (an imported log: nothing is written to disk).
+#[derive(Debug)]
+pub struct MemoryTape {
+    frames: Vec<Vec<Event>>,
+    at: usize,
+}
+
+impl MemoryTape {
+    /// `events` framed `per_frame` at a time, as a probe's collector would batch them.
+    pub fn new(events: Vec<Event>, per_frame: usize) -> MemoryTape {
+        let mut frames = Vec::new();
+        let mut it = events.into_iter().peekable();
+        while it.peek().is_some() {
+            frames.push(it.by_ref().take(per_frame.max(1)).collect());
+        }
+        MemoryTape { frames, at: 0 }
+    }
+}
+
+impl Tape for MemoryTape {
+    fn next_frame(&mut self) -> Option<Result<Vec<Event>, TapeError>> {
+        let f = self.frames.get(self.at)?.clone();
+        self.at += 1;
+        Some(Ok(f))
+    }
+
+    fn rewind(&mut self) -> Result<()> {
+        self.at = 0;
+        Ok(())
+    }
 }
 
 fn open_reader(path: &Path) -> Result<RecordingReader<BufReader<File>>> {
@@ -75,18 +176,17 @@ fn open_reader(path: &Path) -> Result<RecordingReader<BufReader<File>>> {
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
-/// Reads the whole file once, keeping nothing of the events: what a replay needs to know up
-/// front. `max_marks` bounds the proof-end index.
-fn survey(path: &Path, max_marks: usize) -> Result<Survey> {
-    let mut r = open_reader(path)?;
+/// Reads the whole tape once, keeping nothing of the events: what a replay needs to know up
+/// front; then rewinds it. `max_marks` bounds the proof-end index.
+fn survey(tape: &mut dyn Tape, max_marks: usize) -> Result<Survey> {
     let mut s = Survey::default();
-    loop {
-        match r.next_frame() {
-            Ok(Some(f)) => {
-                if let Some(ts) = f.events.iter().filter_map(Event::ts).max() {
+    while let Some(frame) = tape.next_frame() {
+        match frame {
+            Ok(events) => {
+                if let Some(ts) = events.iter().filter_map(Event::ts).max() {
                     s.end_ts = s.end_ts.max(ts);
                 }
-                if f.events.iter().any(|e| matches!(e, Event::ProofEnd(_))) {
+                if events.iter().any(|e| matches!(e, Event::ProofEnd(_))) {
                     if s.proof_ends.len() < max_marks {
                         s.proof_ends.push(s.frames);
                     } else {
@@ -95,40 +195,33 @@ fn survey(path: &Path, max_marks: usize) -> Result<Survey> {
                 }
                 s.frames += 1;
             }
-            Ok(None) => break,
-            Err(e) => {
-                if let ReadErrorKind::Decode(d @ DecodeError::IncompatibleVersion { .. }) = &e.error
-                {
-                    bail!("{}: frame at {e}: {d}", path.display());
-                }
+            Err(TapeError::Refused(why)) => bail!(why),
+            Err(TapeError::Bad { message, fatal }) => {
                 s.bad_frames += 1;
-                let fatal = e.is_fatal();
-                s.warnings.push(format!("recording {e}"));
+                s.warnings.push(message);
                 if fatal {
                     break;
                 }
             }
         }
     }
-    if let Some(t) = r.truncation() {
-        s.warnings.push(t.to_string());
-    }
+    s.warnings.extend(tape.end_note());
     if s.proof_ends_dropped > 0 {
         s.warnings.push(format!(
             "{} proof ends past the replay's index budget: `[` `]` stop at the last indexed proof",
             s.proof_ends_dropped
         ));
     }
+    tape.rewind()?;
     Ok(s)
 }
 
-/// An open recording and the replay position.
+/// A tape and the replay position.
 #[derive(Debug)]
 pub struct Replay {
     pub file: String,
-    path: PathBuf,
-    reader: RecordingReader<BufReader<File>>,
-    /// The next frame read from the file but not handed out yet (it was not due).
+    tape: Box<dyn Tape>,
+    /// The next frame read from the tape but not handed out yet (it was not due).
     ahead: Option<ReplayFrame>,
     survey: Survey,
     /// Problems met while reading (bad frames, truncation), for the report.
@@ -146,11 +239,19 @@ pub struct Replay {
 impl Replay {
     /// Opens a recording; `index_budget` bytes bound the proof index (16 bytes a proof).
     pub fn open(path: &Path, index_budget: usize) -> Result<Replay> {
-        let survey = survey(path, (index_budget / 16).max(64))?;
+        Replay::of(
+            path.display().to_string(),
+            Box::new(FileTape::open(path)?),
+            index_budget,
+        )
+    }
+
+    /// Replays `tape`, named `file` in the header.
+    pub fn of(file: String, mut tape: Box<dyn Tape>, index_budget: usize) -> Result<Replay> {
+        let survey = survey(tape.as_mut(), (index_budget / 16).max(64))?;
         Ok(Replay {
-            file: path.display().to_string(),
-            path: path.to_owned(),
-            reader: open_reader(path)?,
+            file,
+            tape,
             ahead: None,
             warnings: survey.warnings.clone(),
             survey,
@@ -162,7 +263,7 @@ impl Replay {
         })
     }
 
-    /// Frames in the file that decode.
+    /// Frames on the tape that decode.
     pub fn frame_count(&self) -> usize {
         self.survey.frames
     }
@@ -195,22 +296,21 @@ impl Replay {
         self.anchor = None;
     }
 
-    /// The next decodable frame of the file (bad frames were counted by the survey).
+    /// The next decodable frame (bad frames were counted by the survey).
     fn read_frame(&mut self) -> Option<ReplayFrame> {
         if let Some(f) = self.ahead.take() {
             return Some(f);
         }
         loop {
-            match self.reader.next_frame() {
-                Ok(Some(f)) => {
+            match self.tape.next_frame()? {
+                Ok(events) => {
                     return Some(ReplayFrame {
-                        ts: f.events.iter().find_map(Event::ts),
-                        events: f.events,
+                        ts: events.iter().find_map(Event::ts),
+                        events,
                     });
                 }
-                Ok(None) => return None,
-                Err(e) if e.is_fatal() => return None,
-                Err(_) => {}
+                Err(TapeError::Refused(_) | TapeError::Bad { fatal: true, .. }) => return None,
+                Err(TapeError::Bad { .. }) => {}
             }
         }
     }
@@ -272,7 +372,7 @@ impl Replay {
     pub fn seek(&mut self, index: usize, mut f: impl FnMut(Option<Vec<Event>>)) -> Result<()> {
         let target = (index + 1).min(self.survey.frames);
         if target < self.next {
-            self.reader = open_reader(&self.path)?;
+            self.tape.rewind()?;
             self.ahead = None;
             self.next = 0;
             self.position = 0;

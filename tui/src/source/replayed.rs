@@ -1,8 +1,8 @@
 //! A recording as a [`Source`], with its transport (speed, pause, proof jumps); a log imported
-//! on the fly is the same replay over a temporary recording it owns ([`Replayed::open_log`]).
+//! on the fly is the same replay over its frames held in memory ([`Replayed::open_log`]).
 
-use super::replay::{Replay, Speed};
-use super::{LinkState, Said, Source};
+use super::replay::{MemoryTape, Replay, Speed};
+use super::{Held, LinkState, LinkStatus, Said, Source};
 use crate::input::Action;
 use crate::model::Model;
 use anyhow::Result;
@@ -12,8 +12,6 @@ use std::time::Duration;
 #[derive(Debug)]
 pub struct Replayed {
     replay: Replay,
-    /// The recording a log was imported into: it lives as long as the replay reads it.
-    _imported: Option<tempfile::NamedTempFile>,
 }
 
 impl Replayed {
@@ -25,28 +23,19 @@ impl Replayed {
         model: &mut Model,
     ) -> Result<(Replayed, Vec<String>)> {
         let r = Replay::open(path, index_budget)?;
-        model.bad_frames += r.bad_frames();
+        model.count_bad_frames(r.bad_frames());
         let warnings = r.warnings.clone();
-        Ok((
-            Replayed {
-                replay: r,
-                _imported: None,
-            },
-            warnings,
-        ))
+        Ok((Replayed { replay: r }, warnings))
     }
 
-    /// Imports a log (`import`'s formats) into a temporary recording and opens that.
-    pub fn open_log(
-        log: &Path,
-        index_budget: usize,
-        model: &mut Model,
-    ) -> Result<(Replayed, Vec<String>)> {
-        let file = crate::import::to_temporary(log)?;
-        let (mut replayed, warnings) = Replayed::open(file.path(), index_budget, model)?;
-        replayed.relabel(format!("{} (imported log)", log.display()));
-        replayed._imported = Some(file);
-        Ok((replayed, warnings))
+    /// Imports a log (`import`'s formats) and replays what it made, from memory.
+    pub fn open_log(log: &Path, index_budget: usize) -> Result<(Replayed, Vec<String>)> {
+        let imp = crate::import::import(&[log.to_owned()])?;
+        let tape = MemoryTape::new(imp.events, crate::import::EVENTS_PER_FRAME);
+        let label = format!("{} (imported log)", log.display());
+        let r = Replay::of(label, Box::new(tape), index_budget)?;
+        let warnings = r.warnings.clone();
+        Ok((Replayed { replay: r }, warnings))
     }
 
     /// Ingests up to frame `idx` (into a fresh model when going back).
@@ -54,17 +43,36 @@ impl Replayed {
         let mut said = Said::default();
         let sought = self.replay.seek(idx, |frame| match frame {
             Some(events) => model.ingest_all(events),
-            None => {
-                let bad = model.bad_frames;
-                *model = Model::new(model.retention);
-                model.bad_frames = bad;
-            }
+            None => model.restart(),
         });
         if let Err(e) = sought {
             said.message = Some(format!("replay: {e:#}"));
         }
         said.applied = 1;
         said
+    }
+}
+
+impl Replayed {
+    /// The transport line: state, speed, position, frame, proofs, keys.
+    fn transport(&self, model: &Model) -> String {
+        let r = &self.replay;
+        format!(
+            "{} {}  │  +{} of {}  │  frame {}/{}  │  {} proofs  │  s speed  [ ] proof  space pause",
+            if r.paused {
+                "⏸"
+            } else if r.done() {
+                "■"
+            } else {
+                "▶"
+            },
+            r.speed.label(),
+            crate::format::dur(r.position()),
+            crate::format::dur(r.end()),
+            r.next,
+            r.frame_count(),
+            model.proof_keys().len()
+        )
     }
 }
 
@@ -109,43 +117,24 @@ impl Source for Replayed {
         Said::default()
     }
 
-    fn link(&self) -> LinkState {
+    fn status(&self, model: &Model) -> LinkStatus {
         let r = &self.replay;
-        LinkState::Replay {
-            file: r.file.clone(),
-            position: r.position(),
-            total: r.end(),
-            speed: r.speed.label().into(),
-            paused: r.paused,
-        }
-    }
-
-    fn transport(&self, model: &Model) -> Option<String> {
-        let r = &self.replay;
-        Some(format!(
-            "{} {}  │  +{} of {}  │  frame {}/{}  │  {} proofs  │  s speed  [ ] proof  space pause",
-            if r.paused {
-                "⏸"
-            } else if r.done() {
-                "■"
-            } else {
-                "▶"
+        LinkStatus {
+            link: LinkState::Replay {
+                file: r.file.clone(),
+                position: r.position(),
+                total: r.end(),
+                speed: r.speed.label().into(),
+                paused: r.paused,
             },
-            r.speed.label(),
-            crate::format::dur(r.position()),
-            crate::format::dur(r.end()),
-            r.next,
-            r.frame_count(),
-            model.proof_keys().len()
-        ))
+            recording: None,
+            transport: Some(self.transport(model)),
+            paused: r.paused.then_some(Held::default()),
+        }
     }
 
     fn is_finite(&self) -> bool {
         true
-    }
-
-    fn paused(&self) -> (bool, (u64, u64)) {
-        (self.replay.paused, (0, 0))
     }
 
     fn relabel(&mut self, label: String) {

@@ -23,7 +23,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let mut lines: Vec<Line> = vec![Line::from(Span::styled(
         format!(
             "gaps of proof {} (flagged: ≥ max({:.0}% of the span, {}))",
-            p.id,
+            p.id(),
             state.rule.min_fraction * 100.0,
             dur(state.rule.min_ns)
         ),

@@ -12,10 +12,9 @@ use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
 
 pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let Some(s) = model.current() else { return };
-    if s.gpu.is_empty() {
+    if s.gpu_samples().is_empty() {
         let why = s
-            .hello
-            .as_ref()
+            .hello()
             .and_then(|h| h.gpu_unavailable_reason.as_deref())
             .map(|r| crate::format::gpu_reason(r).into_owned())
             .unwrap_or_else(|| "no GPU samples".into());
@@ -26,7 +25,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     }
     let proof_range = state
         .shown(model)
-        .and_then(|k| model.proof(k).and_then(|p| p.range(s.now)));
+        .and_then(|k| model.proof(k).and_then(|p| p.range(s.now())));
     let range = proof_range.map(|(a, b)| state.window(a, b));
     // Offsets from the proof's start, as on the timeline.
     let origin = proof_range.map(|(a, _)| a);
@@ -36,7 +35,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         .and_then(|k| model.proof(k))
         .map(|p| crate::analysis::gpu_use(s, p, state.rule.gpu_idle_fraction))
         .unwrap_or_default();
-    let devices: Vec<_> = s.gpu.iter().collect();
+    let devices: Vec<_> = s.gpu_samples().iter().collect();
     let parts = Layout::vertical(
         devices
             .iter()

@@ -2,16 +2,16 @@
 
 use super::{ViewState, bold, dim, warn};
 use crate::model::Model;
-use crate::source::LinkState;
+use crate::source::{LinkState, LinkStatus};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
-pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
+pub fn render(model: &Model, state: &ViewState, status: &LinkStatus, area: Rect, buf: &mut Buffer) {
     let s = model.current();
-    let hello = s.and_then(|s| s.hello.as_ref());
+    let hello = s.and_then(|s| s.hello());
     let mut l1 = vec![Span::styled("proofscope ", bold().fg(Color::Cyan))];
     match hello {
         Some(h) => {
@@ -36,7 +36,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         }
         None => l1.push(Span::styled("waiting for a prover…", dim())),
     }
-    let (link, style) = match &state.link {
+    let (link, style) = match &status.link {
         LinkState::Idle => ("idle".to_string(), dim()),
         LinkState::Connecting(p) => (
             format!("connecting to {p}"),
@@ -52,21 +52,18 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     };
     let mut l2 = vec![Span::styled(link, style)];
     l2.push(Span::styled(" │ ", dim()));
-    match &state.recording {
+    match &status.recording {
         Some(p) => l2.push(Span::styled(format!("● rec {p}"), warn())),
         None => l2.push(Span::styled("rec off", dim())),
     }
-    let done: u64 = model.sessions.iter().map(|s| s.proofs_done).sum();
+    let done = model.proofs_done();
     l2.push(Span::styled(" │ ", dim()));
     l2.push(Span::raw(format!("proofs {done}")));
     if let Some(r) = s.and_then(|s| s.proofs_per_min()) {
         l2.push(Span::raw(format!(" ({r:.1}/min)")));
     }
     // Live: whether the newest proof is followed (`f` toggles it).
-    if matches!(
-        state.link,
-        LinkState::Live(_) | LinkState::Connecting(_) | LinkState::Disconnected(_)
-    ) {
+    if status.is_live() {
         l2.push(Span::styled(" │ ", dim()));
         if state.follow {
             l2.push(Span::styled("following", Style::default().fg(Color::Green)));
@@ -84,9 +81,9 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     } else {
         l2.push(Span::styled("dropped 0", dim()));
     }
-    if state.paused {
+    if let Some(h) = status.paused {
         l2.push(Span::styled(" │ PAUSED", warn()));
-        let (held, lost) = state.held;
+        let (held, lost) = (h.events, h.dropped);
         if held > 0 {
             l2.push(Span::styled(format!(", {held} events held"), warn()));
         }
@@ -97,7 +94,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             ));
         }
     }
-    if let Some(g) = s.and_then(|s| s.history_gap.as_ref()) {
+    if let Some(g) = s.and_then(|s| s.history_gap()) {
         l2.push(Span::styled(
             format!(" │ {} older events evicted by the prover", g.evicted_events),
             Style::default().fg(Color::Yellow),

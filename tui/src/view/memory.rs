@@ -14,12 +14,14 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let Some((s, p)) = super::proof_or_placeholder(model, state, area, buf) else {
         return;
     };
-    let Some((a, b)) = p.range(s.now) else { return };
+    let Some((a, b)) = p.range(s.now()) else {
+        return;
+    };
     let (from, to) = state.window(a, b);
     let [summary, chart] =
         Layout::vertical([Constraint::Length(2), Constraint::Min(3)]).areas(area);
-    let samples = s.alloc.range(from, to.saturating_add(1));
-    let releases = s.releases.range(from, to.saturating_add(1));
+    let samples = s.alloc_samples().range(from, to.saturating_add(1));
+    let releases = s.releases().range(from, to.saturating_add(1));
     let outer_thread = p.outer().map(|o| o.thread);
     let freeing: u64 = releases.iter().map(|r| r.inside_ns).sum();
     let on_proving: u64 = releases

@@ -36,20 +36,22 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let first = (pos + 1)
         .saturating_sub(rows)
         .min(keys.len().saturating_sub(rows));
-    let multi = model.sessions.len() > 1;
+    let multi = model.sessions().len() > 1;
     let mut lines = Vec::new();
     for k in keys.iter().skip(first).take(rows) {
         let Some(p) = model.proof(*k) else { continue };
-        let s = &model.sessions[k.session];
-        let (mark, mstyle) = match p.end.as_ref().map(|e| e.verification) {
+        let Some(s) = model.session(k.session) else {
+            continue;
+        };
+        let (mark, mstyle) = match p.end().map(|e| e.verification) {
             None => ("…", Style::default().fg(Color::Yellow)),
             Some(Verification::Valid) => ("✓", Style::default().fg(Color::Green)),
             Some(Verification::Invalid) => ("✗", warn()),
             Some(Verification::Unverifiable) => ("~", dim()),
             Some(Verification::NotChecked) => ("·", dim()),
         };
-        let len = p.outer().map(|o| o.end_or(s.now) - o.start);
-        let flagged = proof_gaps(p, &state.rule, s.now)
+        let len = p.outer().map(|o| o.len_at(s.now()));
+        let flagged = proof_gaps(p, &state.rule, s.now())
             .first()
             .is_some_and(|g| g.gaps.iter().any(|g| g.flagged));
         let id = if multi {

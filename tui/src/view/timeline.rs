@@ -3,9 +3,9 @@
 //! segments drawn distinctly with their duration.
 
 use super::{ViewState, bold, dim, warn};
-use crate::analysis::{phase_order, proof_gaps};
+use crate::analysis::proof_gaps;
 use crate::format::dur;
-use crate::model::{Model, Proof, Session, Span};
+use crate::model::{Model, Proof, Session, Span, SpanId, ThreadId};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -98,8 +98,9 @@ enum Detail {
 }
 
 fn rows(s: &Session, p: &Proof, outer: &Span, detail: Detail) -> Vec<Row> {
+    // In time order: rows read top to bottom as the proof ran, whatever the phases' names.
     let mut phases: Vec<&Span> = p.children(outer.id).collect();
-    phases.sort_by_key(|sp| (phase_order(s.name(sp.name)), sp.start, sp.thread));
+    phases.sort_by_key(|sp| (sp.start, sp.thread, sp.id));
     let mut out = Vec::new();
     for (i, ph) in phases.iter().enumerate() {
         let name = s.name(ph.name);
@@ -114,7 +115,7 @@ fn rows(s: &Session, p: &Proof, outer: &Span, detail: Detail) -> Vec<Row> {
             } else {
                 name.to_owned()
             },
-            spans: vec![(ph.start, ph.end_or(s.now))],
+            spans: vec![(ph.start, ph.end_or(s.now()))],
             style: Style::default().fg(color),
             sub: false,
             note: None,
@@ -122,15 +123,16 @@ fn rows(s: &Session, p: &Proof, outer: &Span, detail: Detail) -> Vec<Row> {
         let phase_row = out.len() - 1;
         // Parallel work under this phase: children on other threads than the phase's, one row
         // per thread; GPU spans one row per (device, stream).
-        let mut per_thread: std::collections::BTreeMap<u32, Vec<(u64, u64)>> = Default::default();
+        let mut per_thread: std::collections::BTreeMap<ThreadId, Vec<(u64, u64)>> =
+            Default::default();
         for c in p.children(ph.id).filter(|c| c.thread != ph.thread) {
             per_thread
                 .entry(c.thread)
                 .or_default()
-                .push((c.start, c.end_or(s.now)));
+                .push((c.start, c.end_or(s.now())));
         }
         // Sorted by when each thread started its part.
-        let mut threads: Vec<(u32, Vec<(u64, u64)>)> = per_thread.into_iter().collect();
+        let mut threads: Vec<(ThreadId, Vec<(u64, u64)>)> = per_thread.into_iter().collect();
         threads.sort_by_key(|(t, spans)| (spans.iter().map(|x| x.0).min(), *t));
         let mut notes = Vec::new();
         match detail {
@@ -169,11 +171,11 @@ fn rows(s: &Session, p: &Proof, outer: &Span, detail: Detail) -> Vec<Row> {
         }
         let mut per_stream: std::collections::BTreeMap<(u32, u32), Vec<(u64, u64)>> =
             Default::default();
-        let descendants: Vec<u64> = std::iter::once(ph.id)
+        let descendants: Vec<SpanId> = std::iter::once(ph.id)
             .chain(p.children(ph.id).map(|c| c.id))
             .collect();
         for g in p
-            .gpu_spans
+            .gpu_spans()
             .iter()
             .filter(|g| g.span.is_some_and(|x| descendants.contains(&x)))
         {
@@ -232,33 +234,33 @@ fn rows(s: &Session, p: &Proof, outer: &Span, detail: Detail) -> Vec<Row> {
 /// phases and its GPU work, inside this proof's window, so that what the device did while this
 /// proof synthesised is on screen.
 fn beside(s: &Session, p: &Proof, outer: &Span) -> Vec<Row> {
-    let (a, b) = (outer.start, outer.end_or(s.now));
+    let (a, b) = (outer.start, outer.end_or(s.now()));
     let clip = |x: u64, y: u64| (x.max(a), y.min(b));
     let mut out = Vec::new();
-    for q in s.proofs.values().filter(|q| q.id != p.id) {
+    for q in s.proofs().filter(|q| q.id() != p.id()) {
         let Some(qo) = q.outer() else {
             continue;
         };
-        let (qa, qb) = (qo.start, qo.end_or(s.now));
+        let (qa, qb) = (qo.start, qo.end_or(s.now()));
         if qb <= a || qa >= b {
             continue;
         }
         out.push(Row {
-            label: format!("proof #{}", q.id),
+            label: format!("proof #{}", q.id()),
             spans: vec![clip(qa, qb)],
             style: Style::default().fg(Color::Magenta),
             sub: true,
             note: None,
         });
         let gpu: Vec<(u64, u64)> = q
-            .gpu_spans
+            .gpu_spans()
             .iter()
             .map(|g| clip(g.start, g.end))
             .filter(|(x, y)| x < y)
             .collect();
         if !gpu.is_empty() {
             out.push(Row {
-                label: format!(" └#{} GPU", q.id),
+                label: format!(" └#{} GPU", q.id()),
                 spans: gpu,
                 style: Style::default().fg(Color::Yellow),
                 sub: true,
@@ -274,10 +276,10 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         return;
     };
     let Some(outer) = p.outer().copied() else {
-        Paragraph::new(format!("proof {} has no outer span yet", p.id)).render(area, buf);
+        Paragraph::new(format!("proof {} has no outer span yet", p.id())).render(area, buf);
         return;
     };
-    let (a, b) = (outer.start, outer.end_or(s.now));
+    let (a, b) = (outer.start, outer.end_or(s.now()));
     let (from, to) = state.window(a, b);
     let axis = Axis {
         from,
@@ -289,8 +291,8 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         return;
     }
     // Title: what this proof is.
-    let mut title = vec![TSpan::styled(format!("proof {} ", p.id), bold())];
-    if let Some(pb) = &p.begin {
+    let mut title = vec![TSpan::styled(format!("proof {} ", p.id()), bold())];
+    if let Some(pb) = p.begin() {
         title.push(TSpan::raw(format!(
             "{} × {} ({} constraints) {}",
             pb.circuits, pb.circuit, pb.constraints, pb.backend
@@ -300,7 +302,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         }
     }
     title.push(TSpan::styled(format!("  {}", dur(b - a)), bold()));
-    if let Some(e) = &p.end {
+    if let Some(e) = p.end() {
         title.push(TSpan::raw(format!("  {}", e.verification.as_str())));
     }
     Paragraph::new(Line::from(title)).render(Rect { height: 1, ..area }, buf);
@@ -323,7 +325,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     }
     // Outer span row with its unaccounted segments.
     let y0 = area.y + 2;
-    let gaps = proof_gaps(p, &state.rule, s.now);
+    let gaps = proof_gaps(p, &state.rule, s.now());
     let outer_gaps = gaps.iter().find(|g| g.span.id == outer.id);
     label(buf, area, y0, s.name(outer.name), bold());
     if let Some(c) = axis.cols(a, b) {

@@ -1,0 +1,146 @@
+//! What a gap's thread did, from its scheduler counters (`ThreadSched`) around the gap:
+//! running, waiting for a CPU, or neither (blocked or sleeping) — and, when blocked, which
+//! other thread's span it likely waited for.
+
+use super::gaps::Interval;
+use crate::format::dur;
+use crate::model::{Proof, Session, Span};
+use probe_protocol::markers::DiagnosisKind;
+
+/// How far around a gap scheduler samples are looked for.
+const SLACK_NS: u64 = 250_000_000;
+/// A run-queue share of the window from which the thread counts as waiting for a CPU.
+const WAITING_SHARE: f64 = 0.2;
+/// Spans that waited-for spans may end this close to the gap's end (or 1/50 of the gap).
+const RESUME_NS: u64 = 2_000_000;
+
+/// What the gap's thread did around the gap.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SchedEvidence {
+    /// The samples' window (it covers at least half the gap).
+    pub window_ns: u64,
+    pub cpu_ns: u64,
+    pub runq_ns: u64,
+    /// Neither on a CPU nor runnable: blocked or sleeping.
+    pub off_ns: u64,
+    pub kind: DiagnosisKind,
+    /// Spans of other threads that ended as the gap did: what it likely waited for
+    /// (thread, span).
+    pub waited_for: Vec<(String, String)>,
+}
+
+/// The evidence of `span`'s thread's counters around `gap`; `None` when no samples cover at
+/// least half of it.
+pub fn sched_evidence(
+    session: &Session,
+    proof: &Proof,
+    span: &Span,
+    gap: Interval,
+) -> Option<SchedEvidence> {
+    let series = session.sched(span.thread)?;
+    let near = series.range(
+        gap.start.saturating_sub(SLACK_NS),
+        gap.end.saturating_add(SLACK_NS),
+    );
+    let s0 = near
+        .iter()
+        .rev()
+        .find(|s| s.ts <= gap.start)
+        .or_else(|| near.first())?;
+    let s1 = near
+        .iter()
+        .find(|s| s.ts >= gap.end)
+        .or_else(|| near.last())?;
+    let window = Interval::new(s0.ts, s1.ts);
+    if window.is_empty() || window.overlap(&gap) * 2 < gap.len() {
+        return None;
+    }
+    let w = window.len();
+    let cpu = s1.cpu_ns.saturating_sub(s0.cpu_ns).min(w);
+    let runq = s1.runq_ns.saturating_sub(s0.runq_ns).min(w - cpu);
+    let off = w - cpu - runq;
+    let kind = if runq as f64 / w as f64 >= WAITING_SHARE {
+        DiagnosisKind::WaitingForCpu
+    } else if cpu >= off {
+        DiagnosisKind::RunningUninstrumented
+    } else {
+        DiagnosisKind::Blocked
+    };
+    let waited_for = if kind == DiagnosisKind::Blocked {
+        waited_for(session, proof, span, gap)
+    } else {
+        Vec::new()
+    };
+    Some(SchedEvidence {
+        window_ns: w,
+        cpu_ns: cpu,
+        runq_ns: runq,
+        off_ns: off,
+        kind,
+        waited_for,
+    })
+}
+
+/// Spans on other threads (the proof's, and those outside every proof: a server's other work)
+/// that ended as the gap did: (thread, span), at most three.
+fn waited_for(
+    session: &Session,
+    proof: &Proof,
+    span: &Span,
+    gap: Interval,
+) -> Vec<(String, String)> {
+    let near_end = (gap.len() / 50).max(RESUME_NS);
+    let mut out = Vec::new();
+    for s in proof.spans().iter().chain(session.loose().spans()) {
+        if s.thread == span.thread {
+            continue;
+        }
+        if let Some(e) = s.end
+            && e + near_end >= gap.end
+            && e <= gap.end + near_end
+        {
+            out.push((
+                session.thread_name(s.thread).into_owned(),
+                session.name(s.name).to_owned(),
+            ));
+        }
+    }
+    out.truncate(3);
+    out
+}
+
+/// The evidence as a sentence.
+pub fn sched_sentence(e: &SchedEvidence) -> String {
+    let pct = |x: u64| x as f64 / e.window_ns.max(1) as f64 * 100.0;
+    match e.kind {
+        DiagnosisKind::WaitingForCpu => format!(
+            "runnable but waiting for a CPU {} ({:.0}% of the thread's time around the gap; on a CPU {:.0}%): more runnable threads than CPUs, the host is oversubscribed",
+            dur(e.runq_ns),
+            pct(e.runq_ns),
+            pct(e.cpu_ns)
+        ),
+        DiagnosisKind::RunningUninstrumented => format!(
+            "the thread ran on a CPU {} ({:.0}% of its time around the gap): code no span covers",
+            dur(e.cpu_ns),
+            pct(e.cpu_ns)
+        ),
+        _ => {
+            let mut s = format!(
+                "the thread was blocked or sleeping {} ({:.0}% of its time around the gap; on a CPU {:.0}%, waiting for one {:.0}%): a lock, I/O or another thread",
+                dur(e.off_ns),
+                pct(e.off_ns),
+                pct(e.cpu_ns),
+                pct(e.runq_ns)
+            );
+            if !e.waited_for.is_empty() {
+                let w: Vec<String> = e
+                    .waited_for
+                    .iter()
+                    .map(|(t, n)| format!("{n} on {t}"))
+                    .collect();
+                s += &format!("; it resumed as {} ended", w.join(", "));
+            }
+            s
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! The session controller: a source feeding the model, the commands the source answers
+//! (transport, pause, record), and what it said for the report. No terminal, no view.
+
+use crate::input::Action;
+use crate::model::Model;
+use crate::source::{LinkStatus, Said, Source};
+use std::time::{Duration, Instant};
+
+#[derive(Debug)]
+pub struct Controller {
+    model: Model,
+    /// Where the session comes from: a live prover, a recording or a log.
+    feed: Box<dyn Source>,
+    /// What the report calls the source.
+    label: String,
+    /// Warnings for the report, from the source.
+    warnings: Vec<String>,
+}
+
+impl Controller {
+    pub fn new(model: Model, feed: Box<dyn Source>, label: String) -> Controller {
+        Controller {
+            model,
+            feed,
+            label,
+            warnings: Vec::new(),
+        }
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// What the report calls the source.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    pub fn warn(&mut self, w: impl Into<String>) {
+        self.warnings.push(w.into());
+    }
+
+    /// Names the source in the header and the report (tests use stable names).
+    pub fn relabel(&mut self, label: &str) {
+        self.label = label.to_owned();
+        self.feed.relabel(label.to_owned());
+    }
+
+    /// Keeps what the source said for the report; the rest is for the caller (the footer).
+    fn take(&mut self, mut said: Said) -> Said {
+        self.warnings.append(&mut said.warnings);
+        said
+    }
+
+    /// Applies what the source has, for at most `budget`.
+    pub fn pump(&mut self, budget: Duration) -> Said {
+        let said = self.feed.pump(&mut self.model, budget);
+        self.take(said)
+    }
+
+    /// Blocks up to `wait` for something, then applies it (a finite source: all of it).
+    pub fn wait(&mut self, wait: Duration) -> Said {
+        let said = self.feed.wait(&mut self.model, wait);
+        self.take(said)
+    }
+
+    /// A key the source answers (pause, speed, proof jumps, record).
+    pub fn control(&mut self, action: Action) -> Said {
+        let said = self.feed.control(action, &mut self.model);
+        self.take(said)
+    }
+
+    pub fn status(&self) -> LinkStatus {
+        self.feed.status(&self.model)
+    }
+
+    pub fn is_finite(&self) -> bool {
+        self.feed.is_finite()
+    }
+
+    pub fn lost_since(&self) -> Option<Instant> {
+        self.feed.lost_since()
+    }
+
+    /// Stops the source; what the user should know.
+    pub fn finish(&mut self) -> Option<String> {
+        self.feed.finish()
+    }
+}

@@ -1,0 +1,134 @@
+//! A headless run: collect until a stop condition, leaving the model ready for a report.
+//! Signals (SIGINT, SIGTERM) stop it like a condition does.
+
+use super::App;
+use crate::source::LinkState;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Stop conditions of a headless live run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Until {
+    pub proofs: Option<u64>,
+    pub duration: Option<Duration>,
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+fn catch_signals() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
+/// How long a headless live run waits for a prover lost without a goodbye to come back.
+pub const RECONNECT_WINDOW: Duration = Duration::from_secs(10);
+/// One wait for the live source.
+const WAIT: Duration = Duration::from_millis(100);
+/// What had already arrived when the run stops is taken for at most this long.
+const DRAIN: Duration = Duration::from_millis(200);
+
+/// How a headless run ended, beyond its report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeadlessEnd {
+    /// The prover went away without a goodbye and did not come back: why the link was lost.
+    pub vanished: Option<String>,
+    /// The link failed for good (a refusal, another protocol version): why.
+    pub failed: Option<String>,
+    /// Nothing at all arrived (no prover there, or the demo prover died first): why.
+    pub captured_nothing: Option<String>,
+}
+
+/// Whether a live run should stop now.
+fn should_stop(app: &mut App, until: Until, t0: Instant) -> bool {
+    // Proofs completed after attaching: the prover's history does not count.
+    let done = app.model().proofs_done_live();
+    let said_goodbye = app.model().current().is_some_and(|s| s.goodbye().is_some());
+    let gone_too_long = app
+        .session
+        .lost_since()
+        .is_some_and(|t| t.elapsed() >= RECONNECT_WINDOW);
+    INTERRUPTED.load(Ordering::Relaxed)
+        || until.proofs.is_some_and(|n| done >= n)
+        || until.duration.is_some_and(|d| t0.elapsed() >= d)
+        || matches!(app.status().link, LinkState::Failed(_))
+        || (said_goodbye && until.duration.is_none())
+        || (gone_too_long && until.duration.is_none())
+        || app.demo.as_mut().is_some_and(|d| d.status().is_some())
+}
+
+/// Why nothing arrived: the demo prover's exit, else the link's last word.
+fn why_nothing(app: &mut App) -> String {
+    let demo = app.demo.as_mut().and_then(|d| {
+        let status = d.status()?;
+        Some(match d.last_words() {
+            Some(w) => format!("the demo prover exited ({status}): {w}"),
+            None => format!("the demo prover exited ({status})"),
+        })
+    });
+    demo.unwrap_or_else(|| match app.status().link {
+        LinkState::Disconnected(why) | LinkState::Failed(why) | LinkState::Ended(why) => why,
+        LinkState::Connecting(at) => format!("no prover answered at {at}"),
+        _ => "no events arrived".to_owned(),
+    })
+}
+
+/// How the run ended, with the warnings the report carries for it.
+fn ending(app: &mut App) -> HeadlessEnd {
+    let link = app.status().link;
+    let vanished = match &link {
+        LinkState::Disconnected(why) if app.session.lost_since().is_some() => Some(why.clone()),
+        _ => None,
+    };
+    if let Some(why) = &vanished {
+        app.session.warn(format!(
+            "the prover vanished without a goodbye ({why}); this report covers what arrived before"
+        ));
+    }
+    let failed = match &link {
+        LinkState::Failed(why) => Some(why.clone()),
+        _ => None,
+    };
+    if let Some(why) = &failed {
+        app.session.warn(format!("the connection failed: {why}"));
+    }
+    let captured_nothing = (app.model().events() == 0).then(|| why_nothing(app));
+    HeadlessEnd {
+        vanished,
+        failed,
+        captured_nothing,
+    }
+}
+
+/// Collects until the stop condition, then leaves the model ready for a report. A live run
+/// stops after `--proofs N` proofs completed after attaching, after `--duration`, on a signal,
+/// when the prover says goodbye (unless a duration was asked for: a restarted prover is then
+/// followed until it ends), or when the prover has been gone without a goodbye for
+/// [`RECONNECT_WINDOW`]. A finite source (a file) is read to its end.
+pub fn run_headless(app: &mut App, until: Until) -> HeadlessEnd {
+    catch_signals();
+    if app.session.is_finite() {
+        app.wait(Duration::ZERO);
+        app.finish();
+        return HeadlessEnd::default();
+    }
+    let t0 = Instant::now();
+    loop {
+        app.wait(WAIT);
+        if should_stop(app, until, t0) {
+            // Take what had already arrived — not what keeps arriving: a live prover sends a
+            // frame every few milliseconds and never pauses long enough to wait for a lull.
+            app.pump(DRAIN);
+            break;
+        }
+    }
+    let end = ending(app);
+    app.finish();
+    end
+}

@@ -1,0 +1,230 @@
+//! The app: a session controller (source + model), the view's state, and — for the demo — the
+//! prover this viewer started. Actions from the keymap are applied here; the two ways to run
+//! are [`terminal`] (the dashboard) and [`headless`] (a report).
+
+pub mod controller;
+pub mod headless;
+pub mod terminal;
+
+pub use controller::Controller;
+pub use headless::{HeadlessEnd, RECONNECT_WINDOW, Until, run_headless};
+pub use terminal::run_tui;
+
+use crate::analysis::GapRule;
+use crate::child::ChildProver;
+use crate::input::Action;
+use crate::model::{Model, Retention};
+use crate::source::attached::Attached;
+use crate::source::live::Target;
+use crate::source::replayed::Replayed;
+use crate::source::{LinkStatus, Said, Source};
+use crate::view::ViewState;
+use anyhow::Result;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Options shared by every way of running.
+#[derive(Debug, Clone)]
+pub struct RunOpts {
+    pub retention: Retention,
+    pub rule: GapRule,
+    pub record: Option<PathBuf>,
+}
+
+#[derive(Debug)]
+pub struct App {
+    pub session: Controller,
+    pub view: ViewState,
+    /// A prover this viewer started (the demo), stopped when the viewer quits.
+    pub demo: Option<ChildProver>,
+    /// Something changed since the last draw.
+    dirty: bool,
+    demo_exit_seen: bool,
+}
+
+impl App {
+    fn with(opts: &RunOpts, session: Controller) -> App {
+        App {
+            session,
+            view: ViewState {
+                rule: opts.rule,
+                ..ViewState::default()
+            },
+            demo: None,
+            dirty: true,
+            demo_exit_seen: false,
+        }
+    }
+
+    /// Follows a live prover.
+    pub fn live(target: Target, opts: &RunOpts) -> Result<App> {
+        let label = match &target {
+            Target::Socket(p) | Target::Discovered(p) => p.display().to_string(),
+        };
+        let model = Model::new(opts.retention);
+        let feed = Attached::start(target, opts.record.clone(), &model)?;
+        Ok(App::with(
+            opts,
+            Controller::new(model, Box::new(feed), label),
+        ))
+    }
+
+    /// Replays a recording file, or a log in a format `import` reads (told apart by content).
+    pub fn replay(file: PathBuf, opts: &RunOpts) -> Result<App> {
+        let mut model = Model::new(opts.retention);
+        // The proof index takes at most a sixteenth of the memory budget.
+        let budget = opts.retention.max_bytes / 16;
+        let (feed, label, warnings): (Box<dyn Source>, String, Vec<String>) =
+            if crate::import::is_recording(&file)? {
+                let (r, w) = Replayed::open(&file, budget, &mut model)?;
+                (Box::new(r), file.display().to_string(), w)
+            } else {
+                let (r, w) = Replayed::open_log(&file, budget)?;
+                (
+                    Box::new(r),
+                    format!("{} (log, imported)", file.display()),
+                    w,
+                )
+            };
+        let mut session = Controller::new(model, feed, label);
+        for w in warnings {
+            session.warn(w);
+        }
+        Ok(App::with(opts, session))
+    }
+
+    /// Starts the demo prover `child` and follows it.
+    pub fn demo(child: ChildProver, opts: &RunOpts) -> Result<App> {
+        let mut app = App::live(Target::Socket(child.socket.clone()), opts)?;
+        app.view.notice = Some(format!(
+            "demo prover starting (log: {})",
+            child.log.display()
+        ));
+        app.demo = Some(child);
+        Ok(app)
+    }
+
+    pub fn model(&self) -> &Model {
+        self.session.model()
+    }
+
+    /// The report of everything the model holds, under the view's gap rule.
+    pub fn report(&self) -> crate::report::Report {
+        crate::report::build(
+            self.model(),
+            &self.view.rule,
+            self.session.label(),
+            self.session.warnings().to_vec(),
+        )
+    }
+
+    /// The link as the source reports it now.
+    pub fn status(&self) -> LinkStatus {
+        self.session.status()
+    }
+
+    /// Names the source in the header and the report (tests use stable names).
+    pub fn relabel(&mut self, label: &str) {
+        self.session.relabel(label);
+        self.dirty = true;
+    }
+
+    /// What the source says goes to the footer.
+    fn take(&mut self, said: Said) -> usize {
+        if let Some(m) = said.message {
+            self.view.message = Some(m);
+        }
+        if said.applied > 0 {
+            self.dirty = true;
+        }
+        said.applied
+    }
+
+    /// Applies what the source has for us, for at most `budget`. Returns messages applied.
+    pub fn pump(&mut self, budget: Duration) -> usize {
+        let said = self.session.pump(budget);
+        let n = self.take(said);
+        if self.view.notice.is_some() && self.model().proofs_done() > 0 {
+            self.view.notice = None;
+        }
+        self.watch_demo();
+        n
+    }
+
+    /// Says when the demo prover exited, with its last words when it failed.
+    fn watch_demo(&mut self) {
+        if self.demo_exit_seen {
+            return;
+        }
+        let Some(d) = self.demo.as_mut() else {
+            return;
+        };
+        let Some(status) = d.status() else {
+            return;
+        };
+        self.demo_exit_seen = true;
+        self.view.notice = None;
+        self.view.message = Some(match d.last_words() {
+            Some(words) if !status.success() => format!(
+                "the demo prover exited ({status}): {words} (log: {})",
+                d.log.display()
+            ),
+            _ => format!(
+                "the demo prover exited ({status}); its log: {}",
+                d.log.display()
+            ),
+        });
+        self.dirty = true;
+    }
+
+    /// Blocks up to `wait` for a message (headless live runs).
+    pub fn wait(&mut self, wait: Duration) -> bool {
+        let said = self.session.wait(wait);
+        self.take(said) > 0
+    }
+
+    /// Applies an action; `true` means quit.
+    pub fn apply(&mut self, a: Action) -> bool {
+        self.dirty = true;
+        match a {
+            Action::Quit => return true,
+            // The link's keys: the source answers them.
+            Action::Pause
+            | Action::Record
+            | Action::Speed
+            | Action::PrevProof
+            | Action::NextProof => {
+                let said = self.session.control(a);
+                let jumped = matches!(a, Action::PrevProof | Action::NextProof) && said.applied > 0;
+                self.take(said);
+                if jumped {
+                    self.view.follow_latest();
+                }
+            }
+            view_action => {
+                let model = self.session.model();
+                self.view.apply(view_action, model);
+            }
+        }
+        false
+    }
+
+    /// Stops the source and the demo prover.
+    pub fn finish(&mut self) {
+        if let Some(m) = self.session.finish() {
+            self.view.message = Some(m);
+        }
+        if let Some(mut d) = self.demo.take() {
+            d.stop();
+        }
+    }
+
+    /// Whether the screen needs drawing; clears the flag.
+    pub(crate) fn take_dirty(&mut self) -> bool {
+        std::mem::take(&mut self.dirty)
+    }
+
+    pub(crate) fn mark_dirty(&mut self) {
+        self.dirty = true;
+    }
+}

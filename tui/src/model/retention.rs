@@ -1,0 +1,180 @@
+//! Keeping the model within [`Retention`]: when it holds too many proofs or too many bytes, it
+//! evicts, oldest first — whole proofs (and the samples older than what is left), then samples
+//! and spans outside proofs, then sessions that have nothing else left. Every eviction is
+//! counted.
+
+use super::ingest::{BLOCK_BYTES, SAMPLE_BYTES};
+use super::proof::cost;
+use super::{Model, Retention, Session};
+
+impl Model {
+    fn over(&self) -> bool {
+        let proofs: usize = self.sessions.iter().map(|s| s.proofs.len()).sum();
+        proofs > self.retention.max_proofs || self.approx_bytes > self.retention.max_bytes
+    }
+
+    pub(super) fn enforce_retention(&mut self) {
+        while self.over() {
+            if !(self.evict_oldest_proof() || self.trim_outside_proofs() || self.drop_old_session())
+            {
+                break;
+            }
+        }
+    }
+
+    fn release(&mut self, si: usize, bytes: usize) {
+        self.approx_bytes = self.approx_bytes.saturating_sub(bytes);
+        let s = &mut self.sessions[si];
+        s.bytes = s.bytes.saturating_sub(bytes);
+    }
+
+    /// Evicts the oldest proof of the oldest session that has one (and the samples older than
+    /// what is left of that session). False when no proof is left.
+    fn evict_oldest_proof(&mut self) -> bool {
+        let Some(si) = self.sessions.iter().position(|s| !s.proofs.is_empty()) else {
+            return false;
+        };
+        let s = &mut self.sessions[si];
+        let Some((_, p)) = s.proofs.pop_first() else {
+            return false;
+        };
+        for sp in p.spans() {
+            s.span_proof.remove(&sp.id);
+        }
+        let mut freed = p.approx_bytes();
+        self.evicted_proofs += 1;
+        let mut events = p.events();
+        // Series older than the oldest proof left go too.
+        if let Some(start) = s
+            .proofs
+            .values()
+            .next()
+            .and_then(|p| p.spans().iter().map(|x| x.start).min())
+        {
+            let n = s.trim_series_before(start);
+            events += n as u64;
+            freed += n * SAMPLE_BYTES;
+        }
+        self.evicted_events += events;
+        self.release(si, freed);
+        true
+    }
+
+    /// With no proof left to evict: halves the oldest session's largest store outside proofs
+    /// (a time series, or the spans and markers that belong to no proof). False when there is
+    /// nothing outside proofs.
+    fn trim_outside_proofs(&mut self) -> bool {
+        for si in 0..self.sessions.len() {
+            let Some((removed, each)) = self.sessions[si].trim_largest_store() else {
+                continue;
+            };
+            self.evicted_events += removed as u64;
+            self.release(si, removed * each);
+            return true;
+        }
+        false
+    }
+
+    /// Removes the oldest session when it is not the current one. False when only the current
+    /// session is left.
+    fn drop_old_session(&mut self) -> bool {
+        if self.sessions.len() < 2 {
+            return false;
+        }
+        let s = self.sessions.remove(0);
+        self.approx_bytes = self.approx_bytes.saturating_sub(s.bytes);
+        self.evicted_events += s.events;
+        self.evicted_sessions += 1;
+        true
+    }
+}
+
+/// The stores of a session outside its proofs, as retention trims them.
+#[derive(Clone, Copy)]
+enum Store {
+    Alloc,
+    Releases,
+    Allocs,
+    Gpu,
+    Loose,
+    Drops,
+    Sched,
+}
+
+impl Session {
+    /// Drops samples of every series before `ts`; returns how many.
+    fn trim_series_before(&mut self, ts: u64) -> usize {
+        self.alloc.trim_before(ts)
+            + self.releases.trim_before(ts)
+            + self.allocs.trim_before(ts)
+            + self
+                .gpu
+                .values_mut()
+                .map(|g| g.trim_before(ts))
+                .sum::<usize>()
+            + self
+                .sched
+                .values_mut()
+                .map(|t| t.trim_before(ts))
+                .sum::<usize>()
+    }
+
+    /// Halves the largest store outside proofs; (items removed, bytes each), `None` when all
+    /// are empty.
+    fn trim_largest_store(&mut self) -> Option<(usize, usize)> {
+        let sizes = [
+            (Store::Alloc, self.alloc.len()),
+            (Store::Releases, self.releases.len()),
+            (Store::Allocs, self.allocs.len()),
+            (
+                Store::Gpu,
+                self.gpu.values().map(|g| g.len()).max().unwrap_or(0),
+            ),
+            (Store::Loose, self.loose.items()),
+            (Store::Drops, self.drops.len()),
+            (
+                Store::Sched,
+                self.sched.values().map(|t| t.len()).max().unwrap_or(0),
+            ),
+        ];
+        // Of equal sizes, the last listed goes first (`max_by_key` keeps the last maximum).
+        let (store, n) = sizes.iter().copied().max_by_key(|(_, n)| *n)?;
+        if n == 0 {
+            return None;
+        }
+        Some(match store {
+            Store::Alloc => (self.alloc.trim_half(), SAMPLE_BYTES),
+            Store::Releases => (self.releases.trim_half(), BLOCK_BYTES),
+            Store::Allocs => (self.allocs.trim_half(), BLOCK_BYTES),
+            Store::Gpu => {
+                let g = self.gpu.values_mut().max_by_key(|g| g.len());
+                (g.map_or(0, |g| g.trim_half()), SAMPLE_BYTES)
+            }
+            Store::Loose => {
+                let (gone, n) = self.loose.trim_half();
+                for sp in gone {
+                    self.span_proof.remove(&sp.id);
+                }
+                (n, cost::SPAN)
+            }
+            Store::Sched => {
+                let t = self.sched.values_mut().max_by_key(|t| t.len());
+                (t.map_or(0, |t| t.trim_half()), SAMPLE_BYTES)
+            }
+            Store::Drops => {
+                let n = self.drops.len().div_ceil(2);
+                self.drops.drain(..n);
+                (n, BLOCK_BYTES)
+            }
+        })
+    }
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            max_proofs: 1000,
+            max_bytes: 512 << 20,
+        }
+    }
+}

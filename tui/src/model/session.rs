@@ -1,0 +1,265 @@
+//! One session: one prover process's stream (a connection, a recording or an imported log).
+//! Its facts are private to the model: ingestion writes them, everyone else asks.
+
+use super::early::Early;
+use super::ids::{NameId, ProofId, SpanId, StackId, ThreadId};
+use super::proof::{Proof, SpanTree};
+use super::records::{Block, DropReport, Goodbye, ThreadInfo};
+use super::series::TimeSeries;
+use probe_protocol::{AllocSample, GpuSample, Hello, HistoryGap, ThreadSched, Welcome};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+
+#[derive(Debug, Default)]
+pub struct Session {
+    pub(super) hello: Option<Hello>,
+    /// Interned names by id. A map, not a dense vector: ids come from the stream, and a corrupt
+    /// one must not make the viewer allocate gigabytes.
+    pub(super) names: HashMap<NameId, String>,
+    pub(super) threads: HashMap<ThreadId, ThreadInfo>,
+    /// The thread ids that carry each name: threads of one name active at once are shown apart.
+    pub(super) thread_names: HashMap<String, Vec<ThreadId>>,
+    pub(super) proofs: BTreeMap<ProofId, Proof>,
+    /// Every span seen, and the proof it belongs to (`None`: to no proof).
+    pub(super) span_proof: HashMap<SpanId, Option<ProofId>>,
+    /// Spans outside any proof (parameter generation, …), most recent kept.
+    pub(super) loose: SpanTree,
+    /// GPU spans and markers whose span has not begun yet (see `early.rs`).
+    pub(super) early: Early,
+    pub(super) alloc: TimeSeries<AllocSample>,
+    pub(super) releases: TimeSeries<Block>,
+    pub(super) allocs: TimeSeries<Block>,
+    pub(super) gpu: BTreeMap<u32, TimeSeries<GpuSample>>,
+    /// Call stacks of large blocks by id, frames innermost first (protocol 1.3).
+    pub(super) stacks: HashMap<StackId, Vec<String>>,
+    /// Scheduler counters per thread, sampled while it is inside a span (protocol 1.2).
+    pub(super) sched: BTreeMap<ThreadId, TimeSeries<ThreadSched>>,
+    pub(super) drops: Vec<DropReport>,
+    pub(super) dropped_total: u64,
+    pub(super) history_gap: Option<HistoryGap>,
+    pub(super) goodbye: Option<Goodbye>,
+    /// Latest `status` marker text (e.g. parameter generation progress).
+    pub(super) status: Option<String>,
+    /// Latest timestamp seen.
+    pub(super) now: u64,
+    pub(super) events: u64,
+    pub(super) proofs_done: u64,
+    /// Proofs completed after `LiveStart` (not replayed from the prover's history).
+    pub(super) proofs_done_live: u64,
+    /// `LiveStart` has been seen: what follows is live.
+    pub(super) live: bool,
+    /// Session time of the first and latest ProofEnd, for proofs/min.
+    pub(super) first_end: Option<u64>,
+    pub(super) last_end: Option<u64>,
+    /// While replaying history after a reconnection: time-series events up to here are known.
+    pub(super) seen_until: Option<u64>,
+    /// What this session costs to keep, roughly (bytes).
+    pub(super) bytes: usize,
+    /// Bytes of its names and threads, and definitions refused past their budget.
+    pub(super) def_bytes: usize,
+    pub(super) defs_refused: u64,
+}
+
+impl Session {
+    pub fn hello(&self) -> Option<&Hello> {
+        self.hello.as_ref()
+    }
+
+    /// The prover as the session names it.
+    pub fn prover_name(&self) -> &str {
+        self.hello.as_ref().map_or("", |h| h.prover_name.as_str())
+    }
+
+    pub fn name(&self, id: NameId) -> &str {
+        self.names.get(&id).map(String::as_str).unwrap_or("?")
+    }
+
+    /// A thread as reports and views name it: its name, with `#id` appended when another
+    /// thread of the same name was active at the same time (threads are told apart by id; a
+    /// name reused by one thread after another, a per-proof `prep_msm`, needs no suffix).
+    pub fn thread_name(&self, id: ThreadId) -> Cow<'_, str> {
+        let Some(t) = self.threads.get(&id) else {
+            return "?".into();
+        };
+        let overlaps = |a: (u64, u64), b: (u64, u64)| a.0 <= b.1 && b.0 <= a.1;
+        let clash = t.life.is_some_and(|mine| {
+            self.thread_names.get(&t.name).is_some_and(|ids| {
+                ids.iter().any(|&o| {
+                    o != id
+                        && self
+                            .threads
+                            .get(&o)
+                            .and_then(|x| x.life)
+                            .is_some_and(|l| overlaps(mine, l))
+                })
+            })
+        });
+        if clash {
+            format!("{}#{}", t.name, id).into()
+        } else {
+            t.name.as_str().into()
+        }
+    }
+
+    /// The threads the stream defined.
+    pub fn thread_ids(&self) -> impl Iterator<Item = ThreadId> + '_ {
+        self.threads.keys().copied()
+    }
+
+    /// Proofs, oldest first.
+    pub fn proofs(&self) -> impl DoubleEndedIterator<Item = &Proof> + '_ {
+        self.proofs.values()
+    }
+
+    /// Proofs with an id above `id`, in id order.
+    pub fn proofs_after(&self, id: ProofId) -> impl Iterator<Item = &Proof> + '_ {
+        use std::ops::Bound::{Excluded, Unbounded};
+        self.proofs.range((Excluded(id), Unbounded)).map(|(_, p)| p)
+    }
+
+    pub fn proof(&self, id: ProofId) -> Option<&Proof> {
+        self.proofs.get(&id)
+    }
+
+    pub fn proof_count(&self) -> usize {
+        self.proofs.len()
+    }
+
+    /// The proof span `id` belongs to; `None` when it belongs to none or is unknown.
+    pub fn proof_of(&self, id: SpanId) -> Option<ProofId> {
+        self.span_proof.get(&id).copied().flatten()
+    }
+
+    /// Whether span `id` was seen (in a proof or outside every proof).
+    pub fn knows_span(&self, id: SpanId) -> bool {
+        self.span_proof.contains_key(&id)
+    }
+
+    /// Spans, device work and marks outside every proof.
+    pub fn loose(&self) -> &SpanTree {
+        &self.loose
+    }
+
+    /// Every proof's tree (with its id) and the loose one (`None`).
+    pub fn trees(&self) -> impl Iterator<Item = (Option<ProofId>, &SpanTree)> + '_ {
+        self.proofs
+            .values()
+            .map(|p| (Some(p.id()), p.tree()))
+            .chain(std::iter::once((None, &self.loose)))
+    }
+
+    pub fn alloc_samples(&self) -> &TimeSeries<AllocSample> {
+        &self.alloc
+    }
+
+    pub fn releases(&self) -> &TimeSeries<Block> {
+        &self.releases
+    }
+
+    pub fn allocs(&self) -> &TimeSeries<Block> {
+        &self.allocs
+    }
+
+    /// NVML samples per device.
+    pub fn gpu_samples(&self) -> &BTreeMap<u32, TimeSeries<GpuSample>> {
+        &self.gpu
+    }
+
+    /// Scheduler samples of thread `id`.
+    pub fn sched(&self, id: ThreadId) -> Option<&TimeSeries<ThreadSched>> {
+        self.sched.get(&id)
+    }
+
+    /// A call stack's frames, innermost first.
+    pub fn stack(&self, id: StackId) -> Option<&[String]> {
+        self.stacks.get(&id).map(Vec::as_slice)
+    }
+
+    pub fn drops(&self) -> &[DropReport] {
+        &self.drops
+    }
+
+    /// Events reported dropped in all.
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped_total
+    }
+
+    pub fn history_gap(&self) -> Option<&HistoryGap> {
+        self.history_gap.as_ref()
+    }
+
+    pub fn goodbye(&self) -> Option<&Goodbye> {
+        self.goodbye.as_ref()
+    }
+
+    /// The prover's latest status line.
+    pub fn status(&self) -> Option<&str> {
+        self.status.as_deref()
+    }
+
+    /// Latest timestamp seen.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Events applied to it.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    pub fn proofs_done(&self) -> u64 {
+        self.proofs_done
+    }
+
+    /// Proofs completed after `LiveStart`: what a headless `--proofs N` counts.
+    pub fn proofs_done_live(&self) -> u64 {
+        self.proofs_done_live
+    }
+
+    /// Definitions refused past the session's budget for them.
+    pub fn defs_refused(&self) -> u64 {
+        self.defs_refused
+    }
+
+    /// Completed proofs per minute over the session so far.
+    pub fn proofs_per_min(&self) -> Option<f64> {
+        let (a, b) = (self.first_end?, self.last_end?);
+        if self.proofs_done < 2 || b <= a {
+            return None;
+        }
+        Some((self.proofs_done - 1) as f64 / ((b - a) as f64 / 60e9))
+    }
+
+    pub fn gpu_names(&self) -> Vec<String> {
+        self.hello
+            .as_ref()
+            .map(|h| h.gpus.iter().map(|g| g.name.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// What a reader joining the session now needs first (a recording started midway): the
+    /// session's `Hello` and every definition kept.
+    pub fn welcome(&self) -> Welcome {
+        let mut names: Vec<(u32, String)> =
+            self.names.iter().map(|(id, n)| (id.0, n.clone())).collect();
+        names.sort();
+        let mut threads: Vec<(u32, String, u64)> = self
+            .threads
+            .iter()
+            .map(|(id, t)| (id.0, t.name.clone(), t.os_tid))
+            .collect();
+        threads.sort();
+        let mut stacks: Vec<(u32, Vec<String>)> = self
+            .stacks
+            .iter()
+            .map(|(id, f)| (id.0, f.clone()))
+            .collect();
+        stacks.sort();
+        Welcome {
+            hello: self.hello.clone(),
+            names,
+            threads,
+            stacks,
+        }
+    }
+}
