@@ -97,23 +97,30 @@ pub(crate) fn encode_event(
     cur: &mut Cursor,
     ev: &Event,
 ) -> Result<(), EncodeError> {
-    use msgpack::*;
     let kind = ev.kind();
     // A block's stack id is a trailing field (1.3), written only when there is one.
     let trailing = match ev {
         Event::Alloc(b) | Event::Release(b) => usize::from(b.stack.is_some()),
         _ => 0,
     };
-    write_array_len(out, (kind.min_fields() + trailing) as u32);
-    write_uint(out, u64::from(kind.tag()));
+    msgpack::write_array_len(out, (kind.min_fields() + trailing) as u32);
+    msgpack::write_uint(out, u64::from(kind.tag()));
+    encode_body(out, cur, ev)
+}
+
+/// An event's fields after its tag. One arm per kind, as the table's rows: a kind's wire
+/// layout reads as one block, and the larger ones are functions of their own.
+fn encode_body(out: &mut Vec<u8>, cur: &mut Cursor, ev: &Event) -> Result<(), EncodeError> {
+    use msgpack::*;
+    let uints = |out: &mut Vec<u8>, vs: &[u64]| vs.iter().for_each(|v| write_uint(out, *v));
     match ev {
         Event::Hello(h) => put_map(out, h.as_ref(), "hello")?,
         Event::NameDef { id, name } => {
-            write_uint(out, *id as u64);
+            write_uint(out, u64::from(*id));
             write_str(out, name);
         }
         Event::ThreadDef { id, name, os_tid } => {
-            write_uint(out, *id as u64);
+            write_uint(out, u64::from(*id));
             write_str(out, name);
             write_uint(out, *os_tid);
         }
@@ -125,25 +132,14 @@ pub(crate) fn encode_event(
             cur.put_ts(out, p.ts)?;
             put_map(out, p.as_ref(), "proof_end")?;
         }
-        Event::SpanBegin(s) => {
-            cur.put_span(out, s.span)?;
-            match s.parent {
-                Some(p) => write_sint(out, delta(p, s.span, "parent span id")?),
-                None => write_nil(out),
-            }
-            write_opt_uint(out, s.proof);
-            write_uint(out, s.name as u64);
-            write_uint(out, s.thread as u64);
-            cur.put_ts(out, s.ts)?;
-        }
+        Event::SpanBegin(s) => encode_span_begin(out, cur, s)?,
         Event::SpanEnd(s) => {
             cur.put_span(out, s.span)?;
             cur.put_ts(out, s.ts)?;
         }
         Event::Marker(m) => {
             cur.put_ts(out, m.ts)?;
-            write_uint(out, m.name as u64);
-            write_uint(out, m.thread as u64);
+            uints(out, &[u64::from(m.name), u64::from(m.thread)]);
             cur.put_opt_span(out, m.span)?;
             match &m.text {
                 Some(t) => write_str(out, t),
@@ -152,89 +148,107 @@ pub(crate) fn encode_event(
         }
         Event::AllocSample(s) => {
             cur.put_ts(out, s.ts)?;
-            for v in [
-                s.live_bytes,
-                s.peak_bytes,
-                s.allocs,
-                s.frees,
-                s.alloc_bytes,
-                s.free_bytes,
-                s.rss_bytes,
-            ] {
-                write_uint(out, v);
-            }
+            let c = [s.live_bytes, s.peak_bytes, s.allocs, s.frees];
+            uints(out, &c);
+            uints(out, &[s.alloc_bytes, s.free_bytes, s.rss_bytes]);
         }
         Event::Alloc(b) | Event::Release(b) => {
             cur.put_ts(out, b.ts)?;
-            write_uint(out, b.bytes);
-            write_uint(out, b.inside_ns);
-            write_uint(out, b.thread as u64);
+            uints(out, &[b.bytes, b.inside_ns, u64::from(b.thread)]);
             cur.put_opt_span(out, b.span)?;
             if let Some(s) = b.stack {
-                write_uint(out, s as u64);
+                write_uint(out, u64::from(s));
             }
         }
-        Event::GpuSample(g) => {
-            cur.put_ts(out, g.ts)?;
-            write_uint(out, g.device as u64);
-            write_opt_uint(out, g.util_pct.map(u64::from));
-            write_opt_uint(out, g.mem_util_pct.map(u64::from));
-            write_opt_uint(out, g.mem_used_bytes);
-            write_opt_uint(out, g.mem_total_bytes);
-            write_opt_uint(out, g.power_mw.map(u64::from));
-            write_opt_uint(out, g.energy_mj);
-            write_opt_uint(out, g.temp_c.map(u64::from));
-            write_opt_uint(out, g.sm_clock_mhz.map(u64::from));
-            write_opt_uint(out, g.mem_clock_mhz.map(u64::from));
-            write_opt_uint(out, g.pcie_rx_kbps.map(u64::from));
-            write_opt_uint(out, g.pcie_tx_kbps.map(u64::from));
-        }
+        Event::GpuSample(g) => encode_gpu_sample(out, cur, g)?,
         Event::GpuSpan(g) => {
             cur.put_ts(out, g.start)?;
-            write_uint(out, g.end.saturating_sub(g.start));
-            write_uint(out, g.device as u64);
-            write_uint(out, g.stream as u64);
-            write_uint(out, g.name as u64);
+            let len = g.end.saturating_sub(g.start);
+            uints(
+                out,
+                &[
+                    len,
+                    u64::from(g.device),
+                    u64::from(g.stream),
+                    u64::from(g.name),
+                ],
+            );
             cur.put_opt_span(out, g.span)?;
         }
         Event::Dropped(d) => {
             cur.put_ts(out, d.ts)?;
             write_map_len(out, d.counts.len() as u32);
             for (k, n) in &d.counts {
-                write_uint(out, k.tag() as u64);
-                write_uint(out, *n);
+                uints(out, &[u64::from(k.tag()), *n]);
             }
         }
         Event::Heartbeat { ts } | Event::LiveStart { ts } => cur.put_ts(out, *ts)?,
         Event::HistoryGap(h) => {
             cur.put_ts(out, h.ts)?;
-            write_uint(out, h.evicted_events);
-            write_uint(out, h.evicted_from);
-            write_uint(out, h.evicted_until);
+            uints(out, &[h.evicted_events, h.evicted_from, h.evicted_until]);
         }
         Event::Goodbye { ts, reason } => {
             cur.put_ts(out, *ts)?;
             write_str(out, reason);
         }
-        // Added in 1.2: absolute, so an older reader that skips it keeps its cursors right.
         Event::StackDef { id, frames } => {
-            write_uint(out, *id as u64);
+            write_uint(out, u64::from(*id));
             write_array_len(out, frames.len() as u32);
-            for f in frames {
-                write_str(out, f);
-            }
+            frames.iter().for_each(|f| write_str(out, f));
         }
+        // Added in 1.2: absolute, so an older reader that skips it keeps its cursors right.
         Event::ThreadSched(s) => {
-            write_uint(out, s.ts);
-            write_uint(out, s.thread as u64);
-            write_uint(out, s.cpu_ns);
-            write_uint(out, s.runq_ns);
-            write_uint(out, s.timeslices);
+            let t = u64::from(s.thread);
+            uints(out, &[s.ts, t, s.cpu_ns, s.runq_ns, s.timeslices]);
         }
         Event::Subscribe(s) => {
             write_bool(out, s.history);
             write_str(out, &s.client);
         }
+    }
+    Ok(())
+}
+
+fn encode_span_begin(
+    out: &mut Vec<u8>,
+    cur: &mut Cursor,
+    s: &SpanBegin,
+) -> Result<(), EncodeError> {
+    use msgpack::*;
+    cur.put_span(out, s.span)?;
+    match s.parent {
+        Some(p) => write_sint(out, delta(p, s.span, "parent span id")?),
+        None => write_nil(out),
+    }
+    write_opt_uint(out, s.proof);
+    write_uint(out, s.name as u64);
+    write_uint(out, s.thread as u64);
+    cur.put_ts(out, s.ts)
+}
+
+fn encode_gpu_sample(
+    out: &mut Vec<u8>,
+    cur: &mut Cursor,
+    g: &GpuSample,
+) -> Result<(), EncodeError> {
+    use msgpack::*;
+    cur.put_ts(out, g.ts)?;
+    write_uint(out, g.device as u64);
+    for v in [g.util_pct.map(u64::from), g.mem_util_pct.map(u64::from)] {
+        write_opt_uint(out, v);
+    }
+    write_opt_uint(out, g.mem_used_bytes);
+    write_opt_uint(out, g.mem_total_bytes);
+    write_opt_uint(out, g.power_mw.map(u64::from));
+    write_opt_uint(out, g.energy_mj);
+    for v in [
+        g.temp_c,
+        g.sm_clock_mhz,
+        g.mem_clock_mhz,
+        g.pcie_rx_kbps,
+        g.pcie_tx_kbps,
+    ] {
+        write_opt_uint(out, v.map(u64::from));
     }
     Ok(())
 }
@@ -297,7 +311,7 @@ pub(crate) fn decode_event(
         }
         return Ok(None);
     };
-    let mut needed = kind.min_fields();
+    let needed = kind.min_fields();
     if n < needed {
         return Err(DecodeError::MissingFields {
             offset: tag_at,
@@ -307,8 +321,35 @@ pub(crate) fn decode_event(
             needed: needed - 1,
         });
     }
+    let at = At { index, tag: t };
+    let (ev, read) = decode_body(r, cur, kind, n, at)?;
+    // Trailing fields of a later minor version: skipped.
+    for _ in read..n {
+        r.skip_value(1)?;
+    }
+    Ok(Some(ev))
+}
+
+/// Where an event is, for errors about its payload.
+#[derive(Clone, Copy)]
+struct At {
+    index: usize,
+    tag: u64,
+}
+
+/// The fields of an event of `kind` (its array holds `n` elements); returns the event and how
+/// many elements it read, tag included. One arm per kind, as the table's rows: a kind's wire
+/// layout reads as one block, and the larger ones are functions of their own.
+fn decode_body(
+    r: &mut Reader<'_>,
+    cur: &mut Cursor,
+    kind: EventKind,
+    n: usize,
+    at: At,
+) -> Result<(Event, usize), DecodeError> {
+    let needed = kind.min_fields();
     let ev = match kind {
-        EventKind::Hello => Event::Hello(Box::new(get_map(r, index, t)?)),
+        EventKind::Hello => Event::Hello(Box::new(get_map(r, at.index, at.tag)?)),
         EventKind::NameDef => Event::NameDef {
             id: r.read_u32("name id")?,
             name: r.read_str("name")?.to_owned(),
@@ -320,43 +361,17 @@ pub(crate) fn decode_event(
         },
         EventKind::ProofBegin => {
             let ts = cur.get_ts(r)?;
-            let mut p: ProofBegin = get_map(r, index, t)?;
+            let mut p: ProofBegin = get_map(r, at.index, at.tag)?;
             p.ts = ts;
             Event::ProofBegin(Box::new(p))
         }
         EventKind::ProofEnd => {
             let ts = cur.get_ts(r)?;
-            let mut p: ProofEnd = get_map(r, index, t)?;
+            let mut p: ProofEnd = get_map(r, at.index, at.tag)?;
             p.ts = ts;
             Event::ProofEnd(Box::new(p))
         }
-        EventKind::SpanBegin => {
-            let span = cur.get_span(r)?;
-            let parent = if r.take_nil() {
-                None
-            } else {
-                let at = r.pos();
-                let d = r.read_i64("parent delta")?;
-                let p = span as i128 - d as i128;
-                // Span ids are never 0: a parent of 0 is as wrong as a negative one.
-                if p < 1 || p > crate::codec::MAX_ABS as i128 {
-                    return Err(DecodeError::OutOfRange {
-                        offset: at,
-                        what: "parent delta",
-                        value: p,
-                    });
-                }
-                Some(p as u64)
-            };
-            Event::SpanBegin(SpanBegin {
-                span,
-                parent,
-                proof: r.read_opt_u64("proof id")?,
-                name: r.read_u32("name id")?,
-                thread: r.read_u32("thread id")?,
-                ts: cur.get_ts(r)?,
-            })
-        }
+        EventKind::SpanBegin => Event::SpanBegin(decode_span_begin(r, cur)?),
         EventKind::SpanEnd => Event::SpanEnd(SpanEnd {
             span: cur.get_span(r)?,
             ts: cur.get_ts(r)?,
@@ -379,73 +394,18 @@ pub(crate) fn decode_event(
             rss_bytes: r.read_u64("rss bytes")?,
         }),
         EventKind::Alloc | EventKind::Release => {
-            let mut b = BlockEvent {
-                ts: cur.get_ts(r)?,
-                bytes: r.read_u64("block bytes")?,
-                inside_ns: r.read_u64("time inside allocator")?,
-                thread: r.read_u32("thread id")?,
-                span: cur.get_opt_span(r)?,
-                stack: None,
-            };
-            if n > needed {
-                b.stack = r
-                    .read_opt_u64("stack id")?
-                    .map(|s| u32::try_from(s).unwrap_or(u32::MAX));
-                needed += 1;
-            }
-            if kind == EventKind::Alloc {
+            let with_stack = n > needed;
+            let b = decode_block(r, cur, with_stack)?;
+            let ev = if kind == EventKind::Alloc {
                 Event::Alloc(b)
             } else {
                 Event::Release(b)
-            }
+            };
+            return Ok((ev, needed + usize::from(with_stack)));
         }
-        EventKind::GpuSample => Event::GpuSample(Box::new(GpuSample {
-            ts: cur.get_ts(r)?,
-            device: r.read_u32("device")?,
-            util_pct: small(r, "utilisation")?,
-            mem_util_pct: small(r, "memory utilisation")?,
-            mem_used_bytes: r.read_opt_u64("memory used")?,
-            mem_total_bytes: r.read_opt_u64("memory total")?,
-            power_mw: small(r, "power")?,
-            energy_mj: r.read_opt_u64("energy")?,
-            temp_c: small(r, "temperature")?,
-            sm_clock_mhz: small(r, "SM clock")?,
-            mem_clock_mhz: small(r, "memory clock")?,
-            pcie_rx_kbps: small(r, "PCIe rx")?,
-            pcie_tx_kbps: small(r, "PCIe tx")?,
-        })),
-        EventKind::GpuSpan => {
-            let start = cur.get_ts(r)?;
-            let at = r.pos();
-            let dur = r.read_u64("GPU span duration")?;
-            let end = start.checked_add(dur).ok_or(DecodeError::OutOfRange {
-                offset: at,
-                what: "GPU span duration",
-                value: dur as i128,
-            })?;
-            Event::GpuSpan(GpuSpan {
-                start,
-                end,
-                device: r.read_u32("device")?,
-                stream: r.read_u32("stream")?,
-                name: r.read_u32("name id")?,
-                span: cur.get_opt_span(r)?,
-            })
-        }
-        EventKind::Dropped => {
-            let ts = cur.get_ts(r)?;
-            let len = r.read_map_len("drop counts")?;
-            let mut counts = Vec::with_capacity(len.min(EventKind::ALL.len()));
-            for _ in 0..len {
-                let k = r.read_u64("dropped kind")?;
-                let n = r.read_u64("dropped count")?;
-                // Losses of a kind this reader does not know could not be shown anyway.
-                if let Some(kind) = u8::try_from(k).ok().and_then(EventKind::from_tag) {
-                    counts.push((kind, n));
-                }
-            }
-            Event::Dropped(Dropped { ts, counts })
-        }
+        EventKind::GpuSample => Event::GpuSample(Box::new(decode_gpu_sample(r, cur)?)),
+        EventKind::GpuSpan => Event::GpuSpan(decode_gpu_span(r, cur)?),
+        EventKind::Dropped => Event::Dropped(decode_dropped(r, cur)?),
         EventKind::Heartbeat => Event::Heartbeat { ts: cur.get_ts(r)? },
         EventKind::LiveStart => Event::LiveStart { ts: cur.get_ts(r)? },
         EventKind::HistoryGap => Event::HistoryGap(HistoryGap {
@@ -458,15 +418,7 @@ pub(crate) fn decode_event(
             ts: cur.get_ts(r)?,
             reason: r.read_str("goodbye reason")?.to_owned(),
         },
-        EventKind::StackDef => {
-            let id = r.read_u32("stack id")?;
-            let count = r.read_array_len("stack frames")?;
-            let mut frames = Vec::with_capacity(count.min(256));
-            for _ in 0..count {
-                frames.push(r.read_str("stack frame")?.to_owned());
-            }
-            Event::StackDef { id, frames }
-        }
+        EventKind::StackDef => decode_stack(r)?,
         EventKind::ThreadSched => Event::ThreadSched(ThreadSched {
             ts: r.read_u64("sched timestamp")?,
             thread: r.read_u32("thread id")?,
@@ -479,10 +431,119 @@ pub(crate) fn decode_event(
             client: r.read_str("client name")?.to_owned(),
         }),
     };
-    for _ in needed..n {
-        r.skip_value(1)?;
+    Ok((ev, needed))
+}
+
+fn decode_stack(r: &mut Reader<'_>) -> Result<Event, DecodeError> {
+    let id = r.read_u32("stack id")?;
+    let count = r.read_array_len("stack frames")?;
+    let mut frames = Vec::with_capacity(count.min(256));
+    for _ in 0..count {
+        frames.push(r.read_str("stack frame")?.to_owned());
     }
-    Ok(Some(ev))
+    Ok(Event::StackDef { id, frames })
+}
+
+fn decode_span_begin(r: &mut Reader<'_>, cur: &mut Cursor) -> Result<SpanBegin, DecodeError> {
+    let span = cur.get_span(r)?;
+    let parent = if r.take_nil() {
+        None
+    } else {
+        let at = r.pos();
+        let d = r.read_i64("parent delta")?;
+        let p = span as i128 - d as i128;
+        // Span ids are never 0: a parent of 0 is as wrong as a negative one.
+        if p < 1 || p > MAX_ABS as i128 {
+            return Err(DecodeError::OutOfRange {
+                offset: at,
+                what: "parent delta",
+                value: p,
+            });
+        }
+        Some(p as u64)
+    };
+    Ok(SpanBegin {
+        span,
+        parent,
+        proof: r.read_opt_u64("proof id")?,
+        name: r.read_u32("name id")?,
+        thread: r.read_u32("thread id")?,
+        ts: cur.get_ts(r)?,
+    })
+}
+
+/// An `Alloc` or `Release`; `with_stack`: the trailing stack id (1.3) is there.
+fn decode_block(
+    r: &mut Reader<'_>,
+    cur: &mut Cursor,
+    with_stack: bool,
+) -> Result<BlockEvent, DecodeError> {
+    let mut b = BlockEvent {
+        ts: cur.get_ts(r)?,
+        bytes: r.read_u64("block bytes")?,
+        inside_ns: r.read_u64("time inside allocator")?,
+        thread: r.read_u32("thread id")?,
+        span: cur.get_opt_span(r)?,
+        stack: None,
+    };
+    if with_stack {
+        b.stack = r
+            .read_opt_u64("stack id")?
+            .map(|s| u32::try_from(s).unwrap_or(u32::MAX));
+    }
+    Ok(b)
+}
+
+fn decode_gpu_sample(r: &mut Reader<'_>, cur: &mut Cursor) -> Result<GpuSample, DecodeError> {
+    Ok(GpuSample {
+        ts: cur.get_ts(r)?,
+        device: r.read_u32("device")?,
+        util_pct: small(r, "utilisation")?,
+        mem_util_pct: small(r, "memory utilisation")?,
+        mem_used_bytes: r.read_opt_u64("memory used")?,
+        mem_total_bytes: r.read_opt_u64("memory total")?,
+        power_mw: small(r, "power")?,
+        energy_mj: r.read_opt_u64("energy")?,
+        temp_c: small(r, "temperature")?,
+        sm_clock_mhz: small(r, "SM clock")?,
+        mem_clock_mhz: small(r, "memory clock")?,
+        pcie_rx_kbps: small(r, "PCIe rx")?,
+        pcie_tx_kbps: small(r, "PCIe tx")?,
+    })
+}
+
+fn decode_gpu_span(r: &mut Reader<'_>, cur: &mut Cursor) -> Result<GpuSpan, DecodeError> {
+    let start = cur.get_ts(r)?;
+    let at = r.pos();
+    let dur = r.read_u64("GPU span duration")?;
+    let end = start.checked_add(dur).ok_or(DecodeError::OutOfRange {
+        offset: at,
+        what: "GPU span duration",
+        value: dur as i128,
+    })?;
+    Ok(GpuSpan {
+        start,
+        end,
+        device: r.read_u32("device")?,
+        stream: r.read_u32("stream")?,
+        name: r.read_u32("name id")?,
+        span: cur.get_opt_span(r)?,
+    })
+}
+
+fn decode_dropped(r: &mut Reader<'_>, cur: &mut Cursor) -> Result<Dropped, DecodeError> {
+    let ts = cur.get_ts(r)?;
+    let len = r.read_map_len("drop counts")?;
+    let mut counts = Vec::with_capacity(len.min(EventKind::COUNT));
+    for _ in 0..len {
+        let k = r.read_u64("dropped kind")?;
+        let n = r.read_u64("dropped count")?;
+        // Losses of a kind this reader does not know could not be shown anyway.
+        if let Some(kind) = u8::try_from(k).ok().and_then(EventKind::from_tag) {
+            counts.push((kind, n));
+        }
+    }
+    Ok(Dropped { ts, counts })
 }
 
 #[cfg(test)]

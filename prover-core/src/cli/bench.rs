@@ -4,9 +4,11 @@
 
 use super::common::{ProverArgs, select_backend};
 use super::overhead::{Pairs, Side, order};
-use crate::groth16::pipeline::{BatchRequest, prove_batch};
+use crate::groth16::circuits::AnyCircuit;
+use crate::groth16::pipeline::{BatchRequest, VerifyMode, prove_batch, verify};
 use crate::probe::{Probe, ProbeConfig, SessionInfo};
 use anyhow::{Context, Result, bail};
+use blstrs::Scalar;
 use clap::Args;
 use rand::SeedableRng;
 use std::path::PathBuf;
@@ -61,6 +63,52 @@ fn median(v: Vec<Duration>) -> Duration {
     Duration::from_secs_f64(super::overhead::median(&s).unwrap_or(0.0))
 }
 
+/// What both benchmarks prove with: the parameters, the backend, the batch's shape.
+struct Bench<'a> {
+    args: &'a BenchArgs,
+    ps: crate::groth16::params::ParamSet,
+    backend: Box<dyn crate::groth16::backend::Backend>,
+    size: crate::groth16::circuits::CircuitSize,
+}
+
+impl Bench<'_> {
+    /// A fresh batch of random circuits.
+    fn batch(&self, rng: &mut rand_chacha::ChaCha20Rng) -> Vec<(AnyCircuit, Vec<Scalar>)> {
+        (0..self.args.prover.circuits)
+            .map(|_| self.size.random(rng))
+            .collect()
+    }
+
+    /// Proves `circuits` with this pipeline; the wall time of the proof (its verification,
+    /// with real parameters, outside it).
+    fn ours(&self, circuits: Vec<(AnyCircuit, Vec<Scalar>)>) -> Result<Duration> {
+        let t = Instant::now();
+        let out = prove_batch(BatchRequest {
+            params: &self.ps,
+            backend: self.backend.as_ref(),
+            circuits,
+            dealloc: self.args.prover.dealloc(),
+            verify: VerifyMode::Off,
+            stages: None,
+        })?;
+        let el = t.elapsed();
+        crate::groth16::dealloc::flush();
+        if !self.ps.synthetic() {
+            let v = verify(
+                &self.ps,
+                &out.proofs,
+                &out.public_inputs,
+                VerifyMode::Every,
+                0,
+            );
+            if v != crate::probe::Verification::Valid {
+                bail!("this pipeline produced a proof that does not verify");
+            }
+        }
+        Ok(el)
+    }
+}
+
 pub fn run(args: BenchArgs) -> Result<()> {
     if !args.pool.is_empty() {
         return pool(&args.pool);
@@ -71,10 +119,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if ps.synthetic() && !args.probe_overhead {
         bail!("bellperson cannot prove against a synthetic SRS; use --srs real");
     }
-    let k_circuits = args.prover.circuits as usize;
-    let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
     crate::outln!(
-        "bench: {k_circuits} × {} 2^{} ({} constraints), backend {} ({reason}), {} cores, {} runs",
+        "bench: {} × {} 2^{} ({} constraints), backend {} ({reason}), {} cores, {} runs",
+        args.prover.circuits,
         size.kind.name(),
         size.log,
         ps.shape.constraints,
@@ -82,89 +129,79 @@ pub fn run(args: BenchArgs) -> Result<()> {
         rayon::current_num_threads(),
         args.runs
     );
-    let ours = |circuits, rng: &mut rand_chacha::ChaCha20Rng| -> Result<Duration> {
-        let _ = rng;
-        let t = Instant::now();
-        let out = prove_batch(BatchRequest {
-            params: &ps,
-            backend: backend.as_ref(),
-            circuits,
-            dealloc: args.prover.dealloc(),
-            verify: crate::groth16::pipeline::VerifyMode::Off,
-            stages: None,
-        })?;
-        let el = t.elapsed();
-        crate::groth16::dealloc::flush();
-        if !ps.synthetic() {
-            let v = crate::groth16::pipeline::verify(
-                &ps,
-                &out.proofs,
-                &out.public_inputs,
-                crate::groth16::pipeline::VerifyMode::Every,
-                0,
-            );
-            if v != crate::probe::Verification::Valid {
-                bail!("this pipeline produced a proof that does not verify");
-            }
-        }
-        Ok(el)
+    let bench = Bench {
+        args: &args,
+        ps,
+        backend,
+        size,
     };
-
     if args.probe_overhead {
-        // One unmeasured run per side first: allocator, page cache and (GPU) modules warm.
-        let mut pairs = Pairs::default();
-        for k in 0..=args.runs as usize {
-            let circuits: Vec<_> = (0..k_circuits).map(|_| size.random(&mut rng)).collect();
-            let mut t = [Duration::ZERO; 2];
-            for side in order(k) {
-                let probe = match side {
-                    Side::On => Probe::start(
-                        ProbeConfig::from_env("prover", env!("CARGO_PKG_VERSION"))?,
-                        SessionInfo::default(),
-                    )?,
-                    Side::Off => Probe::disabled(),
-                };
-                let el = ours(circuits.clone(), &mut rng)?;
-                probe.shutdown("bench");
-                t[(side == Side::On) as usize] = el;
-            }
-            if k == 0 {
-                crate::outln!(
-                    "warm-up: off {:.3} s, on {:.3} s (not counted)",
-                    t[0].as_secs_f64(),
-                    t[1].as_secs_f64()
-                );
-                continue;
-            }
-            crate::outln!(
-                "pair {k:>3} ({}): off {:.3} s, on {:.3} s, {:+.2} %",
-                if order(k)[0] == Side::Off {
-                    "off, on"
-                } else {
-                    "on, off"
-                },
-                t[0].as_secs_f64(),
-                t[1].as_secs_f64(),
-                (t[1].as_secs_f64() / t[0].as_secs_f64() - 1.0) * 100.0
-            );
-            pairs.push(t[0], t[1]);
-        }
-        crate::out!("{}", pairs.report(&mut rng));
-        return Ok(());
+        probe_overhead(&bench)
+    } else {
+        against_bellperson(&bench)
     }
+}
 
+/// The probe on against off, pairs in ABBA order; one unmeasured pair first (allocator, page
+/// cache and GPU modules warm).
+fn probe_overhead(b: &Bench<'_>) -> Result<()> {
+    let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+    let mut pairs = Pairs::default();
+    for k in 0..=b.args.runs as usize {
+        let circuits = b.batch(&mut rng);
+        let mut t = [Duration::ZERO; 2];
+        for side in order(k) {
+            let probe = match side {
+                Side::On => Probe::start(
+                    ProbeConfig::from_env("prover", env!("CARGO_PKG_VERSION"))?,
+                    SessionInfo::default(),
+                )?,
+                Side::Off => Probe::disabled(),
+            };
+            let el = b.ours(circuits.clone())?;
+            probe.shutdown("bench");
+            t[(side == Side::On) as usize] = el;
+        }
+        if k == 0 {
+            crate::outln!(
+                "warm-up: off {:.3} s, on {:.3} s (not counted)",
+                t[0].as_secs_f64(),
+                t[1].as_secs_f64()
+            );
+            continue;
+        }
+        crate::outln!(
+            "pair {k:>3} ({}): off {:.3} s, on {:.3} s, {:+.2} %",
+            if order(k)[0] == Side::Off {
+                "off, on"
+            } else {
+                "on, off"
+            },
+            t[0].as_secs_f64(),
+            t[1].as_secs_f64(),
+            (t[1].as_secs_f64() / t[0].as_secs_f64() - 1.0) * 100.0
+        );
+        pairs.push(t[0], t[1]);
+    }
+    crate::out!("{}", pairs.report(&mut rng));
+    Ok(())
+}
+
+/// This pipeline against bellperson's `create_random_proof_batch`, alternating, medians.
+fn against_bellperson(b: &Bench<'_>) -> Result<()> {
+    let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
     let (mut t_ours, mut t_bp) = (Vec::new(), Vec::new());
-    for round in 0..args.runs {
-        let batch: Vec<_> = (0..k_circuits).map(|_| size.random(&mut rng)).collect();
+    for round in 0..b.args.runs {
+        let batch = b.batch(&mut rng);
         let theirs: Vec<_> = batch.iter().map(|(c, _)| c.clone()).collect();
         let inputs: Vec<_> = batch.iter().map(|(_, i)| i.clone()).collect();
-        let a = ours(batch, &mut rng)?;
+        let ours = b.ours(batch)?;
         let t = Instant::now();
-        let proofs = bellperson::groth16::create_random_proof_batch(theirs, &ps.params, &mut rng)
+        let proofs = bellperson::groth16::create_random_proof_batch(theirs, &b.ps.params, &mut rng)
             .map_err(|e| anyhow::anyhow!("bellperson: {e}"))?;
-        let b = t.elapsed();
+        let bp = t.elapsed();
         let refs: Vec<_> = proofs.iter().collect();
-        let ok = ps.pvk.as_ref().is_some_and(|pvk| {
+        let ok = b.ps.pvk.as_ref().is_some_and(|pvk| {
             bellperson::groth16::verify_proofs_batch(pvk, &mut rng, &refs, &inputs).unwrap_or(false)
         });
         if !ok {
@@ -173,11 +210,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
         crate::outln!(
             "round {}: this pipeline {:.3} s, bellperson {:.3} s",
             round + 1,
-            a.as_secs_f64(),
-            b.as_secs_f64()
+            ours.as_secs_f64(),
+            bp.as_secs_f64()
         );
-        t_ours.push(a);
-        t_bp.push(b);
+        t_ours.push(ours);
+        t_bp.push(bp);
     }
     let (a, b) = (median(t_ours), median(t_bp));
     crate::outln!("this pipeline: {:.3} s (median)", a.as_secs_f64());

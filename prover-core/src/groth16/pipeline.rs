@@ -302,6 +302,233 @@ fn device_part(
     })
 }
 
+/// The batch's witnesses, split as the phases use them.
+struct Witness {
+    abc: Vec<Abc>,
+    inputs: Vec<Vec<Scalar>>,
+    aux: Vec<Vec<Scalar>>,
+    dens: Densities,
+    domain: Domain,
+    /// Public inputs, and those the B query holds.
+    n_inputs: usize,
+    nb_inputs: usize,
+}
+
+/// Each query's bases for the public inputs and for the auxiliary assignment.
+struct Queries<'p> {
+    a_in: &'p [G1Affine],
+    a_aux: &'p [G1Affine],
+    b_in: &'p [G1Affine],
+    b_aux: &'p [G1Affine],
+    b2_in: &'p [blstrs::G2Affine],
+    b2_aux: &'p [blstrs::G2Affine],
+}
+
+impl<'p> Queries<'p> {
+    fn of(params: &'p bellperson::groth16::Parameters<Bls12>, w: &Witness) -> Queries<'p> {
+        let (a_in, a_aux) = params.a.split_at(w.n_inputs.min(params.a.len()));
+        let (b_in, b_aux) = params.b_g1.split_at(w.nb_inputs.min(params.b_g1.len()));
+        let (b2_in, b2_aux) = params.b_g2.split_at(w.nb_inputs.min(params.b_g2.len()));
+        Queries {
+            a_in,
+            a_aux,
+            b_in,
+            b_aux,
+            b2_in,
+            b2_aux,
+        }
+    }
+}
+
+/// synthesis: one rayon task per circuit (on the stages' pool when batches overlap), in a
+/// `synthesis` span; the assignments split into what the phases use.
+fn synthesize(
+    ps: &ParamSet,
+    circuits: Vec<(AnyCircuit, Vec<Scalar>)>,
+    stages: Option<&dyn Stages>,
+    timer: &mut Timer,
+) -> Result<Witness, ProveError> {
+    let domain_len = ps.shape.constraints.next_power_of_two();
+    let assignments = timer.time("synthesis", || {
+        let _s = span!("synthesis");
+        let parent = SpanHandle::current();
+        let run = move || {
+            circuits
+                .into_par_iter()
+                .map(|(c, _)| {
+                    let _a = parent.adopt();
+                    let _s = span!("synthesize_circuit");
+                    ProvingAssignment::synthesize_sized(c, &ps.shape, domain_len)
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| ProveError::Synthesis(e.to_string()))
+        };
+        match stages.and_then(|st| st.synthesis_pool()) {
+            Some(pool) => pool.install(run),
+            None => run(),
+        }
+    });
+    if let Some(st) = stages {
+        st.synthesized();
+    }
+    witness(assignments?)
+}
+
+/// The assignments as the phases use them; their shapes must agree.
+fn witness(assignments: Vec<ProvingAssignment>) -> Result<Witness, ProveError> {
+    let first = &assignments[0];
+    if assignments
+        .iter()
+        .any(|p| p.a.len() != first.a.len() || p.aux_assignment.len() != first.aux_assignment.len())
+    {
+        return Err(ProveError::MixedShapes);
+    }
+    let dens = Densities {
+        a_aux: first.a_aux_density.clone(),
+        b_input: first.b_input_density.clone(),
+        b_aux: first.b_aux_density.clone(),
+    };
+    let domain =
+        Domain::for_len(first.a.len()).map_err(|e| ProveError::Synthesis(e.to_string()))?;
+    let n_inputs = first.input_assignment.len();
+    let nb_inputs = dens.b_input.count();
+    let k = assignments.len();
+    let mut w = Witness {
+        abc: Vec::with_capacity(k),
+        inputs: Vec::with_capacity(k),
+        aux: Vec::with_capacity(k),
+        dens,
+        domain,
+        n_inputs,
+        nb_inputs,
+    };
+    for p in assignments {
+        w.abc.push(Abc {
+            a: p.a,
+            b: p.b,
+            c: p.c,
+        });
+        w.inputs.push(p.input_assignment);
+        w.aux.push(p.aux_assignment);
+    }
+    Ok(w)
+}
+
+/// What the device phases hand back: the prepared split, the G2 tail sums, the device sums.
+type DeviceResults = (
+    Arc<Prepared>,
+    Vec<G2Projective>,
+    DevicePart,
+    Vec<(&'static str, Duration)>,
+);
+
+/// prep thread ∥ one thread per device, joined by a barrier as in C2. Each device takes a
+/// contiguous run of the circuits (`ranges`) with its own a, b, c.
+fn device_phases(
+    params: &bellperson::groth16::Parameters<Bls12>,
+    units: &[&dyn Backend],
+    ranges: &[std::ops::Range<usize>],
+    w: &mut Witness,
+    q: &Queries<'_>,
+    root: SpanHandle,
+) -> Result<DeviceResults, ProveError> {
+    std::thread::scope(|s| -> Result<_, ProveError> {
+        let mut senders = Vec::with_capacity(ranges.len());
+        let mut receivers = Vec::with_capacity(ranges.len());
+        for _ in ranges {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<Prepared>>(1);
+            senders.push(tx);
+            receivers.push(rx);
+        }
+        let (inputs, aux, dens) = (&w.inputs, &w.aux, &w.dens);
+        let (a_aux, b_aux, b2_aux) = (q.a_aux, q.b_aux, q.b2_aux);
+        let prep_thread = spawn(s, "prep_msm".into(), move || {
+            let _a = root.adopt();
+            let mut t = Timer::default();
+            let prepared = Arc::new(t.time("prep_msm", || {
+                let _s = span!("prep_msm");
+                let ins: Vec<&[Scalar]> = inputs.iter().map(Vec::as_slice).collect();
+                let auxs: Vec<&[Scalar]> = aux.iter().map(Vec::as_slice).collect();
+                prep::prepare(&params.l, a_aux, b_aux, b2_aux, dens, &ins, &auxs)
+            }));
+            for tx in senders {
+                let _ = tx.send(prepared.clone());
+            }
+            let g2 = t.time("b_g2_msm", || {
+                let _s = span!("b_g2_msm");
+                b_g2(&prepared, b2_aux)
+            });
+            (prepared, g2, t.phases)
+        })?;
+        let mut rest = std::mem::take(&mut w.abc);
+        let domain = &w.domain;
+        let mut threads = Vec::with_capacity(ranges.len());
+        for ((range, rx), unit) in ranges.iter().cloned().zip(receivers).zip(units) {
+            let tail = rest.split_off(range.len());
+            let mine = std::mem::replace(&mut rest, tail);
+            let bases = G1Queries {
+                h: &params.h,
+                l: &params.l,
+                a: q.a_aux,
+                b: q.b_aux,
+            };
+            threads.push(spawn(s, unit.thread_name(), move || {
+                let _a = root.adopt();
+                device_part(*unit, domain, mine, range, &bases, rx)
+            })?);
+        }
+        let mut parts = Vec::with_capacity(threads.len());
+        for t in threads {
+            parts.push(join(t, "device"));
+        }
+        let (prepared, g2, prep_times) = join(prep_thread, "prep_msm")?;
+        let mut dev = DevicePart::default();
+        for p in parts {
+            dev.append(p??);
+        }
+        Ok((prepared, g2, dev, prep_times))
+    })
+}
+
+/// epilogue: Groth16 randomisation with fresh r, s from a CSPRNG.
+fn epilogue(
+    vk: &bellperson::groth16::VerifyingKey<Bls12>,
+    q: &Queries<'_>,
+    inputs: &[Vec<Scalar>],
+    prepared: &Prepared,
+    g2: &[G2Projective],
+    dev: &DevicePart,
+) -> Result<Vec<Proof<Bls12>>, ProveError> {
+    let _s = span!("epilogue");
+    if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
+        return Err(ProveError::Identity);
+    }
+    let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+    (0..inputs.len())
+        .map(|i| {
+            let r = Scalar::random(&mut rng);
+            let s = Scalar::random(&mut rng);
+            let a_answer = msm::g1_msm(q.a_in, &inputs[i]) + dev.a[i];
+            let b1_answer = msm::g1_msm(q.b_in, &prepared.b_inputs[i]) + dev.b[i];
+            let b2_answer = msm::g2_msm(q.b2_in, &prepared.b_inputs[i]) + g2[i];
+            let g_a = vk.delta_g1 * r + vk.alpha_g1 + a_answer;
+            let g_b = vk.delta_g2 * s + vk.beta_g2 + b2_answer;
+            let g_c = a_answer * s
+                + b1_answer * r
+                + vk.delta_g1 * (r * s)
+                + vk.alpha_g1 * s
+                + vk.beta_g1 * r
+                + dev.h[i]
+                + dev.l[i];
+            Ok(Proof {
+                a: g_a.to_affine(),
+                b: g_b.to_affine(),
+                c: g_c.to_affine(),
+            })
+        })
+        .collect()
+}
+
 /// Proves one batch.
 pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
     let k = req.circuits.len();
@@ -323,68 +550,10 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
     if let Some(st) = req.stages {
         st.begun();
     }
-
-    // synthesis: one rayon task per circuit.
     let public_inputs: Vec<Vec<Scalar>> = req.circuits.iter().map(|(_, i)| i.clone()).collect();
-    let domain_len = ps.shape.constraints.next_power_of_two();
-    let circuits = req.circuits;
-    let assignments = timer.time("synthesis", || {
-        let _s = span!("synthesis");
-        let parent = SpanHandle::current();
-        let run = move || {
-            circuits
-                .into_par_iter()
-                .map(|(c, _)| {
-                    let _a = parent.adopt();
-                    let _s = span!("synthesize_circuit");
-                    ProvingAssignment::synthesize_sized(c, &ps.shape, domain_len)
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| ProveError::Synthesis(e.to_string()))
-        };
-        match req.stages.and_then(|st| st.synthesis_pool()) {
-            Some(pool) => pool.install(run),
-            None => run(),
-        }
-    });
-    if let Some(st) = req.stages {
-        st.synthesized();
-    }
-    let assignments = assignments?;
-    let first = &assignments[0];
-    if assignments
-        .iter()
-        .any(|p| p.a.len() != first.a.len() || p.aux_assignment.len() != first.aux_assignment.len())
-    {
-        return Err(ProveError::MixedShapes);
-    }
-    let dens = Densities {
-        a_aux: first.a_aux_density.clone(),
-        b_input: first.b_input_density.clone(),
-        b_aux: first.b_aux_density.clone(),
-    };
-    let domain =
-        Domain::for_len(first.a.len()).map_err(|e| ProveError::Synthesis(e.to_string()))?;
-    let n_inputs = first.input_assignment.len();
-    let nb_inputs = dens.b_input.count();
-    let mut abc = Vec::with_capacity(k);
-    let mut inputs = Vec::with_capacity(k);
-    let mut aux = Vec::with_capacity(k);
-    for p in assignments {
-        abc.push(Abc {
-            a: p.a,
-            b: p.b,
-            c: p.c,
-        });
-        inputs.push(p.input_assignment);
-        aux.push(p.aux_assignment);
-    }
+    let mut w = synthesize(ps, req.circuits, req.stages, &mut timer)?;
+    let q = Queries::of(params, &w);
 
-    let (a_in_bases, a_aux_bases) = params.a.split_at(n_inputs.min(params.a.len()));
-    let (b_in_bases, b_aux_bases) = params.b_g1.split_at(nb_inputs.min(params.b_g1.len()));
-    let (b2_in_bases, b2_aux_bases) = params.b_g2.split_at(nb_inputs.min(params.b_g2.len()));
-
-    // prep thread ∥ one thread per device, joined by a barrier as in C2.
     let units: Vec<&dyn Backend> = (0..req.backend.unit_count().max(1))
         .map(|i| req.backend.unit(i).unwrap_or(req.backend))
         .collect();
@@ -398,116 +567,23 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
         let _s = span!("wait_devices");
         st.take_devices();
     }
-    let device_phases = std::thread::scope(|s| -> Result<_, ProveError> {
-        let mut senders = Vec::with_capacity(ranges.len());
-        let mut receivers = Vec::with_capacity(ranges.len());
-        for _ in &ranges {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<Prepared>>(1);
-            senders.push(tx);
-            receivers.push(rx);
-        }
-        let (inputs, aux, dens) = (&inputs, &aux, &dens);
-        let prep_thread = spawn(s, "prep_msm".into(), move || {
-            let _a = root.adopt();
-            let mut t = Timer::default();
-            let prepared = Arc::new(t.time("prep_msm", || {
-                let _s = span!("prep_msm");
-                let ins: Vec<&[Scalar]> = inputs.iter().map(Vec::as_slice).collect();
-                let auxs: Vec<&[Scalar]> = aux.iter().map(Vec::as_slice).collect();
-                prep::prepare(
-                    &params.l,
-                    a_aux_bases,
-                    b_aux_bases,
-                    b2_aux_bases,
-                    dens,
-                    &ins,
-                    &auxs,
-                )
-            }));
-            for tx in senders {
-                let _ = tx.send(prepared.clone());
-            }
-            let g2 = t.time("b_g2_msm", || {
-                let _s = span!("b_g2_msm");
-                b_g2(&prepared, b2_aux_bases)
-            });
-            (prepared, g2, t.phases)
-        })?;
-        // Each device takes a contiguous run of the circuits with its own a, b, c.
-        let mut rest = abc;
-        let domain = &domain;
-        let mut threads = Vec::with_capacity(ranges.len());
-        for ((range, rx), unit) in ranges.iter().cloned().zip(receivers).zip(&units) {
-            let tail = rest.split_off(range.len());
-            let mine = std::mem::replace(&mut rest, tail);
-            let bases = G1Queries {
-                h: &params.h,
-                l: &params.l,
-                a: a_aux_bases,
-                b: b_aux_bases,
-            };
-            threads.push(spawn(s, unit.thread_name(), move || {
-                let _a = root.adopt();
-                device_part(*unit, domain, mine, range, &bases, rx)
-            })?);
-        }
-        let mut parts = Vec::with_capacity(threads.len());
-        for t in threads {
-            parts.push(join(t, "device"));
-        }
-        let (prepared, g2, prep_times) = join(prep_thread, "prep_msm")?;
-        let mut dev = DevicePart::default();
-        for p in parts {
-            dev.append(p??);
-        }
-        Ok((prepared, g2, dev, prep_times))
-    });
+    let done = device_phases(params, &units, &ranges, &mut w, &q, root);
     if let Some(st) = req.stages {
         st.free_devices();
     }
-    let (prepared, g2, dev, prep_times) = device_phases?;
+    let (prepared, g2, dev, prep_times) = done?;
     timer.phases.extend(prep_times);
     timer.phases.extend(dev.times.iter().copied());
-
-    // epilogue: Groth16 randomisation with fresh r, s from a CSPRNG.
-    let vk = &params.vk;
-    let proofs = timer.time("epilogue", || -> Result<Vec<Proof<Bls12>>, ProveError> {
-        let _s = span!("epilogue");
-        if bool::from(vk.delta_g1.is_identity() | vk.delta_g2.is_identity()) {
-            return Err(ProveError::Identity);
-        }
-        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-        (0..k)
-            .map(|i| {
-                let r = Scalar::random(&mut rng);
-                let s = Scalar::random(&mut rng);
-                let a_answer = msm::g1_msm(a_in_bases, &inputs[i]) + dev.a[i];
-                let b1_answer = msm::g1_msm(b_in_bases, &prepared.b_inputs[i]) + dev.b[i];
-                let b2_answer = msm::g2_msm(b2_in_bases, &prepared.b_inputs[i]) + g2[i];
-                let g_a = vk.delta_g1 * r + vk.alpha_g1 + a_answer;
-                let g_b = vk.delta_g2 * s + vk.beta_g2 + b2_answer;
-                let g_c = a_answer * s
-                    + b1_answer * r
-                    + vk.delta_g1 * (r * s)
-                    + vk.alpha_g1 * s
-                    + vk.beta_g1 * r
-                    + dev.h[i]
-                    + dev.l[i];
-                Ok(Proof {
-                    a: g_a.to_affine(),
-                    b: g_b.to_affine(),
-                    c: g_c.to_affine(),
-                })
-            })
-            .collect()
+    let proofs = timer.time("epilogue", || {
+        epilogue(&params.vk, &q, &w.inputs, &prepared, &g2, &dev)
     })?;
 
     // Release the proving vectors: here, inside the outer span and in no span (sync), or on
     // the dealloc thread (async).
     let vectors = ProvingVectors {
         abc: dev.abc,
-        inputs,
-        aux,
+        inputs: w.inputs,
+        aux: w.aux,
         prepared,
     };
     let released_bytes = vectors.bytes();

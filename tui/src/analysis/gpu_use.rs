@@ -83,6 +83,102 @@ fn devices(session: &Session, proof: &Proof) -> Vec<u32> {
     d
 }
 
+/// How busy one device was over a proof's window, and when it idled.
+struct Busy {
+    source: BusySource,
+    busy_ns: u64,
+    device_busy_ns: u64,
+    idle: Vec<Interval>,
+}
+
+/// From GPU spans: this proof's on `device`, and every other proof's work inside the window
+/// (`others`); `None` when this proof left none on it.
+fn busy_from_spans(proof: &Proof, others: &[&Proof], device: u32, range: Interval) -> Option<Busy> {
+    let clip = |g: &DeviceSpan| Interval::new(g.start.max(range.start), g.end.min(range.end));
+    let spans: Vec<Interval> = proof
+        .gpu_spans()
+        .iter()
+        .filter(|g| g.device == device)
+        .map(clip)
+        .collect();
+    if spans.is_empty() {
+        return None;
+    }
+    let busy_ns = union(spans.clone()).iter().map(Interval::len).sum();
+    let mut all = spans;
+    all.extend(
+        others
+            .iter()
+            .flat_map(|q| q.gpu_spans().iter())
+            .filter(|g| g.device == device)
+            .map(clip),
+    );
+    let device_busy = union(all);
+    Some(Busy {
+        source: BusySource::GpuSpans,
+        busy_ns,
+        device_busy_ns: device_busy.iter().map(Interval::len).sum(),
+        idle: complement(range, &device_busy),
+    })
+}
+
+/// NVML's utilisation below this counts a sample's period as idle.
+const IDLE_UTIL_PCT: u8 = 10;
+
+/// From NVML: each sample speaks for the period since the previous one; `None` without
+/// samples in the window.
+fn busy_from_nvml(session: &Session, device: u32, range: Interval) -> Option<Busy> {
+    let series = session.gpu_samples().get(&device)?;
+    let period = session
+        .hello()
+        .map_or(100_000_000, |h| h.gpu_sample_interval_ns.max(1));
+    let samples: Vec<_> = series
+        .range(range.start, range.end)
+        .iter()
+        .filter_map(|s| s.util_pct.map(|u| (s.ts, u)))
+        .collect();
+    if samples.is_empty() {
+        return None;
+    }
+    let mean = samples.iter().map(|s| f64::from(s.1)).sum::<f64>() / samples.len() as f64;
+    let busy_ns = (range.len() as f64 * mean / 100.0) as u64;
+    let idle = samples
+        .iter()
+        .filter(|s| s.1 < IDLE_UTIL_PCT)
+        .map(|s| Interval::new(s.0.saturating_sub(period).max(range.start), s.0))
+        .collect();
+    Some(Busy {
+        source: BusySource::Nvml,
+        busy_ns,
+        device_busy_ns: busy_ns,
+        idle: union(idle),
+    })
+}
+
+/// The phases that ran while the device idled: (phase, thread, ns), the three longest; a
+/// phase run by several threads (one per GPU worker) counts once, its longest.
+fn idle_phases(session: &Session, proof: &Proof, idle: &[Interval]) -> Vec<(String, String, u64)> {
+    let mut during: Vec<(String, String, u64)> = proof
+        .phases()
+        .filter_map(|c| {
+            let ci = Interval::new(c.start, c.end_or(session.now()));
+            let ov: u64 = idle.iter().map(|i| i.overlap(&ci)).sum();
+            (ov > 0).then(|| {
+                (
+                    session.name(c.name).to_owned(),
+                    session.thread_name(c.thread).into_owned(),
+                    ov,
+                )
+            })
+        })
+        .collect();
+    during.sort_by(|x, y| x.0.cmp(&y.0).then(y.2.cmp(&x.2)));
+    during.dedup_by(|later, first| later.0 == first.0);
+    during.sort_by_key(|d| std::cmp::Reverse(d.2));
+    during.truncate(3);
+    during
+}
+
 /// Each GPU's use over `proof`, with a finding where it idled more than `max_idle` (0..=1) of
 /// the proof. Empty for a proof that ran on the CPU or whose GPUs left no evidence.
 pub fn gpu_use(session: &Session, proof: &Proof, max_idle: f64) -> Vec<GpuUse> {
@@ -94,7 +190,6 @@ pub fn gpu_use(session: &Session, proof: &Proof, max_idle: f64) -> Vec<GpuUse> {
     if range.is_empty() {
         return Vec::new();
     }
-    let mut out = Vec::new();
     // Other proofs whose windows meet this one, for their GPU work inside it.
     let others: Vec<&Proof> = session
         .proofs()
@@ -104,87 +199,23 @@ pub fn gpu_use(session: &Session, proof: &Proof, max_idle: f64) -> Vec<GpuUse> {
                 .is_some_and(|(a, b)| a < range.end && range.start < b)
         })
         .collect();
+    let mut out = Vec::new();
     for device in devices(session, proof) {
-        let clip = |g: &DeviceSpan| Interval::new(g.start.max(range.start), g.end.min(range.end));
-        let spans: Vec<Interval> = proof
-            .gpu_spans()
-            .iter()
-            .filter(|g| g.device == device)
-            .map(clip)
-            .collect();
-        let (source, busy_ns, device_busy_ns, idle) = if !spans.is_empty() {
-            let busy_ns = union(spans.clone()).iter().map(Interval::len).sum();
-            let mut all = spans;
-            all.extend(
-                others
-                    .iter()
-                    .flat_map(|q| q.gpu_spans().iter())
-                    .filter(|g| g.device == device)
-                    .map(clip),
-            );
-            let device_busy = union(all);
-            let device_busy_ns = device_busy.iter().map(Interval::len).sum();
-            (
-                BusySource::GpuSpans,
-                busy_ns,
-                device_busy_ns,
-                complement(range, &device_busy),
-            )
-        } else {
-            // NVML: each sample speaks for the period since the previous one.
-            let Some(series) = session.gpu_samples().get(&device) else {
-                continue;
-            };
-            let period = session
-                .hello()
-                .map_or(100_000_000, |h| h.gpu_sample_interval_ns.max(1));
-            let samples: Vec<_> = series
-                .range(range.start, range.end)
-                .iter()
-                .filter_map(|s| s.util_pct.map(|u| (s.ts, u)))
-                .collect();
-            if samples.is_empty() {
-                continue;
-            }
-            let mean = samples.iter().map(|s| f64::from(s.1)).sum::<f64>() / samples.len() as f64;
-            let busy_ns = (range.len() as f64 * mean / 100.0) as u64;
-            let idle = samples
-                .iter()
-                .filter(|s| s.1 < 10)
-                .map(|s| Interval::new(s.0.saturating_sub(period).max(range.start), s.0))
-                .collect();
-            (BusySource::Nvml, busy_ns, busy_ns, union(idle))
+        let Some(busy) = busy_from_spans(proof, &others, device, range)
+            .or_else(|| busy_from_nvml(session, device, range))
+        else {
+            continue;
         };
-        let mut during: Vec<(String, String, u64)> = proof
-            .children(outer.id)
-            .filter_map(|c| {
-                let ci = Interval::new(c.start, c.end_or(session.now()));
-                let ov: u64 = idle.iter().map(|i| i.overlap(&ci)).sum();
-                (ov > 0).then(|| {
-                    (
-                        session.name(c.name).to_owned(),
-                        session.thread_name(c.thread).into_owned(),
-                        ov,
-                    )
-                })
-            })
-            .collect();
-        // A phase run by several threads (ntt_msm_h per GPU worker) counts once, its longest.
-        during.sort_by(|x, y| x.0.cmp(&y.0).then(y.2.cmp(&x.2)));
-        during.dedup_by(|later, first| later.0 == first.0);
-        during.sort_by_key(|d| std::cmp::Reverse(d.2));
-        during.truncate(3);
-        let busy_share = busy_ns as f64 / range.len() as f64;
-        let device_busy_share = device_busy_ns as f64 / range.len() as f64;
+        let device_busy_share = busy.device_busy_ns as f64 / range.len() as f64;
         let mut u = GpuUse {
             device,
-            source,
-            busy_ns,
+            source: busy.source,
+            busy_ns: busy.busy_ns,
             proof_ns: range.len(),
-            busy_share,
-            device_busy_ns,
+            busy_share: busy.busy_ns as f64 / range.len() as f64,
+            device_busy_ns: busy.device_busy_ns,
             device_busy_share,
-            idle_during: during,
+            idle_during: idle_phases(session, proof, &busy.idle),
             finding: None,
         };
         if 1.0 - device_busy_share > max_idle {

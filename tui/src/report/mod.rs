@@ -122,6 +122,8 @@ pub struct ProofReport {
     pub error: Option<String>,
     pub start_ns: u64,
     pub duration_ns: u64,
+    /// The outer span's name (the wrapper timer, e.g. `prove`).
+    pub span: String,
     pub thread: String,
     pub phases: Vec<PhaseReport>,
     pub unaccounted_ns: u64,
@@ -222,6 +224,7 @@ pub fn proof_report(
         error: p.end().and_then(|e| e.error.clone()),
         start_ns: a,
         duration_ns: b - a,
+        span: s.name(outer.name).to_owned(),
         thread: s.thread_name(outer.thread).into_owned(),
         phases: phases(s, p, a),
         unaccounted_ns,

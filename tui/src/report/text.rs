@@ -1,6 +1,6 @@
 //! `--format text`: a bug report to paste.
 
-use super::{ReleaseGroup, Report};
+use super::{ProofReport, ReleaseGroup, ReleaseTotals, Report, SessionReport};
 use crate::format::{bytes, dur};
 use std::fmt::Write;
 
@@ -65,6 +65,44 @@ pub fn text_that_fits(r: &Report, worst: usize) -> String {
 /// The report at `detail`.
 pub fn render(r: &Report, detail: Detail) -> String {
     let mut o = String::new();
+    report_header(&mut o, r);
+    for (i, s) in r.sessions.iter().enumerate() {
+        let _ = writeln!(o, "\n== session {} ==", i + 1);
+        session_header(&mut o, s);
+        match detail {
+            Detail::Full => proofs_full(&mut o, s),
+            Detail::Summary { worst } => proofs_summary(&mut o, s, worst),
+        }
+        if let Some(t) = &s.throughput {
+            let _ = writeln!(o, "{}", throughput_line(t));
+        }
+        if s.proofs.is_empty() {
+            let _ = writeln!(o, "(no proof recorded)");
+        }
+        releases(&mut o, &s.releases);
+        gpus(&mut o, s);
+        dropped(&mut o, s);
+    }
+    phase_stats(&mut o, r);
+    if r.evicted_proofs > 0 || r.bad_frames > 0 {
+        let _ = writeln!(
+            o,
+            "\nviewer: {} proofs evicted by retention, {} frames undecodable",
+            r.evicted_proofs, r.bad_frames
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\nversions: proofscope {}, protocol {}, recording format {}",
+        r.proofscope_version,
+        r.protocol,
+        probe_protocol::RECORDING_VERSION
+    );
+    o
+}
+
+/// Versions, source, gap rule, warnings.
+fn report_header(o: &mut String, r: &Report) {
     let _ = writeln!(
         o,
         "proofscope {} report (protocol {})",
@@ -80,156 +118,161 @@ pub fn render(r: &Report, detail: Detail) -> String {
     for w in &r.warnings {
         let _ = writeln!(o, "warning: {w}");
     }
-    for (i, s) in r.sessions.iter().enumerate() {
-        let _ = writeln!(o, "\n== session {} ==", i + 1);
-        // A session imported from a log has no process or host.
-        let _ = writeln!(
-            o,
-            "prover:   {}{}{}",
-            s.prover,
-            if s.prover_version.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", s.prover_version)
-            },
-            if s.pid == 0 && s.hostname.is_empty() {
-                String::new()
-            } else {
-                format!(" (pid {} on {})", s.pid, s.hostname)
-            }
-        );
-        if s.session_start_unix_ns > 0 {
-            let _ = writeln!(
-                o,
-                "started:  {}",
-                crate::format::wall_clock(s.session_start_unix_ns)
-            );
-        }
-        let _ = writeln!(
-            o,
-            "backend:  {} ({})",
-            s.backend,
-            if s.backend_reason.is_empty() {
-                "-"
-            } else {
-                &s.backend_reason
-            }
-        );
-        if s.gpus.is_empty() {
-            let _ = writeln!(
-                o,
-                "GPUs:     none ({})",
-                s.gpu_unavailable_reason
-                    .as_deref()
-                    .map_or("-".into(), crate::format::gpu_reason)
-            );
+}
+
+/// Who was profiled, when, on what machine and GPUs, called how.
+fn session_header(o: &mut String, s: &SessionReport) {
+    // A session imported from a log has no process or host.
+    let _ = writeln!(
+        o,
+        "prover:   {}{}{}",
+        s.prover,
+        if s.prover_version.is_empty() {
+            String::new()
         } else {
-            for g in &s.gpus {
-                let _ = writeln!(
-                    o,
-                    "GPU {}:    {} ({}, driver {})",
-                    g.index,
-                    g.name,
-                    bytes(g.memory_total_bytes),
-                    s.gpu_driver_version.as_deref().unwrap_or("?")
-                );
-            }
-        }
-        if s.cpu_count == 0 && s.total_ram_bytes == 0 {
-            let _ = writeln!(o, "machine:  unknown; clock {}", s.clock);
+            format!(" {}", s.prover_version)
+        },
+        if s.pid == 0 && s.hostname.is_empty() {
+            String::new()
         } else {
-            let _ = writeln!(
-                o,
-                "machine:  {} CPUs{}, {} RAM; clock {}; large-block threshold {}",
-                s.cpu_count,
-                if s.cpu_model.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", s.cpu_model)
-                },
-                bytes(s.total_ram_bytes),
-                s.clock,
-                bytes(s.large_block_threshold)
-            );
+            format!(" (pid {} on {})", s.pid, s.hostname)
         }
-        if !s.os.is_empty() {
-            let _ = writeln!(o, "os:       {}", s.os);
-        }
-        if !s.command_line.is_empty() {
-            // Already cut to the report's rule (REPORT_ARGS × REPORT_ARG_CHARS).
-            let _ = writeln!(o, "command:  {}", s.command_line.join(" "));
-        }
-        if s.history_evicted_events > 0 {
-            let _ = writeln!(
-                o,
-                "note:     {} events before this report were evicted by the prover's flight recorder",
-                s.history_evicted_events
-            );
-        }
-
-        match detail {
-            Detail::Full => proofs_full(&mut o, s),
-            Detail::Summary { worst } => proofs_summary(&mut o, s, worst),
-        }
-        if let Some(t) = &s.throughput {
-            let _ = writeln!(o, "{}", throughput_line(t));
-        }
-        if s.proofs.is_empty() {
-            let _ = writeln!(o, "(no proof recorded)");
-        }
-
-        let _ = writeln!(o, "\n-- memory releases --");
-        let t = &s.releases;
+    );
+    if s.session_start_unix_ns > 0 {
         let _ = writeln!(
             o,
-            "{} large releases, {}, {} inside free",
-            t.count,
-            bytes(t.bytes),
-            dur(t.inside_ns)
+            "started:  {}",
+            crate::format::wall_clock(s.session_start_unix_ns)
         );
-        // Threads with under 1 % of the time inside free are folded into one line.
-        let (shown, folded): (Vec<_>, Vec<_>) = t
-            .by_thread
-            .iter()
-            .partition(|(_, ns)| *ns * 100 >= t.inside_ns.max(1));
-        for (th, ns) in shown {
-            let _ = writeln!(o, "    {th:<20} {}", dur(*ns));
-        }
-        if !folded.is_empty() {
-            let ns: u64 = folded.iter().map(|(_, ns)| ns).sum();
-            let label = format!("{} other threads", folded.len());
-            let _ = writeln!(o, "    {label:<20} {}", dur(ns));
-        }
-
-        let _ = writeln!(o, "\n-- GPU --");
-        if s.gpus.is_empty() {
-            let _ = writeln!(o, "no GPU");
-        }
-        for g in &s.gpus {
-            let _ = writeln!(
-                o,
-                "gpu{}: {} samples, util avg {} max {}, memory max {}, power avg {}, energy {}",
-                g.index,
-                g.samples,
-                g.util_avg_pct.map_or("?".into(), |v| format!("{v:.0}%")),
-                g.util_max_pct.map_or("?".into(), |v| format!("{v}%")),
-                g.mem_used_max_bytes.map_or("?".into(), bytes),
-                g.power_avg_w.map_or("?".into(), |v| format!("{v:.0} W")),
-                g.energy_used_j.map_or("?".into(), |v| format!("{v:.0} J")),
-            );
-        }
-
-        let _ = writeln!(o, "\n-- dropped events --");
-        if s.dropped.is_empty() {
-            let _ = writeln!(o, "none");
-        }
-        for (k, n) in &s.dropped {
-            let _ = writeln!(o, "{k}: {n}");
-        }
-        if let Some(g) = &s.goodbye {
-            let _ = writeln!(o, "\nsession ended: {g}");
-        }
     }
+    let _ = writeln!(
+        o,
+        "backend:  {} ({})",
+        s.backend,
+        if s.backend_reason.is_empty() {
+            "-"
+        } else {
+            &s.backend_reason
+        }
+    );
+    gpu_lines(o, s);
+    machine_lines(o, s);
+    if !s.command_line.is_empty() {
+        // Already cut to the report's rule (REPORT_ARGS × REPORT_ARG_CHARS).
+        let _ = writeln!(o, "command:  {}", s.command_line.join(" "));
+    }
+    if s.history_evicted_events > 0 {
+        let _ = writeln!(
+            o,
+            "note:     {} events before this report were evicted by the prover's flight recorder",
+            s.history_evicted_events
+        );
+    }
+}
+
+fn gpu_lines(o: &mut String, s: &SessionReport) {
+    if s.gpus.is_empty() {
+        let _ = writeln!(
+            o,
+            "GPUs:     none ({})",
+            s.gpu_unavailable_reason
+                .as_deref()
+                .map_or("-".into(), crate::format::gpu_reason)
+        );
+    }
+    for g in &s.gpus {
+        let _ = writeln!(
+            o,
+            "GPU {}:    {} ({}, driver {})",
+            g.index,
+            g.name,
+            bytes(g.memory_total_bytes),
+            s.gpu_driver_version.as_deref().unwrap_or("?")
+        );
+    }
+}
+
+fn machine_lines(o: &mut String, s: &SessionReport) {
+    if s.cpu_count == 0 && s.total_ram_bytes == 0 {
+        let _ = writeln!(o, "machine:  unknown; clock {}", s.clock);
+    } else {
+        let _ = writeln!(
+            o,
+            "machine:  {} CPUs{}, {} RAM; clock {}; large-block threshold {}",
+            s.cpu_count,
+            if s.cpu_model.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", s.cpu_model)
+            },
+            bytes(s.total_ram_bytes),
+            s.clock,
+            bytes(s.large_block_threshold)
+        );
+    }
+    if !s.os.is_empty() {
+        let _ = writeln!(o, "os:       {}", s.os);
+    }
+}
+
+/// The session's large releases, by thread (threads under 1 % of the time folded).
+fn releases(o: &mut String, t: &ReleaseTotals) {
+    let _ = writeln!(o, "\n-- memory releases --");
+    let _ = writeln!(
+        o,
+        "{} large releases, {}, {} inside free",
+        t.count,
+        bytes(t.bytes),
+        dur(t.inside_ns)
+    );
+    let (shown, folded): (Vec<_>, Vec<_>) = t
+        .by_thread
+        .iter()
+        .partition(|(_, ns)| *ns * 100 >= t.inside_ns.max(1));
+    for (th, ns) in shown {
+        let _ = writeln!(o, "    {th:<20} {}", dur(*ns));
+    }
+    if !folded.is_empty() {
+        let ns: u64 = folded.iter().map(|(_, ns)| ns).sum();
+        let label = format!("{} other threads", folded.len());
+        let _ = writeln!(o, "    {label:<20} {}", dur(ns));
+    }
+}
+
+fn gpus(o: &mut String, s: &SessionReport) {
+    let _ = writeln!(o, "\n-- GPU --");
+    if s.gpus.is_empty() {
+        let _ = writeln!(o, "no GPU");
+    }
+    for g in &s.gpus {
+        let _ = writeln!(
+            o,
+            "gpu{}: {} samples, util avg {} max {}, memory max {}, power avg {}, energy {}",
+            g.index,
+            g.samples,
+            g.util_avg_pct.map_or("?".into(), |v| format!("{v:.0}%")),
+            g.util_max_pct.map_or("?".into(), |v| format!("{v}%")),
+            g.mem_used_max_bytes.map_or("?".into(), bytes),
+            g.power_avg_w.map_or("?".into(), |v| format!("{v:.0} W")),
+            g.energy_used_j.map_or("?".into(), |v| format!("{v:.0} J")),
+        );
+    }
+}
+
+fn dropped(o: &mut String, s: &SessionReport) {
+    let _ = writeln!(o, "\n-- dropped events --");
+    if s.dropped.is_empty() {
+        let _ = writeln!(o, "none");
+    }
+    for (k, n) in &s.dropped {
+        let _ = writeln!(o, "{k}: {n}");
+    }
+    if let Some(g) = &s.goodbye {
+        let _ = writeln!(o, "\nsession ended: {g}");
+    }
+}
+
+fn phase_stats(o: &mut String, r: &Report) {
     let _ = writeln!(o, "\n== phase statistics (completed proofs) ==");
     let _ = writeln!(
         o,
@@ -247,21 +290,6 @@ pub fn render(r: &Report, detail: Detail) -> String {
             dur(st.max_ns)
         );
     }
-    if r.evicted_proofs > 0 || r.bad_frames > 0 {
-        let _ = writeln!(
-            o,
-            "\nviewer: {} proofs evicted by retention, {} frames undecodable",
-            r.evicted_proofs, r.bad_frames
-        );
-    }
-    let _ = writeln!(
-        o,
-        "\nversions: proofscope {}, protocol {}, recording format {}",
-        r.proofscope_version,
-        r.protocol,
-        probe_protocol::RECORDING_VERSION
-    );
-    o
 }
 
 /// "heap 1.2 GB → peak 3.4 GB → 2.1 GB, GPU 2.4 GB": live before, the phase's peak, at its end.
@@ -281,83 +309,9 @@ fn phase_memory(m: crate::report::PhaseMemory) -> String {
 fn proofs_full(o: &mut String, s: &super::SessionReport) {
     let _ = writeln!(o, "\n-- proofs --");
     for p in &s.proofs {
-        let _ = writeln!(
-            o,
-            "proof #{}: {} × {}{}, backend {}, {}{} — prove {}, unaccounted {} ({:.1}%)",
-            p.id,
-            p.circuits,
-            p.circuit,
-            // Unknown (0) for proofs imported from logs.
-            if p.constraints > 0 {
-                format!(" ({} constraints)", p.constraints)
-            } else {
-                String::new()
-            },
-            p.backend,
-            p.verification,
-            if p.synthetic_srs {
-                ", SYNTHETIC SRS"
-            } else {
-                ""
-            },
-            dur(p.duration_ns),
-            dur(p.unaccounted_ns),
-            p.unaccounted_ns as f64 / p.duration_ns.max(1) as f64 * 100.0
-        );
-        for ph in &p.phases {
-            let line = format!(
-                "    {:<14} +{:<10} {:>10}  {:<12}{}",
-                ph.name,
-                dur(ph.start_offset_ns),
-                dur(ph.duration_ns),
-                ph.thread,
-                ph.memory.map(phase_memory).unwrap_or_default()
-            );
-            let _ = writeln!(o, "{}", line.trim_end());
-        }
-        for w in &p.gpu_work {
-            let line = format!(
-                "    gpu{} {:<16} +{:<10} {:>10}  ×{}{}",
-                w.device,
-                w.name,
-                dur(w.first_offset_ns),
-                dur(w.busy_ns),
-                w.count,
-                if w.launched_in.is_empty() {
-                    String::new()
-                } else {
-                    format!(", launched in {}", w.launched_in)
-                }
-            );
-            let _ = writeln!(o, "{line}");
-        }
-        for g in &p.gaps {
-            let _ = writeln!(
-                o,
-                "  {} gap in {}: {} {} at +{} ({:.1}% of the span)",
-                if g.flagged { "!" } else { "·" },
-                g.span,
-                dur(g.duration_ns),
-                g.place.as_str(),
-                dur(g.start_offset_ns),
-                g.share_of_span * 100.0
-            );
-            let _ = writeln!(o, "      {}", g.diagnosis.sentence);
-        }
-        if p.small_gaps.count > 0 {
-            let _ = writeln!(
-                o,
-                "  · {} smaller gap{} in prove totalling {} (largest {}{})",
-                p.small_gaps.count,
-                if p.small_gaps.count == 1 { "" } else { "s" },
-                dur(p.small_gaps.total_ns),
-                dur(p.small_gaps.largest_ns),
-                p.small_gaps.tail_ns.map_or(String::new(), |t| format!(
-                    "; the tail after the last child {}",
-                    dur(t)
-                ))
-            );
-        }
+        proof_line(o, p);
+        phase_lines(o, p);
+        gap_lines(o, p);
         for (name, text) in &p.notes {
             let _ = writeln!(o, "  {name}: {text}");
         }
@@ -367,24 +321,119 @@ fn proofs_full(o: &mut String, s: &super::SessionReport) {
                 let _ = writeln!(o, "  ! {f}");
             }
         }
-        let rel = &p.releases;
-        let _ = writeln!(
-            o,
-            "  releases inside the outer span, outside every phase: {}",
-            group(&rel.in_outer_outside_phases)
+        release_lines(o, &p.releases);
+    }
+}
+
+/// "proof #1: 2 × sha256 (…), backend cpu, valid — prove 1.2 s, unaccounted 3 ms (0.2%)"
+fn proof_line(o: &mut String, p: &ProofReport) {
+    let _ = writeln!(
+        o,
+        "proof #{}: {} × {}{}, backend {}, {}{} — {} {}, unaccounted {} ({:.1}%)",
+        p.id,
+        p.circuits,
+        p.circuit,
+        // Unknown (0) for proofs imported from logs.
+        if p.constraints > 0 {
+            format!(" ({} constraints)", p.constraints)
+        } else {
+            String::new()
+        },
+        p.backend,
+        p.verification,
+        if p.synthetic_srs {
+            ", SYNTHETIC SRS"
+        } else {
+            ""
+        },
+        p.span,
+        dur(p.duration_ns),
+        dur(p.unaccounted_ns),
+        p.unaccounted_ns as f64 / p.duration_ns.max(1) as f64 * 100.0
+    );
+}
+
+/// The phases, then the device work.
+fn phase_lines(o: &mut String, p: &ProofReport) {
+    for ph in &p.phases {
+        let line = format!(
+            "    {:<14} +{:<10} {:>10}  {:<12}{}",
+            ph.name,
+            dur(ph.start_offset_ns),
+            dur(ph.duration_ns),
+            ph.thread,
+            ph.memory.map(phase_memory).unwrap_or_default()
         );
-        let _ = writeln!(o, "  releases inside phases: {}", group(&rel.in_phases));
-        let _ = writeln!(
-            o,
-            "  releases on other threads during the proof: {}",
-            group(&rel.elsewhere_during)
+        let _ = writeln!(o, "{}", line.trim_end());
+    }
+    for w in &p.gpu_work {
+        let line = format!(
+            "    gpu{} {:<16} +{:<10} {:>10}  ×{}{}",
+            w.device,
+            w.name,
+            dur(w.first_offset_ns),
+            dur(w.busy_ns),
+            w.count,
+            if w.launched_in.is_empty() {
+                String::new()
+            } else {
+                format!(", launched in {}", w.launched_in)
+            }
         );
+        let _ = writeln!(o, "{line}");
+    }
+}
+
+/// The listed gaps with their diagnoses, and the line that sums the rest.
+fn gap_lines(o: &mut String, p: &ProofReport) {
+    for g in &p.gaps {
         let _ = writeln!(
             o,
-            "  releases after the outer span (outside the proof): {}",
-            group(&rel.after_outer)
+            "  {} gap in {}: {} {} at +{} ({:.1}% of the span)",
+            if g.flagged { "!" } else { "·" },
+            g.span,
+            dur(g.duration_ns),
+            g.place.as_str(),
+            dur(g.start_offset_ns),
+            g.share_of_span * 100.0
+        );
+        let _ = writeln!(o, "      {}", g.diagnosis.sentence);
+    }
+    let small = &p.small_gaps;
+    if small.count > 0 {
+        let _ = writeln!(
+            o,
+            "  · {} smaller gap{} in {} totalling {} (largest {}{})",
+            small.count,
+            if small.count == 1 { "" } else { "s" },
+            p.span,
+            dur(small.total_ns),
+            dur(small.largest_ns),
+            small.tail_ns.map_or(String::new(), |t| format!(
+                "; the tail after the last child {}",
+                dur(t)
+            ))
         );
     }
+}
+
+fn release_lines(o: &mut String, rel: &super::ProofReleases) {
+    let _ = writeln!(
+        o,
+        "  releases inside the outer span, outside every phase: {}",
+        group(&rel.in_outer_outside_phases)
+    );
+    let _ = writeln!(o, "  releases inside phases: {}", group(&rel.in_phases));
+    let _ = writeln!(
+        o,
+        "  releases on other threads during the proof: {}",
+        group(&rel.elsewhere_during)
+    );
+    let _ = writeln!(
+        o,
+        "  releases after the outer span (outside the proof): {}",
+        group(&rel.after_outer)
+    );
 }
 
 /// "throughput: 3.20 proofs per minute (3 complete proofs, 37.5 s from the first's end to the
@@ -447,7 +496,7 @@ fn gpu_use_line(u: &crate::analysis::GpuUse) -> String {
 /// The proofs in brief: duration and unaccounted statistics, the `worst` proofs by unaccounted
 /// share, and every flagged gap with its diagnosis.
 fn proofs_summary(o: &mut String, s: &super::SessionReport, worst: usize) {
-    let done: Vec<&super::ProofReport> = s.proofs.iter().filter(|p| p.complete).collect();
+    let done: Vec<&ProofReport> = s.proofs.iter().filter(|p| p.complete).collect();
     let _ = writeln!(
         o,
         "\n-- proofs: {} ({} complete) --",
@@ -458,25 +507,44 @@ fn proofs_summary(o: &mut String, s: &super::SessionReport, worst: usize) {
         let _ = writeln!(o, "(no proof recorded)");
         return;
     }
+    duration_summary(o, &done);
+    worst_by_share(o, &done, worst);
+    gpu_busy_summary(o, &done, worst);
+    flagged_gaps(o, s);
+}
+
+/// The share of a proof no phase accounts for.
+fn unaccounted_share(p: &ProofReport) -> f64 {
+    p.unaccounted_ns as f64 / p.duration_ns.max(1) as f64
+}
+
+/// "prove: p50 …, p95 …, max …; unaccounted … in all (…% of proof time)"
+fn duration_summary(o: &mut String, done: &[&ProofReport]) {
+    let Some(first) = done.first() else { return };
     let mut d: Vec<u64> = done.iter().map(|p| p.duration_ns).collect();
     d.sort_unstable();
-    if !d.is_empty() {
-        let at = |q: f64| d[((d.len() - 1) as f64 * q).round() as usize];
-        let total: u64 = done.iter().map(|p| p.duration_ns).sum();
-        let unacc: u64 = done.iter().map(|p| p.unaccounted_ns).sum();
-        let _ = writeln!(
-            o,
-            "prove: p50 {}, p95 {}, max {}; unaccounted {} in all ({:.1}% of proof time)",
-            dur(at(0.5)),
-            dur(at(0.95)),
-            dur(at(1.0)),
-            dur(unacc),
-            unacc as f64 / total.max(1) as f64 * 100.0
-        );
-    }
-    let share = |p: &super::ProofReport| p.unaccounted_ns as f64 / p.duration_ns.max(1) as f64;
-    let mut by_share = done.clone();
-    by_share.sort_by(|a, b| share(b).total_cmp(&share(a)).then(a.id.cmp(&b.id)));
+    let at = |q: f64| crate::analysis::stats::percentile(&d, q);
+    let total: u64 = done.iter().map(|p| p.duration_ns).sum();
+    let unacc: u64 = done.iter().map(|p| p.unaccounted_ns).sum();
+    let _ = writeln!(
+        o,
+        "{}: p50 {}, p95 {}, max {}; unaccounted {} in all ({:.1}% of proof time)",
+        first.span,
+        dur(at(50.0)),
+        dur(at(95.0)),
+        dur(at(100.0)),
+        dur(unacc),
+        unacc as f64 / total.max(1) as f64 * 100.0
+    );
+}
+
+fn worst_by_share(o: &mut String, done: &[&ProofReport], worst: usize) {
+    let mut by_share = done.to_vec();
+    by_share.sort_by(|a, b| {
+        unaccounted_share(b)
+            .total_cmp(&unaccounted_share(a))
+            .then(a.id.cmp(&b.id))
+    });
     let _ = writeln!(
         o,
         "worst {} by unaccounted share:",
@@ -486,11 +554,12 @@ fn proofs_summary(o: &mut String, s: &super::SessionReport, worst: usize) {
         let flagged = p.gaps.iter().filter(|g| g.flagged).count();
         let _ = writeln!(
             o,
-            "  proof #{}: prove {}, unaccounted {} ({:.1}%){}",
+            "  proof #{}: {} {}, unaccounted {} ({:.1}%){}",
             p.id,
+            p.span,
             dur(p.duration_ns),
             dur(p.unaccounted_ns),
-            share(p) * 100.0,
+            unaccounted_share(p) * 100.0,
             if flagged > 0 {
                 format!(
                     ", {flagged} flagged gap{}",
@@ -501,38 +570,44 @@ fn proofs_summary(o: &mut String, s: &super::SessionReport, worst: usize) {
             }
         );
     }
+}
+
+/// The GPU busy share over proofs and GPUs, and the worst idle findings.
+fn gpu_busy_summary(o: &mut String, done: &[&ProofReport], worst: usize) {
+    let mut b: Vec<f64> = done
+        .iter()
+        .flat_map(|p| p.gpu_use.iter().map(|u| u.device_busy_share))
+        .collect();
+    if b.is_empty() {
+        return;
+    }
+    b.sort_by(f64::total_cmp);
+    let mut idle: Vec<(u64, &crate::analysis::GpuUse)> = done
+        .iter()
+        .flat_map(|p| p.gpu_use.iter().map(move |u| (p.id, u)))
+        .filter(|(_, u)| u.finding.is_some())
+        .collect();
+    let _ = writeln!(
+        o,
+        "GPU busy share per proof and GPU: p50 {:.0}%, min {:.0}%, max {:.0}%; {} idle finding{}",
+        b[(b.len() - 1) / 2] * 100.0,
+        b[0] * 100.0,
+        b[b.len() - 1] * 100.0,
+        idle.len(),
+        if idle.len() == 1 { "" } else { "s" }
+    );
+    idle.sort_by(|a, b| a.1.device_busy_share.total_cmp(&b.1.device_busy_share));
+    for (id, u) in idle.iter().take(worst) {
+        let _ = writeln!(o, "  proof #{id}: {}", u.finding.as_deref().unwrap_or(""));
+    }
+}
+
+fn flagged_gaps(o: &mut String, s: &super::SessionReport) {
     let flagged: Vec<(u64, &super::GapReport)> = s
         .proofs
         .iter()
         .flat_map(|p| p.gaps.iter().filter(|g| g.flagged).map(move |g| (p.id, g)))
         .collect();
-    let busy: Vec<f64> = done
-        .iter()
-        .flat_map(|p| p.gpu_use.iter().map(|u| u.device_busy_share))
-        .collect();
-    if !busy.is_empty() {
-        let mut b = busy.clone();
-        b.sort_by(f64::total_cmp);
-        let idle: Vec<(u64, &crate::analysis::GpuUse)> = done
-            .iter()
-            .flat_map(|p| p.gpu_use.iter().map(move |u| (p.id, u)))
-            .filter(|(_, u)| u.finding.is_some())
-            .collect();
-        let _ = writeln!(
-            o,
-            "GPU busy share per proof and GPU: p50 {:.0}%, min {:.0}%, max {:.0}%; {} idle finding{}",
-            b[(b.len() - 1) / 2] * 100.0,
-            b[0] * 100.0,
-            b[b.len() - 1] * 100.0,
-            idle.len(),
-            if idle.len() == 1 { "" } else { "s" }
-        );
-        let mut worst_idle = idle;
-        worst_idle.sort_by(|a, b| a.1.device_busy_share.total_cmp(&b.1.device_busy_share));
-        for (id, u) in worst_idle.iter().take(worst) {
-            let _ = writeln!(o, "  proof #{id}: {}", u.finding.as_deref().unwrap_or(""));
-        }
-    }
     let _ = writeln!(o, "\n-- flagged gaps: {} --", flagged.len());
     for (id, g) in flagged {
         let _ = writeln!(
