@@ -1,14 +1,13 @@
 //! The `prover` binary: artefacts another verifier can check, and clear errors.
+mod support;
+
 use bellperson::groth16::{Proof, VerifyingKey, prepare_verifying_key, verify_proof};
 use blstrs::{Bls12, Scalar};
 use ff::PrimeField;
 use std::process::Command;
+use support::cache;
 
 const BIN: &str = env!("CARGO_BIN_EXE_prover");
-
-fn cache() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache")
-}
 
 #[test]
 fn prove_out_writes_what_bellperson_reads_and_verifies() {

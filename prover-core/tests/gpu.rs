@@ -1,13 +1,13 @@
 //! The GPU backend. The fallback test runs everywhere; the device tests run only where
 //! `PROOFSCOPE_GPU_TESTS=1` (they need an NVIDIA GPU, driver and NVRTC).
-mod gpu_env;
-use gpu_env::{cache, first_gpu, max_log};
+mod support;
 use prover_core::cli::BackendChoice;
 use prover_core::gpu::NttOp;
 use prover_core::gpu::msm_bench::random_scalars;
 use prover_core::groth16::backend::{Abc, Backend, compute_h_cpu};
 use prover_core::groth16::ntt::Domain;
 use rand::SeedableRng;
+use support::{cache, first_gpu, max_log};
 
 /// Without a GPU, `auto` proves on the CPU and says why, in the log line and in `Hello`.
 #[test]

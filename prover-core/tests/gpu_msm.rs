@@ -1,13 +1,13 @@
 //! The device MSM against blst's multi-exponentiation. Runs only where PROOFSCOPE_GPU_TESTS=1
 //! (an NVIDIA GPU with driver and NVRTC); the same algorithm runs everywhere through the
 //! host build of the kernel headers (crate `cuda-check`).
-mod gpu_env;
+mod support;
 use blstrs::G1Projective;
-use gpu_env::{first_gpu, max_log};
 use group::Group;
 use prover_core::gpu::msm_bench::{distinct_points, edge_cases, random_scalars};
 use prover_core::gpu::{MsmBases, MsmPlan, MsmScalars};
 use prover_core::groth16::msm::g1_msm;
+use support::{first_gpu, max_log};
 
 #[test]
 fn gpu_msm_equals_blst_at_every_size() {

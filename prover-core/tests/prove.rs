@@ -1,5 +1,7 @@
 //! Proofs from both circuits verify with bellperson; tampered proofs and wrong statements are
 //! rejected.
+mod support;
+
 use bellperson::groth16::{Proof, verify_proofs_batch};
 use blstrs::{Bls12, Scalar};
 use ff::Field;
@@ -11,10 +13,7 @@ use prover_core::groth16::params::{self, ParamSet, SrsMode};
 use prover_core::groth16::pipeline::{BatchRequest, VerifyMode, prove_batch};
 use prover_core::probe::Verification;
 use rand::SeedableRng;
-
-fn cache() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache")
-}
+use support::cache;
 
 fn prove(
     ps: &ParamSet,

@@ -189,14 +189,46 @@ pub fn busy_session(path: &Path, proofs: u64, ghost_every: Option<u64>) -> u64 {
     events
 }
 
-/// A child process killed and reaped when dropped, so a failing test leaves none behind.
+/// The `proofscope` binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
+
+/// Parameters are cached across test runs here (the first run generates them).
+pub fn cache() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache")
+}
+
+/// How long a stopped child has to exit after SIGTERM before it is killed.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// A child process stopped and reaped when dropped, so a failing test leaves none behind:
+/// SIGTERM first (a prover says goodbye and removes its socket), SIGKILL after
+/// [`STOP_GRACE`].
 #[derive(Debug)]
 pub struct Running(pub std::process::Child);
 
-impl Drop for Running {
-    fn drop(&mut self) {
+impl Running {
+    /// Stops the child as a drop does, now.
+    pub fn stop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        // SAFETY: signalling our own child; failure (already gone) is harmless.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let deadline = std::time::Instant::now() + STOP_GRACE;
+        while std::time::Instant::now() < deadline {
+            if self.0.try_wait().ok().flatten().is_some() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

@@ -5,9 +5,9 @@
 
 use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
-
 mod common;
+
+use common::BIN;
 use common::Running;
 
 /// The flagged gaps of 2 proofs of the contended prover: (kind, sched evidence, sentence).

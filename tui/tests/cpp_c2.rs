@@ -6,12 +6,12 @@
 //! thread. Skipped, with a note, where no C++ compiler is installed.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
-
 mod common;
+
+use common::{BIN, Running};
 
 fn target() -> PathBuf {
     Path::new(BIN).parent().unwrap().to_owned()
@@ -94,15 +94,6 @@ fn build(dir: &Path, linked: bool) -> Option<PathBuf> {
             println!("SKIPPED: no C++ compiler (c++) installed");
             None
         }
-    }
-}
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

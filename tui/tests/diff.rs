@@ -2,9 +2,9 @@
 //! itself, and a regression that fails a CI gate.
 mod common;
 
-use std::process::{Command, Output};
+use common::BIN;
 
-const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
+use std::process::{Command, Output};
 
 fn diff(a: &std::path::Path, b: &std::path::Path, extra: &[&str]) -> Output {
     Command::new(BIN)

@@ -3,36 +3,15 @@
 // These run the built-in prover (`proofscope prover …`): the `demo` feature.
 #![cfg(feature = "demo")]
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use common::{BIN, Running, cache};
+
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
-
-/// Parameters are cached across test runs here (the first run generates them).
-fn cache() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache")
-}
-
-struct Prover(Child);
-
-impl Drop for Prover {
-    fn drop(&mut self) {
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if self.0.try_wait().ok().flatten().is_some() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_prover(sock: &Path, log: &Path) -> Prover {
+fn start_prover(sock: &Path, log: &Path) -> Running {
     let log = std::fs::File::create(log).unwrap();
     let child = Command::new(BIN)
         .args([
@@ -53,7 +32,7 @@ fn start_prover(sock: &Path, log: &Path) -> Prover {
         .stderr(log)
         .spawn()
         .unwrap();
-    Prover(child)
+    Running(child)
 }
 
 #[test]

@@ -3,10 +3,10 @@
 //! and `diff` given the log directly; the refusals.
 mod common;
 
+use common::BIN;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
 
 fn log() -> PathBuf {
     common::recording("logs/cuzk-c2-3-partitions.log")

@@ -3,6 +3,8 @@
 #![cfg(feature = "demo")]
 mod common;
 
+use common::BIN;
+
 use proofscope::app::App;
 use proofscope::input::Action;
 use proofscope::model::{Model, Retention};
@@ -11,8 +13,6 @@ use proofscope::source::live::Target;
 use std::io::Write;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
 
 fn prover(sock: &std::path::Path, proofs: u32) -> Child {
     let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache");

@@ -11,7 +11,8 @@ use std::process::Command;
 
 mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
+use common::BIN;
+
 const FILE_BYTES: usize = 20 << 20;
 const BUDGET_MIB: u64 = 32;
 

@@ -5,9 +5,9 @@
 
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
-
 mod common;
+
+use common::BIN;
 
 /// One example at a time: the ghost's share of a proof is what the test reads, and a second
 /// prover paging in its vectors on the same 2 cores would dilute it.

@@ -5,15 +5,13 @@
 // The built-in prover (`proofscope prover …`): the `demo` feature.
 #![cfg(feature = "demo")]
 
+mod common;
+
+use common::{BIN, cache};
+
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
-
-fn cache() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache")
-}
 
 /// Serves four batches into a recording and returns its JSON report's session.
 fn served(dir: &Path, name: &str, extra: &[&str]) -> Value {

@@ -4,17 +4,15 @@
 // These run the built-in prover (`proofscope prover …`): the `demo` feature.
 #![cfg(feature = "demo")]
 
+mod common;
+
+use common::{BIN, cache};
+
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
-
-fn cache() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache")
-}
 
 /// `proofscope prover serve` on a small squaring circuit, stderr piped.
 fn serve(args: &[&str]) -> Child {

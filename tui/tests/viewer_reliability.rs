@@ -3,24 +3,13 @@
 // These run the built-in prover (`proofscope prover …`): the `demo` feature.
 #![cfg(feature = "demo")]
 
+mod common;
+
+use common::{BIN, Running, cache};
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
-
-fn cache() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache")
-}
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// `proofscope prover serve` with `extra` arguments and environment `env`.
 fn serve(extra: &[&str], env: &[(&str, &Path)]) -> Running {

@@ -1,5 +1,6 @@
 #![allow(dead_code)]
-//! What the GPU tests read from the environment: whether to run at all (they need an NVIDIA
+//! Test support for prover-core: where parameters and kernels are cached (shared by every test
+//! binary), and what the GPU tests read from the environment: whether to run at all (they need an NVIDIA
 //! GPU with driver and NVRTC), where to cache parameters and kernels, the largest size.
 
 pub fn gpu_tests() -> bool {
