@@ -16,7 +16,7 @@ use crate::ring::{Consumer, RAW_KINDS, RawEvent, RawKind};
 use crate::session::{Arrival, Session, SlowEvent, ThreadRing};
 use crate::subscriber::SubQueue;
 use crate::system;
-use crate::threads::ThreadTable;
+use crate::thread_ids::ThreadTable;
 use probe_protocol::{
     AllocSample, BlockEvent, Event, EventKind, FrameBuilder, HistoryGap, KindCounts, Marker,
     SpanBegin, SpanEnd,

@@ -29,7 +29,7 @@ pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
 pub const DEFAULT_ALLOC_SAMPLE: Duration = Duration::from_millis(10);
 /// NVML sample interval (10 Hz).
 pub const DEFAULT_GPU_SAMPLE: Duration = Duration::from_millis(100);
-/// Events each thread can buffer between collector cycles (40 bytes each).
+/// Events each thread can buffer between collector cycles (32 bytes each, `ring::RawEvent`).
 pub const DEFAULT_RING_EVENTS: usize = 16_384;
 /// Bytes of live frames a subscriber may have queued before its frames are dropped.
 pub const DEFAULT_SUBSCRIBER_BYTES: usize = 16 << 20;

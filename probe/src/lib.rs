@@ -46,7 +46,7 @@ mod state;
 mod subscriber;
 mod system;
 mod thread;
-mod threads;
+mod thread_ids;
 #[cfg(feature = "tracing")]
 mod tracing_layer;
 

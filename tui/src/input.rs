@@ -32,7 +32,7 @@ pub enum Action {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum When {
     Always,
-    /// Attached to a prover.
+    /// Attached to a live prover.
     Live,
     /// Replaying a recording.
     Replay,

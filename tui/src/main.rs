@@ -8,7 +8,7 @@ use proofscope::cli::{Cli, Command, LiveArgs, MemoryArgs, ReportArgs};
 use proofscope::exit::Exit;
 use proofscope::model::Retention;
 use proofscope::report::{self, Format};
-use proofscope::source::live::Target;
+use proofscope::source::Target;
 use std::io::Write;
 use std::process::ExitCode;
 

@@ -9,7 +9,7 @@ use proofscope::app::App;
 use proofscope::input::Action;
 use proofscope::model::{Model, Retention};
 use proofscope::source::LinkState;
-use proofscope::source::live::Target;
+use proofscope::source::Target;
 use std::io::Write;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -132,12 +132,12 @@ fn retention_evicts_the_oldest_proofs_and_counts_them() {
         max_bytes: usize::MAX,
     });
     // Re-ingest the recording's events into a model that keeps two proofs.
-    let mut r = proofscope::source::replay::Replay::open(
+    let mut r = proofscope::source::tape::Replay::open(
         &common::recording("cpu-sha256-sync.psrec"),
         1 << 20,
     )
     .unwrap();
-    r.set_speed(proofscope::source::replay::Speed::Max);
+    r.set_speed(proofscope::source::tape::Speed::Max);
     r.due(|events| m.ingest_all(events));
     assert_eq!(app.model().proof_keys().len(), 4);
     let keys: Vec<u64> = m.proof_keys().iter().map(|k| k.proof.get()).collect();

@@ -6,7 +6,7 @@ use proofscope::analysis::GapRule;
 use proofscope::app::{App, RunOpts};
 use proofscope::input::Action;
 use proofscope::model::Retention;
-use proofscope::source::live::Target;
+use proofscope::source::Target;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 

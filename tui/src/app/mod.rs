@@ -14,9 +14,9 @@ use crate::analysis::GapRule;
 use crate::child::ChildProver;
 use crate::input::Action;
 use crate::model::{Model, Retention};
-use crate::source::attached::Attached;
-use crate::source::live::Target;
-use crate::source::replayed::Replayed;
+use crate::source::Target;
+use crate::source::live::LiveSource;
+use crate::source::replay::ReplaySource;
 use crate::source::{LinkStatus, Said, Source};
 use crate::view::ViewState;
 use anyhow::Result;
@@ -62,7 +62,7 @@ impl App {
             Target::Socket(p) | Target::Discovered(p) => p.display().to_string(),
         };
         let model = Model::new(opts.retention);
-        let feed = Attached::start(target, opts.record.clone(), &model)?;
+        let feed = LiveSource::start(target, opts.record.clone(), &model)?;
         Ok(App::with(
             opts,
             Controller::new(model, Box::new(feed), label),
@@ -76,10 +76,10 @@ impl App {
         let budget = opts.retention.max_bytes / 16;
         let (feed, label, warnings): (Box<dyn Source>, String, Vec<String>) =
             if crate::import::is_recording(&file)? {
-                let (r, w) = Replayed::open(&file, budget, &mut model)?;
+                let (r, w) = ReplaySource::open(&file, budget, &mut model)?;
                 (Box::new(r), file.display().to_string(), w)
             } else {
-                let (r, w) = Replayed::open_log(&file, budget)?;
+                let (r, w) = ReplaySource::open_log(&file, budget)?;
                 (
                     Box::new(r),
                     format!("{} (log, imported)", file.display()),

@@ -12,7 +12,7 @@ use crate::model::{Model, Proof, ProofId, Retention, Session};
 use crate::report::proof_report;
 use crate::source::LinkState;
 use crate::source::SourceMsg;
-use crate::source::live::{self, Target};
+use crate::source::socket::{self, Target};
 use probe_protocol::{Event, EventKind};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -187,7 +187,7 @@ impl State {
 
     fn run(&mut self, path: PathBuf, stop: &AtomicBool) {
         let (tx, rx) = mpsc::channel();
-        let source = match live::start(Target::Socket(path), tx) {
+        let source = match socket::connect(Target::Socket(path), tx) {
             Ok(s) => s,
             Err(_) => return,
         };

@@ -330,7 +330,6 @@ pub fn build(model: &Model, rule: &GapRule, source: &str, mut warnings: Vec<Stri
 }
 
 impl Report {
-    /// Keeps, in each session, only the `n` proofs that took longest (in id order): `--slowest`.
     /// Keeps the first `n` proofs of the whole report (in session order), for `replay --proofs`.
     pub fn keep_first(&mut self, n: usize) {
         let mut left = n;
@@ -341,6 +340,7 @@ impl Report {
         }
     }
 
+    /// Keeps, in each session, only the `n` proofs that took longest (in id order): `--slowest`.
     pub fn keep_slowest(&mut self, n: usize) {
         for s in &mut self.sessions {
             let mut d: Vec<u64> = s.proofs.iter().map(|p| p.duration_ns).collect();

@@ -1,321 +1,196 @@
-//! The live source: a named thread connects to the prover's socket, subscribes with history,
-//! and forwards frames. When the prover goes away it says so and reconnects with a capped
-//! backoff (100 ms doubling to 5 s — `min`, not `max`). Attached by discovery, it also follows
-//! a prover that replaces the lost one under a new pid (and so a new socket): the same prover
-//! name and command line, or else the only prover running. An incompatible protocol version,
-//! and a prover that refuses this viewer, are clear, final errors.
+//! A live prover as a [`Source`]: the transport thread's messages, the recorder (frames are
+//! written as they arrive), and the hold that keeps a paused view's events within the memory
+//! bound.
 
-use super::LinkState;
-use super::SourceMsg;
-use probe_protocol::discovery;
-use probe_protocol::{
-    DecodeError, Event, FrameReader, ReadError, ReadErrorKind, Subscribe, encode_frame,
-};
-use std::io::Write;
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
-use std::time::Duration;
+use super::record::Recorder;
+use super::socket::{self, Connection, Target};
+use super::{Held, LinkState, LinkStatus, Said, Source, SourceMsg};
+use crate::hold::Hold;
+use crate::input::Action;
+use crate::model::Model;
+use anyhow::Result;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
 
-const BACKOFF_START: Duration = Duration::from_millis(100);
-const BACKOFF_MAX: Duration = Duration::from_secs(5);
-
-/// Next wait after `d`: doubled, never above the cap.
-pub fn next_backoff(d: Duration) -> Duration {
-    (d * 2).min(BACKOFF_MAX)
-}
-
-/// Which prover to follow.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// This socket, and only it.
-    Socket(PathBuf),
-    /// This socket, found by discovery: when its prover is gone, the prover that replaced it.
-    Discovered(PathBuf),
-}
-
-/// A running live source; dropping it stops the thread.
 #[derive(Debug)]
-pub struct Live {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+pub struct LiveSource {
+    rx: Receiver<SourceMsg>,
+    /// Dropped to disconnect.
+    live: Option<Connection>,
+    link: LinkState,
+    recorder: Option<Recorder>,
+    /// Where `r` records (`--record`), else a name with the time.
+    record_path: Option<PathBuf>,
+    paused: bool,
+    /// Frames that arrived while the view was paused.
+    hold: Hold,
+    lost_since: Option<Instant>,
 }
 
-impl Drop for Live {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+impl LiveSource {
+    /// Connects (in the background) and, with `record`, records from the first frame.
+    pub fn start(target: Target, record: Option<PathBuf>, model: &Model) -> Result<LiveSource> {
+        let (tx, rx) = channel();
+        let mut a = LiveSource {
+            rx,
+            live: Some(socket::connect(target, tx)?),
+            link: LinkState::Idle,
+            recorder: None,
+            record_path: record.clone(),
+            paused: false,
+            hold: Hold::default(),
+            lost_since: None,
+        };
+        if let Some(p) = record {
+            a.start_recording(p, model)?;
+        }
+        Ok(a)
+    }
+
+    fn start_recording(&mut self, path: PathBuf, model: &Model) -> Result<()> {
+        self.recorder = Some(Recorder::create(&path, model.current())?);
+        Ok(())
+    }
+
+    /// Closes the recording; its path, and an error message if closing failed.
+    fn stop_recording(&mut self) -> Option<(String, Option<String>)> {
+        let rec = self.recorder.take()?;
+        let path = rec.path.clone();
+        let err = rec
+            .finish()
+            .err()
+            .map(|e| format!("recording {path} failed: {e}"));
+        Some((path, err))
+    }
+
+    fn handle(&mut self, msg: SourceMsg, model: &mut Model, said: &mut Said) {
+        said.applied += 1;
+        match msg {
+            SourceMsg::Frame { raw, events } => {
+                if let Some(r) = self.recorder.as_mut()
+                    && let Err(e) = r.frame(&raw)
+                {
+                    said.message = Some(format!("recording stopped: {e}"));
+                    self.stop_recording();
+                }
+                if self.paused {
+                    self.hold.push(events, model.retention().max_bytes);
+                } else {
+                    model.ingest_all(events);
+                }
+            }
+            SourceMsg::Link(state) => {
+                match &state {
+                    LinkState::Disconnected(_) => {
+                        self.lost_since.get_or_insert_with(Instant::now);
+                    }
+                    _ => self.lost_since = None,
+                }
+                self.link = state;
+            }
+            SourceMsg::Notice(note) => {
+                said.message = Some(note.clone());
+                said.warnings.push(note);
+            }
+            SourceMsg::BadFrame(why) => {
+                model.count_bad_frames(1);
+                said.warnings.push(why);
+            }
+        }
+    }
+
+    /// Applies what was held while paused.
+    fn resume(&mut self, model: &mut Model, said: &mut Said) {
+        for events in self.hold.take() {
+            model.ingest_all(events);
+        }
+        if self.hold.dropped > 0 {
+            said.warnings.push(format!(
+                "{} events that arrived while the view was paused were dropped (the hold was full)",
+                self.hold.dropped
+            ));
         }
     }
 }
 
-/// What a prover says it is (from its `Hello`), to recognise it after a restart.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Identity {
-    prover: String,
-    command_line: Vec<String>,
-    pid: u32,
-}
+impl Source for LiveSource {
+    fn pump(&mut self, model: &mut Model, budget: Duration) -> Said {
+        // Paused, frames are still taken (recorded, and held within the memory bound), so the
+        // channel from the transport never grows without bound.
+        let t0 = Instant::now();
+        let mut said = Said::default();
+        while t0.elapsed() < budget {
+            match self.rx.try_recv() {
+                Ok(m) => self.handle(m, model, &mut said),
+                Err(_) => break,
+            }
+        }
+        said
+    }
 
-enum Outcome {
-    /// The stream ended (prover exit or network error): retry. `true` when the session had
-    /// got going (the backoff then starts over).
-    Lost(String, bool),
-    /// The prover said goodbye: retry quietly (it may be restarted).
-    Finished(String),
-    /// Do not retry.
-    Fatal(String),
-    Stopped,
-}
+    fn wait(&mut self, model: &mut Model, wait: Duration) -> Said {
+        let mut said = Said::default();
+        match self.rx.recv_timeout(wait) {
+            Ok(m) => self.handle(m, model, &mut said),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        }
+        said
+    }
 
-/// Connects to `path` and subscribes (with the prover's history when `history`).
-fn subscribe(path: &Path, history: bool) -> Result<FrameReader<UnixStream>, String> {
-    let mut stream = UnixStream::connect(path)
-        .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?;
-    let subscribe = Event::Subscribe(Subscribe {
-        history,
-        client: format!("proofscope {}", env!("CARGO_PKG_VERSION")),
-    });
-    let sub = encode_frame(0, &[subscribe]).map_err(|e| e.to_string())?;
-    stream
-        .write_all(&sub)
-        .map_err(|e| format!("subscribe failed: {e}"))?;
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
-    Ok(FrameReader::new(stream))
-}
-
-/// What the prover at `path` says it is: the `Hello` of a short look (no history).
-fn identity_at(path: &Path) -> Option<Identity> {
-    let mut frames = subscribe(path, false).ok()?;
-    for _ in 0..10 {
-        match frames.next_raw() {
-            Ok(Some(raw)) => {
-                return raw.decode().ok()?.events.into_iter().find_map(|e| match e {
-                    Event::Hello(h) => Some(Identity {
-                        prover: h.prover_name,
-                        command_line: h.command_line,
-                        pid: h.pid,
-                    }),
-                    _ => None,
+    fn control(&mut self, action: Action, model: &mut Model) -> Said {
+        let mut said = Said::default();
+        match action {
+            Action::Pause => {
+                self.paused = !self.paused;
+                if !self.paused {
+                    self.resume(model, &mut said);
+                }
+            }
+            Action::Record => {
+                said.message = Some(if let Some((path, err)) = self.stop_recording() {
+                    err.unwrap_or(format!("recording saved to {path}"))
+                } else {
+                    let path = self.record_path.clone().unwrap_or_else(|| {
+                        let secs = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map_or(0, |d| d.as_secs());
+                        PathBuf::from(format!("proofscope-{secs}.psrec"))
+                    });
+                    match self.start_recording(path, model) {
+                        Ok(()) => "recording (r stops)".into(),
+                        Err(e) => format!("cannot record: {e:#}"),
+                    }
                 });
             }
-            Err(e) if e.error == ReadErrorKind::TimedOut => {}
-            _ => return None,
+            _ => {}
         }
+        said
     }
-    None
-}
 
-fn session(
-    path: &Path,
-    tx: &Sender<SourceMsg>,
-    stop: &AtomicBool,
-    seen: &mut Option<Identity>,
-) -> Outcome {
-    let mut frames = match subscribe(path, true) {
-        Ok(f) => f,
-        Err(why) => return Outcome::Lost(why, false),
-    };
-    let mut first = true;
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return Outcome::Stopped;
-        }
-        let raw = match frames.next_raw() {
-            Ok(Some(raw)) => raw,
-            Ok(None) => return Outcome::Lost("the prover closed the connection".into(), !first),
-            Err(e) if e.error == ReadErrorKind::TimedOut => continue,
-            Err(e) if e.is_fatal() => {
-                return match e.error {
-                    ReadErrorKind::Io(why) => Outcome::Lost(format!("read failed: {why}"), !first),
-                    _ => Outcome::Fatal(format!("corrupt stream at {e}")),
-                };
-            }
-            Err(e) => {
-                let _ = tx.send(SourceMsg::BadFrame(format!("frame at {e}")));
-                continue;
-            }
-        };
-        let frame = match raw.decode() {
-            Ok(frame) => frame,
-            Err(ReadError {
-                error: ReadErrorKind::Decode(e @ DecodeError::IncompatibleVersion { .. }),
-                ..
-            }) => return Outcome::Fatal(e.to_string()),
-            Err(e) => {
-                let _ = tx.send(SourceMsg::BadFrame(format!("frame at {e}")));
-                continue;
-            }
-        };
-        let hello = frame.events.iter().find_map(|e| match e {
-            Event::Hello(h) => Some(Identity {
-                prover: h.prover_name.clone(),
-                command_line: h.command_line.clone(),
-                pid: h.pid,
+    fn status(&self, _model: &Model) -> LinkStatus {
+        LinkStatus {
+            link: self.link.clone(),
+            recording: self.recorder.as_ref().map(|r| r.path.clone()),
+            transport: None,
+            paused: self.paused.then_some(Held {
+                events: self.hold.events,
+                dropped: self.hold.dropped,
             }),
-            _ => None,
-        });
-        let bye = frame.events.iter().find_map(|e| match e {
-            Event::Goodbye { reason, .. } => Some(reason.clone()),
-            _ => None,
-        });
-        if first {
-            first = false;
-            // A server that refuses a client sends it a lone goodbye and closes.
-            if let (None, Some(reason)) = (&hello, &bye) {
-                return Outcome::Fatal(format!("the prover refused this viewer: {reason}"));
-            }
-            let _ = tx.send(SourceMsg::Link(LinkState::Live(path.display().to_string())));
-        }
-        if let Some(id) = hello {
-            *seen = Some(id);
-        }
-        if tx
-            .send(SourceMsg::Frame {
-                raw: raw.into_bytes(),
-                events: frame.events,
-            })
-            .is_err()
-        {
-            return Outcome::Stopped;
-        }
-        if let Some(reason) = bye {
-            return Outcome::Finished(reason);
         }
     }
-}
 
-/// The socket of the prover that replaced `lost` (at `old`): another live socket whose prover
-/// has the same name and command line (asked by connecting), else the only prover running.
-fn replacement(old: &Path, lost: Option<&Identity>) -> Option<PathBuf> {
-    let live: Vec<_> = discovery::find().into_iter().filter(|f| f.alive).collect();
-    if let Some(lost) = lost {
-        for f in live
-            .iter()
-            .filter(|f| f.path != old && f.prover == lost.prover)
-        {
-            if identity_at(&f.path)
-                .is_some_and(|id| id.prover == lost.prover && id.command_line == lost.command_line)
-            {
-                return Some(f.path.clone());
-            }
-        }
+    fn is_finite(&self) -> bool {
+        false
     }
-    match live.as_slice() {
-        [only] => Some(only.path.clone()),
-        _ => None,
+
+    fn lost_since(&self) -> Option<Instant> {
+        self.lost_since
     }
-}
 
-/// Starts following `target`.
-pub fn start(target: Target, tx: Sender<SourceMsg>) -> std::io::Result<Live> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = stop.clone();
-    let thread = std::thread::Builder::new()
-        .name("proofscope-live".into())
-        .spawn(move || follow(target, &tx, &s2))?;
-    Ok(Live {
-        stop,
-        thread: Some(thread),
-    })
-}
-
-fn follow(target: Target, tx: &Sender<SourceMsg>, stop: &AtomicBool) {
-    let (mut path, discovered) = match target {
-        Target::Socket(p) => (p, false),
-        Target::Discovered(p) => (p, true),
-    };
-    let mut wait = BACKOFF_START;
-    let mut seen: Option<Identity> = None;
-    // The prover said goodbye and none has gone live since: failing to reconnect (its socket
-    // is being removed) is not news, and must not replace "prover finished" with an error.
-    let mut finished_last = false;
-    let _ = tx.send(SourceMsg::Link(LinkState::Connecting(
-        path.display().to_string(),
-    )));
-    loop {
-        let outcome = session(&path, tx, stop, &mut seen);
-        let state = match outcome {
-            Outcome::Stopped => return,
-            Outcome::Fatal(why) => {
-                let _ = tx.send(SourceMsg::Link(LinkState::Failed(why)));
-                return;
-            }
-            Outcome::Finished(reason) => {
-                wait = BACKOFF_START;
-                LinkState::Ended(format!("prover finished: {reason}"))
-            }
-            Outcome::Lost(why, was_live) => {
-                if was_live {
-                    wait = BACKOFF_START;
-                    finished_last = false;
-                }
-                LinkState::Disconnected(why)
-            }
-        };
-        let finished = matches!(state, LinkState::Ended(_));
-        let quiet = finished_last && !finished;
-        finished_last |= finished;
-        // Report the loss once; a retry that finds nothing keeps the first message.
-        if !quiet && tx.send(SourceMsg::Link(state)).is_err() {
-            return;
-        }
-        loop {
-            // Sleep in small steps so a stop is noticed quickly.
-            let mut slept = Duration::ZERO;
-            while slept < wait {
-                if stop.load(Ordering::Relaxed) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-                slept += Duration::from_millis(50);
-            }
-            wait = next_backoff(wait);
-            if discovery::socket_state(&path) == discovery::SocketState::Live {
-                break;
-            }
-            if !discovered {
-                if !finished || path.exists() {
-                    break;
-                }
-                continue;
-            }
-            let lost = seen.clone();
-            if let Some(next) = replacement(&path, lost.as_ref())
-                && next != path
-            {
-                let _ = tx.send(SourceMsg::Notice(format!(
-                    "following the prover that replaced {}{}: {}",
-                    lost.as_ref()
-                        .map_or_else(String::new, |l| format!("{} ", l.prover)),
-                    lost.as_ref()
-                        .map_or_else(String::new, |l| format!("(pid {})", l.pid)),
-                    next.display()
-                )));
-                path = next;
-                break;
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_grows_and_is_capped() {
-        let mut d = BACKOFF_START;
-        let mut seen = vec![d];
-        for _ in 0..10 {
-            d = next_backoff(d);
-            seen.push(d);
-        }
-        assert_eq!(seen[1], Duration::from_millis(200));
-        assert_eq!(*seen.last().unwrap(), BACKOFF_MAX);
-        assert!(seen.windows(2).all(|w| w[1] >= w[0] && w[1] <= BACKOFF_MAX));
+    fn finish(&mut self) -> Option<String> {
+        let err = self.stop_recording().and_then(|(_, e)| e);
+        self.live.take();
+        err
     }
 }

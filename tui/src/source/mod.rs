@@ -1,13 +1,16 @@
-//! Where sessions come from, through one door: a live prover's socket ([`attached`]), a
-//! recording or a log imported on the fly ([`replayed`]) reach the model through [`Source`]. What belongs to the link — the
-//! connection state, the replay transport, the recorder, the hold of a paused live view — lives
-//! in the source, not in the model or the app loop.
+//! Where sessions come from, through one door: a live prover ([`live`], over the connection
+//! thread of [`socket`]), a recording or a log imported on the fly ([`replay`], over a
+//! [`tape`]) reach the model through [`Source`]. What belongs to the link — the connection
+//! state, the replay transport, the recorder, the hold of a paused live view — lives in the
+//! source, not in the model or the app loop.
 
-pub mod attached;
 pub mod live;
 pub mod record;
 pub mod replay;
-pub mod replayed;
+pub mod socket;
+pub mod tape;
+
+pub use socket::Target;
 
 use crate::input::Action;
 use crate::model::Model;

@@ -1,0 +1,322 @@
+//! The connection to a live prover: a named thread connects to the prover's socket,
+//! subscribes with history, and forwards frames. When the prover goes away it says so and
+//! reconnects with a capped backoff (100 ms doubling to 5 s — `min`, not `max`). Attached by
+//! discovery, it also follows
+//! a prover that replaces the lost one under a new pid (and so a new socket): the same prover
+//! name and command line, or else the only prover running. An incompatible protocol version,
+//! and a prover that refuses this viewer, are clear, final errors.
+
+use super::LinkState;
+use super::SourceMsg;
+use probe_protocol::discovery;
+use probe_protocol::{
+    DecodeError, Event, FrameReader, ReadError, ReadErrorKind, Subscribe, encode_frame,
+};
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+const BACKOFF_START: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// Next wait after `d`: doubled, never above the cap.
+pub fn next_backoff(d: Duration) -> Duration {
+    (d * 2).min(BACKOFF_MAX)
+}
+
+/// Which prover to follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// This socket, and only it.
+    Socket(PathBuf),
+    /// This socket, found by discovery: when its prover is gone, the prover that replaced it.
+    Discovered(PathBuf),
+}
+
+/// A running connection thread; dropping it stops the thread.
+#[derive(Debug)]
+pub struct Connection {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What a prover says it is (from its `Hello`), to recognise it after a restart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Identity {
+    prover: String,
+    command_line: Vec<String>,
+    pid: u32,
+}
+
+enum Outcome {
+    /// The stream ended (prover exit or network error): retry. `true` when the session had
+    /// got going (the backoff then starts over).
+    Lost(String, bool),
+    /// The prover said goodbye: retry quietly (it may be restarted).
+    Finished(String),
+    /// Do not retry.
+    Fatal(String),
+    Stopped,
+}
+
+/// Connects to `path` and subscribes (with the prover's history when `history`).
+fn subscribe(path: &Path, history: bool) -> Result<FrameReader<UnixStream>, String> {
+    let mut stream = UnixStream::connect(path)
+        .map_err(|e| format!("cannot connect to {}: {e}", path.display()))?;
+    let subscribe = Event::Subscribe(Subscribe {
+        history,
+        client: format!("proofscope {}", env!("CARGO_PKG_VERSION")),
+    });
+    let sub = encode_frame(0, &[subscribe]).map_err(|e| e.to_string())?;
+    stream
+        .write_all(&sub)
+        .map_err(|e| format!("subscribe failed: {e}"))?;
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    Ok(FrameReader::new(stream))
+}
+
+/// What the prover at `path` says it is: the `Hello` of a short look (no history).
+fn identity_at(path: &Path) -> Option<Identity> {
+    let mut frames = subscribe(path, false).ok()?;
+    for _ in 0..10 {
+        match frames.next_raw() {
+            Ok(Some(raw)) => {
+                return raw.decode().ok()?.events.into_iter().find_map(|e| match e {
+                    Event::Hello(h) => Some(Identity {
+                        prover: h.prover_name,
+                        command_line: h.command_line,
+                        pid: h.pid,
+                    }),
+                    _ => None,
+                });
+            }
+            Err(e) if e.error == ReadErrorKind::TimedOut => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
+fn session(
+    path: &Path,
+    tx: &Sender<SourceMsg>,
+    stop: &AtomicBool,
+    seen: &mut Option<Identity>,
+) -> Outcome {
+    let mut frames = match subscribe(path, true) {
+        Ok(f) => f,
+        Err(why) => return Outcome::Lost(why, false),
+    };
+    let mut first = true;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Outcome::Stopped;
+        }
+        let raw = match frames.next_raw() {
+            Ok(Some(raw)) => raw,
+            Ok(None) => return Outcome::Lost("the prover closed the connection".into(), !first),
+            Err(e) if e.error == ReadErrorKind::TimedOut => continue,
+            Err(e) if e.is_fatal() => {
+                return match e.error {
+                    ReadErrorKind::Io(why) => Outcome::Lost(format!("read failed: {why}"), !first),
+                    _ => Outcome::Fatal(format!("corrupt stream at {e}")),
+                };
+            }
+            Err(e) => {
+                let _ = tx.send(SourceMsg::BadFrame(format!("frame at {e}")));
+                continue;
+            }
+        };
+        let frame = match raw.decode() {
+            Ok(frame) => frame,
+            Err(ReadError {
+                error: ReadErrorKind::Decode(e @ DecodeError::IncompatibleVersion { .. }),
+                ..
+            }) => return Outcome::Fatal(e.to_string()),
+            Err(e) => {
+                let _ = tx.send(SourceMsg::BadFrame(format!("frame at {e}")));
+                continue;
+            }
+        };
+        let hello = frame.events.iter().find_map(|e| match e {
+            Event::Hello(h) => Some(Identity {
+                prover: h.prover_name.clone(),
+                command_line: h.command_line.clone(),
+                pid: h.pid,
+            }),
+            _ => None,
+        });
+        let bye = frame.events.iter().find_map(|e| match e {
+            Event::Goodbye { reason, .. } => Some(reason.clone()),
+            _ => None,
+        });
+        if first {
+            first = false;
+            // A server that refuses a client sends it a lone goodbye and closes.
+            if let (None, Some(reason)) = (&hello, &bye) {
+                return Outcome::Fatal(format!("the prover refused this viewer: {reason}"));
+            }
+            let _ = tx.send(SourceMsg::Link(LinkState::Live(path.display().to_string())));
+        }
+        if let Some(id) = hello {
+            *seen = Some(id);
+        }
+        if tx
+            .send(SourceMsg::Frame {
+                raw: raw.into_bytes(),
+                events: frame.events,
+            })
+            .is_err()
+        {
+            return Outcome::Stopped;
+        }
+        if let Some(reason) = bye {
+            return Outcome::Finished(reason);
+        }
+    }
+}
+
+/// The socket of the prover that replaced `lost` (at `old`): another live socket whose prover
+/// has the same name and command line (asked by connecting), else the only prover running.
+fn replacement(old: &Path, lost: Option<&Identity>) -> Option<PathBuf> {
+    let live: Vec<_> = discovery::find().into_iter().filter(|f| f.alive).collect();
+    if let Some(lost) = lost {
+        for f in live
+            .iter()
+            .filter(|f| f.path != old && f.prover == lost.prover)
+        {
+            if identity_at(&f.path)
+                .is_some_and(|id| id.prover == lost.prover && id.command_line == lost.command_line)
+            {
+                return Some(f.path.clone());
+            }
+        }
+    }
+    match live.as_slice() {
+        [only] => Some(only.path.clone()),
+        _ => None,
+    }
+}
+
+/// Starts following `target` on a thread of its own.
+pub fn connect(target: Target, tx: Sender<SourceMsg>) -> std::io::Result<Connection> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("proofscope-live".into())
+        .spawn(move || follow(target, &tx, &s2))?;
+    Ok(Connection {
+        stop,
+        thread: Some(thread),
+    })
+}
+
+fn follow(target: Target, tx: &Sender<SourceMsg>, stop: &AtomicBool) {
+    let (mut path, discovered) = match target {
+        Target::Socket(p) => (p, false),
+        Target::Discovered(p) => (p, true),
+    };
+    let mut wait = BACKOFF_START;
+    let mut seen: Option<Identity> = None;
+    // The prover said goodbye and none has gone live since: failing to reconnect (its socket
+    // is being removed) is not news, and must not replace "prover finished" with an error.
+    let mut finished_last = false;
+    let _ = tx.send(SourceMsg::Link(LinkState::Connecting(
+        path.display().to_string(),
+    )));
+    loop {
+        let outcome = session(&path, tx, stop, &mut seen);
+        let state = match outcome {
+            Outcome::Stopped => return,
+            Outcome::Fatal(why) => {
+                let _ = tx.send(SourceMsg::Link(LinkState::Failed(why)));
+                return;
+            }
+            Outcome::Finished(reason) => {
+                wait = BACKOFF_START;
+                LinkState::Ended(format!("prover finished: {reason}"))
+            }
+            Outcome::Lost(why, was_live) => {
+                if was_live {
+                    wait = BACKOFF_START;
+                    finished_last = false;
+                }
+                LinkState::Disconnected(why)
+            }
+        };
+        let finished = matches!(state, LinkState::Ended(_));
+        let quiet = finished_last && !finished;
+        finished_last |= finished;
+        // Report the loss once; a retry that finds nothing keeps the first message.
+        if !quiet && tx.send(SourceMsg::Link(state)).is_err() {
+            return;
+        }
+        loop {
+            // Sleep in small steps so a stop is noticed quickly.
+            let mut slept = Duration::ZERO;
+            while slept < wait {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+                slept += Duration::from_millis(50);
+            }
+            wait = next_backoff(wait);
+            if discovery::socket_state(&path) == discovery::SocketState::Live {
+                break;
+            }
+            if !discovered {
+                if !finished || path.exists() {
+                    break;
+                }
+                continue;
+            }
+            let lost = seen.clone();
+            if let Some(next) = replacement(&path, lost.as_ref())
+                && next != path
+            {
+                let _ = tx.send(SourceMsg::Notice(format!(
+                    "following the prover that replaced {}{}: {}",
+                    lost.as_ref()
+                        .map_or_else(String::new, |l| format!("{} ", l.prover)),
+                    lost.as_ref()
+                        .map_or_else(String::new, |l| format!("(pid {})", l.pid)),
+                    next.display()
+                )));
+                path = next;
+                break;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        let mut d = BACKOFF_START;
+        let mut seen = vec![d];
+        for _ in 0..10 {
+            d = next_backoff(d);
+            seen.push(d);
+        }
+        assert_eq!(seen[1], Duration::from_millis(200));
+        assert_eq!(*seen.last().unwrap(), BACKOFF_MAX);
+        assert!(seen.windows(2).all(|w| w[1] >= w[0] && w[1] <= BACKOFF_MAX));
+    }
+}
