@@ -218,18 +218,24 @@ fn import(x: &proofscope::cli::ImportArgs) -> Result<Exit> {
     import::write_recording(&imp.events, std::io::BufWriter::new(f))
         .with_context(|| format!("writing {}", x.output.display()))?;
     let mut err = std::io::stderr().lock();
-    for m in &imp.malformed {
-        let _ = writeln!(err, "malformed line {m}");
+    for w in imp.counts.warnings() {
+        let _ = writeln!(err, "{w}");
     }
+    let c = &imp.counts;
     let _ = writeln!(
         err,
-        "imported {} proof{} from {} lines ({} known, {} unknown skipped, {} malformed) into {}",
+        "imported {} proof{} from {} lines ({} known, {} unknown skipped, {} malformed){} into {}",
         imp.proofs,
         if imp.proofs == 1 { "" } else { "s" },
-        imp.lines,
-        imp.known,
-        imp.unknown,
-        imp.malformed.len(),
+        c.lines,
+        c.known,
+        c.unknown,
+        c.malformed_total(),
+        if imp.sessions > 1 {
+            format!(", {} sessions (the prover restarted)", imp.sessions)
+        } else {
+            String::new()
+        },
         x.output.display()
     );
     Ok(Exit::Ok)

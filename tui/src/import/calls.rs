@@ -1,10 +1,15 @@
 //! Known lines → proving calls. `CUZK_TIMING` lines carry no job id: a call is the run of
-//! lines that ends with its `epilogue_ms … pre_destructor_ms` line; `async_dealloc_ms` (printed
-//! later by a detached thread) and bellperson's `prover time:` (printed by the Rust caller after
-//! the call returned) belong to the latest call that lacks them. `TIMELINE` GPU runs are matched
-//! to the call whose lines appear while they run.
+//! lines from its first timer to the line that ends its GPU part — `mutex_held_ms …
+//! total_start_fn_ms` in today's supraseal, `epilogue_ms … pre_destructor_ms` on older dev
+//! branches. Lines that arrive after that and that the call lacks (`b_g2_msm_ms`, which the
+//! CPU finishes later; an epilogue line) are still its own; `async_dealloc_ms` (a detached
+//! thread, later still) and the wrapper timers (the Rust caller, after the call returned)
+//! belong to the latest call that lacks them. GPU workers are told apart by `gpu_tid`; the
+//! `CUZK_NTT_H` steps of interleaved workers go to the worker whose `ntt_msm_h_ms` they add up
+//! to. `TIMELINE` GPU runs are matched to the call whose lines appear while they run. A daemon
+//! restart (TIMELINE offsets back near 0, or the wall clock going back) starts a new session.
 
-use super::lines::{LogLine, TimelineEvent};
+use super::lines::{LogLine, TimelineEvent, Wrapper};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
@@ -25,7 +30,7 @@ impl std::fmt::Display for At {
 #[derive(Debug, Clone, Default)]
 pub struct Worker {
     pub ms: BTreeMap<String, u64>,
-    /// `CUZK_NTT_H` lines that preceded this worker's `ntt_msm_h_ms`: the inside of it.
+    /// `CUZK_NTT_H` lines of this worker: the inside of its `ntt_msm_h`.
     pub ntt_h: Vec<Vec<(String, u64)>>,
 }
 
@@ -34,32 +39,67 @@ pub struct Worker {
 pub struct Call {
     pub first: Option<At>,
     pub last: Option<At>,
-    /// The caller's keys (milliseconds), e.g. `prep_msm_ms`, `pre_destructor_ms`.
+    /// The caller's keys (milliseconds), e.g. `prep_msm_ms`, `total_start_fn_ms`.
     pub ms: BTreeMap<String, u64>,
     pub workers: BTreeMap<u64, Worker>,
+    /// `CUZK_NTT_H` lines no worker has claimed yet.
     pending_ntt: Vec<Vec<(String, u64)>>,
     pub async_dealloc_ms: Option<u64>,
-    /// bellperson's `prover time`: the wrapper timer.
-    pub wrapper: Option<Duration>,
+    /// The wrapper timers the caller printed, one per kind.
+    pub wrappers: BTreeMap<Wrapper, Duration>,
     pub synthesis: Option<Duration>,
     /// Index into [`Calls::runs`].
     pub run: Option<usize>,
-    /// The epilogue line was seen.
+    /// Its GPU part ended (`total_start_fn_ms` or the epilogue line).
     pub closed: bool,
-    /// Wall clock of the line that ended it (the `prover time` line when there is one).
+    /// What the prover said during the call without a timer, and job totals.
+    pub notes: Vec<String>,
+    /// Wall clock of the line that ended it (the wrapper line when there is one).
     pub wall_end: Option<SystemTime>,
+    /// The session (daemon run) it belongs to, from 0.
+    pub segment: usize,
 }
 
 impl Call {
     /// Where its first line is, for messages.
-    fn started_at(&self) -> String {
+    pub fn started_at(&self) -> String {
         self.first.as_ref().map_or("?".into(), At::to_string)
     }
 
     pub fn has_cuzk(&self) -> bool {
         !self.ms.is_empty() || !self.workers.is_empty()
     }
+
+    /// The wrapper timer around the C++ call: the innermost one the caller printed.
+    pub fn wrapper(&self) -> Option<(Wrapper, Duration)> {
+        self.wrappers.iter().next().map(|(w, d)| (*w, *d))
+    }
+
+    /// Whether the call has every key of `pairs` already (for `gpu_tid` lines, its worker).
+    fn has_any(&self, pairs: &[(String, u64)], tid: Option<u64>) -> bool {
+        let have = match tid {
+            Some(t) => self.workers.get(&t).map(|w| &w.ms),
+            None => Some(&self.ms),
+        };
+        have.is_some_and(|m| {
+            pairs
+                .iter()
+                .any(|(k, _)| k != "gpu_tid" && m.contains_key(k))
+        })
+    }
 }
+
+/// Keys that end a call's GPU part.
+const ENDS_CALL: [&str; 2] = ["total_start_fn_ms", "pre_destructor_ms"];
+/// Keys a call prints first: a line with one of them never belongs to the call before.
+const STARTS_CALL: [&str; 4] = [
+    "split_vectors_ms",
+    "setup_to_split_ms",
+    "pre_lock_cpu_ms",
+    "mutex_wait_ms",
+];
+/// A `ntt_msm_h_ms` may exceed the sum of its steps by this share (setup between them).
+const NTT_SLACK: f64 = 0.05;
 
 /// A `TIMELINE` GPU run of one job's partition (offsets in ms from the daemon's start).
 #[derive(Debug, Clone, Default)]
@@ -71,6 +111,7 @@ pub struct GpuRun {
     pub start: Option<u64>,
     pub end: Option<u64>,
     pub claimed: bool,
+    pub segment: usize,
 }
 
 /// A job's synthesis from `TIMELINE` lines.
@@ -81,33 +122,63 @@ pub struct Synthesis {
     pub kind: String,
 }
 
+/// The daemon's start on the wall clock for one segment (session).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Segment {
+    /// From the first `TIMELINE` line with a time stamp: the daemon's start.
+    pub timeline_base: Option<SystemTime>,
+    /// The first time stamp of the segment.
+    pub first_wall: Option<SystemTime>,
+    /// Whether it has `TIMELINE` lines (whose offsets count from the daemon's start).
+    pub has_timeline: bool,
+}
+
+impl Segment {
+    /// Session time 0 on the wall clock (Unix ns): the daemon's start when `TIMELINE` lines
+    /// have time stamps, else (without `TIMELINE`) the first time stamp; `None` when the log
+    /// does not say.
+    pub fn wall_origin_ns(&self) -> Option<u64> {
+        let first = (!self.has_timeline).then_some(self.first_wall).flatten();
+        let t = self.timeline_base.or(first)?;
+        Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as u64)
+    }
+}
+
+/// A wall clock going back more than this starts a new session (a restart, or a second log).
+const CLOCK_BACK: Duration = Duration::from_secs(60);
+/// TIMELINE offsets falling this far below the last one start a new session.
+const OFFSET_BACK_MS: u64 = 60_000;
+
 /// Everything grouped, with what could not be.
 #[derive(Debug, Default)]
 pub struct Calls {
     pub calls: Vec<Call>,
     pub runs: Vec<GpuRun>,
     pub synthesis: BTreeMap<String, Synthesis>,
+    pub segments: Vec<Segment>,
     pub warnings: Vec<String>,
     open: Option<Call>,
     pending_synthesis: Option<Duration>,
-    first_wall: Option<SystemTime>,
-    /// The daemon's start on the wall clock, from the first `TIMELINE` line with a timestamp.
-    timeline_base: Option<SystemTime>,
+    last_wall: Option<SystemTime>,
+    last_offset: Option<u64>,
+    /// Calls handed out by [`Calls::take_ready`] so far.
+    handed: usize,
 }
 
 impl Calls {
+    fn segment(&self) -> usize {
+        self.segments.len().saturating_sub(1)
+    }
+
     /// Files one line.
     pub fn push(&mut self, line: LogLine, at: At, wall: Option<SystemTime>) {
-        if self.first_wall.is_none() {
-            self.first_wall = wall;
-        }
-        if let (None, Some(w), LogLine::Timeline { offset_ms, .. }) =
-            (self.timeline_base, wall, &line)
-        {
-            self.timeline_base = w.checked_sub(Duration::from_millis(*offset_ms));
-        }
+        self.follow_clock(&line, wall);
         match line {
             LogLine::Timing(pairs) => self.timing(pairs, at, wall),
+            LogLine::Info(text) => {
+                let c = self.latest_mut(&at);
+                c.notes.push(text);
+            }
             LogLine::NttH(pairs) => {
                 let c = self.open_call(&at);
                 c.pending_ntt.push(pairs);
@@ -119,26 +190,69 @@ impl Calls {
                 job,
                 detail,
             } => self.timeline(offset_ms, event, job, &detail, &at),
-            LogLine::ProverTime(d) => self.prover_time(d, at, wall),
-            LogLine::SynthesisTime(d) => self.pending_synthesis = Some(d),
+            LogLine::Wrapper(w, d) => self.wrapper(w, d, at, wall),
+            LogLine::Synthesis(d) => self.pending_synthesis = Some(d),
+            LogLine::JobTotals(what, fields) => {
+                let text = fields
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                self.latest_mut(&at).notes.push(format!("{what}: {text}"));
+            }
         }
     }
 
-    /// Session time 0 on the wall clock (Unix ns): the daemon's start when `TIMELINE` lines
-    /// have timestamps, else (without `TIMELINE`, whose offsets count from the daemon's start)
-    /// the first timestamp; `None` when the log does not say.
-    pub fn wall_origin_ns(&self) -> Option<u64> {
-        let first = self.runs.is_empty().then_some(self.first_wall).flatten();
-        let t = self.timeline_base.or(first)?;
-        Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as u64)
+    /// Starts a new segment at a restart; keeps each segment's wall-clock origin.
+    fn follow_clock(&mut self, line: &LogLine, wall: Option<SystemTime>) {
+        let offset = match line {
+            LogLine::Timeline { offset_ms, .. } => Some(*offset_ms),
+            _ => None,
+        };
+        let clock_back = matches!((self.last_wall, wall), (Some(a), Some(b))
+            if a.duration_since(b).is_ok_and(|d| d > CLOCK_BACK));
+        let offset_back = matches!((self.last_offset, offset), (Some(a), Some(b))
+            if b + OFFSET_BACK_MS < a);
+        if self.segments.is_empty() || clock_back || offset_back {
+            if !self.segments.is_empty() {
+                self.restart();
+            }
+            self.segments.push(Segment::default());
+            self.last_offset = None;
+        }
+        let seg = self.segments.last_mut().expect("a segment");
+        if seg.first_wall.is_none() {
+            seg.first_wall = wall;
+        }
+        if let Some(o) = offset {
+            seg.has_timeline = true;
+            if let (None, Some(w)) = (seg.timeline_base, wall) {
+                seg.timeline_base = w.checked_sub(Duration::from_millis(o));
+            }
+            self.last_offset = Some(o);
+        }
+        if wall.is_some() {
+            self.last_wall = wall;
+        }
+    }
+
+    /// A restart: the call in flight ends with the daemon run it belonged to.
+    fn restart(&mut self) {
+        if let Some(c) = self.open.take() {
+            self.warnings.push(format!(
+                "the call starting at {} ends where the prover restarted",
+                c.started_at()
+            ));
+            self.close(c);
+        }
     }
 
     /// Ends the log: a call left open is kept (with a warning), runs no call claimed become
     /// calls of their own.
-    pub fn finish(mut self) -> Calls {
+    pub fn finish(&mut self) {
         if let Some(c) = self.open.take() {
             self.warnings.push(format!(
-                "the call starting at {} has no `epilogue_ms … pre_destructor_ms` line: the log ends inside it",
+                "the call starting at {} has no line that ends it (`total_start_fn_ms` or `pre_destructor_ms`): the log ends inside it",
                 c.started_at()
             ));
             self.close(c);
@@ -149,11 +263,37 @@ impl Calls {
                 self.calls.push(Call {
                     run: Some(i),
                     closed: true,
+                    segment: self.runs[i].segment,
                     ..Call::default()
                 });
             }
         }
-        self
+    }
+
+    /// Calls that nothing more will change, in order, each once: those a newer call followed,
+    /// a bellperson proof once its wrapper timer is in, a C++ call once its wrapper and its
+    /// detached free (`async_dealloc_ms`) are (without the free, the next call settles it:
+    /// the release was synchronous). After [`Calls::finish`], every call.
+    pub fn take_ready(&mut self, finished: bool) -> Vec<Call> {
+        let n = self.calls.len();
+        let settled =
+            |c: &Call| c.wrapper().is_some() && (!c.has_cuzk() || c.async_dealloc_ms.is_some());
+        let mut upto = self.handed;
+        while upto < n && (finished || upto + 1 < n || settled(&self.calls[upto])) {
+            upto += 1;
+        }
+        let out = self.calls[self.handed..upto].to_vec();
+        self.handed = upto;
+        out
+    }
+
+    /// The call a line without a timer of its own goes with: the open one, else the latest.
+    fn latest_mut(&mut self, at: &At) -> &mut Call {
+        if self.open.is_none() && !self.calls.is_empty() {
+            let i = self.calls.len() - 1;
+            return &mut self.calls[i];
+        }
+        self.open_call(at)
     }
 
     fn open_call(&mut self, at: &At) -> &mut Call {
@@ -163,6 +303,7 @@ impl Calls {
                 first: Some(at.clone()),
                 run,
                 synthesis: self.pending_synthesis.take(),
+                segment: self.segment(),
                 ..Call::default()
             });
         }
@@ -205,65 +346,56 @@ impl Calls {
         self.calls.push(c);
     }
 
+    /// The index of the latest closed call when a line of timers `pairs` belongs to it: no
+    /// call is open, the line is the caller's (workers end before the call does), starts no
+    /// call, and the call has none of its keys yet (a late line: `b_g2_msm_ms`, an epilogue).
+    fn late_line_of(&self, pairs: &[(String, u64)], tid: Option<u64>) -> Option<usize> {
+        let starts = pairs.iter().any(|(k, _)| STARTS_CALL.contains(&k.as_str()));
+        if self.open.is_some() || tid.is_some() || starts {
+            return None;
+        }
+        let i = self.calls.len().checked_sub(1)?;
+        let c = &self.calls[i];
+        (c.has_cuzk() && c.segment == self.segment() && !c.has_any(pairs, tid)).then_some(i)
+    }
+
     fn timing(&mut self, pairs: Vec<(String, u64)>, at: At, wall: Option<SystemTime>) {
         // `async_dealloc_ms` comes from a detached thread, after its call closed.
         if let [(k, v)] = pairs.as_slice()
             && k == "async_dealloc_ms"
         {
-            match self
+            let latest = self
                 .calls
                 .iter_mut()
                 .rev()
-                .find(|c| c.async_dealloc_ms.is_none() && c.has_cuzk())
-            {
+                .find(|c| c.async_dealloc_ms.is_none() && c.has_cuzk());
+            match latest {
                 Some(c) => c.async_dealloc_ms = Some(*v),
                 None => self.open_call(&at).async_dealloc_ms = Some(*v),
             }
             return;
         }
         let tid = pairs.iter().find(|(k, _)| k == "gpu_tid").map(|p| p.1);
+        if let Some(i) = self.late_line_of(&pairs, tid) {
+            let c = &mut self.calls[i];
+            file_pairs(c, pairs, tid);
+            c.last = Some(at);
+            return;
+        }
         // A key the open call already has: its end was not logged, a new call began.
-        let repeats = self.open.as_ref().is_some_and(|c| {
-            let have = match tid {
-                Some(t) => c.workers.get(&t).map(|w| &w.ms),
-                None => Some(&c.ms),
-            };
-            have.is_some_and(|m| {
-                pairs
-                    .iter()
-                    .any(|(k, _)| k != "gpu_tid" && m.contains_key(k))
-            })
-        });
-        if repeats && let Some(c) = self.open.take() {
+        if self.open.as_ref().is_some_and(|c| c.has_any(&pairs, tid))
+            && let Some(c) = self.open.take()
+        {
             self.warnings.push(format!(
-                "the call starting at {} ends without its `epilogue_ms … pre_destructor_ms` line ({} starts another)",
+                "the call starting at {} ends without a line that ends it ({} starts another)",
                 c.started_at(),
                 at
             ));
             self.close(c);
         }
-        let ends = pairs.iter().any(|(k, _)| k == "pre_destructor_ms");
+        let ends = pairs.iter().any(|(k, _)| ENDS_CALL.contains(&k.as_str()));
         let c = self.open_call(&at);
-        match tid {
-            Some(t) => {
-                let has_ntt = pairs.iter().any(|(k, _)| k == "ntt_msm_h_ms");
-                let pending = if has_ntt {
-                    std::mem::take(&mut c.pending_ntt)
-                } else {
-                    Vec::new()
-                };
-                let w = c.workers.entry(t).or_default();
-                w.ntt_h.extend(pending);
-                for (k, v) in pairs.into_iter().filter(|(k, _)| k != "gpu_tid") {
-                    w.ms.insert(k, v);
-                }
-            }
-            None => {
-                for (k, v) in pairs {
-                    c.ms.insert(k, v);
-                }
-            }
-        }
+        file_pairs(c, pairs, tid);
         c.last = Some(at);
         c.wall_end = wall.or(c.wall_end);
         if ends && let Some(c) = self.open.take() {
@@ -271,26 +403,32 @@ impl Calls {
         }
     }
 
-    fn prover_time(&mut self, d: Duration, at: At, wall: Option<SystemTime>) {
-        // The Rust caller prints it after the call returned: the latest closed call without one.
+    fn wrapper(&mut self, w: Wrapper, d: Duration, at: At, wall: Option<SystemTime>) {
+        // The Rust caller prints it after the call returned: the earliest of the latest calls
+        // that lack this timer.
+        let seg = self.segment();
         if let Some(c) = self
             .calls
             .iter_mut()
             .rev()
-            .take_while(|c| c.wrapper.is_none())
+            .take_while(|c| !c.wrappers.contains_key(&w) && c.segment == seg)
             .last()
         {
-            c.wrapper = Some(d);
-            c.wall_end = wall.or(c.wall_end);
+            c.wrappers.insert(w, d);
+            // The innermost wrapper's line says when the call returned.
+            if c.wrapper().is_some_and(|(first, _)| first == w) {
+                c.wall_end = wall.or(c.wall_end);
+            }
             c.last = Some(at);
             return;
         }
         if let Some(mut c) = self.open.take() {
             self.warnings.push(format!(
-                "`prover time` at {at} ends the call starting at {} before its `epilogue_ms … pre_destructor_ms` line",
+                "{} at {at} ends the call starting at {} before a line that ends it",
+                w.label(),
                 c.started_at()
             ));
-            c.wrapper = Some(d);
+            c.wrappers.insert(w, d);
             c.wall_end = wall.or(c.wall_end);
             self.close(c);
             return;
@@ -300,72 +438,131 @@ impl Calls {
         self.calls.push(Call {
             first: Some(at.clone()),
             last: Some(at),
-            wrapper: Some(d),
+            wrappers: BTreeMap::from([(w, d)]),
             synthesis: self.pending_synthesis.take(),
             run,
             closed: true,
             wall_end: wall,
+            segment: seg,
             ..Call::default()
         });
     }
 
     fn timeline(&mut self, t: u64, event: TimelineEvent, job: String, detail: &str, at: &At) {
-        let partition = detail
-            .split([' ', ','])
-            .find_map(|kv| kv.strip_prefix("partition="))
-            .map(str::to_owned);
+        let field = |name: &str| {
+            detail
+                .split([' ', ','])
+                .find_map(|kv| kv.strip_prefix(name))
+                .map(str::to_owned)
+        };
+        let partition = field("partition=");
+        let segment = self.segment();
         match event {
+            TimelineEvent::ChanSend => {}
             TimelineEvent::SynthStart => {
                 let s = self.synthesis.entry(job).or_default();
                 s.start = Some(t);
-                s.kind = detail
-                    .split([' ', ','])
-                    .find_map(|kv| kv.strip_prefix("kind="))
-                    .unwrap_or("")
-                    .to_owned();
+                s.kind = field("kind=").unwrap_or_default();
             }
             TimelineEvent::SynthEnd => self.synthesis.entry(job).or_default().end = Some(t),
             TimelineEvent::GpuQueue => self.runs.push(GpuRun {
                 job,
                 partition: partition.or_else(|| (detail == "monolithic").then(|| detail.into())),
                 queue: Some(t),
+                segment,
                 ..GpuRun::default()
             }),
             TimelineEvent::GpuPickup | TimelineEvent::GpuStart | TimelineEvent::GpuEnd => {
-                let slot = |r: &GpuRun| match event {
-                    TimelineEvent::GpuPickup => r.pickup,
-                    TimelineEvent::GpuStart => r.start,
-                    _ => r.end,
-                };
-                let i = self.runs.iter().position(|r| {
-                    r.job == job
-                        && slot(r).is_none()
-                        && (partition.is_none() || r.partition == partition)
-                });
-                let i = match i {
-                    Some(i) => i,
-                    None => {
-                        self.warnings.push(format!(
-                            "{at}: {event:?} of job {job}{} without its GPU_QUEUE line: counted as a run of its own",
-                            partition.as_deref().map_or(String::new(), |p| format!(" partition {p}"))
-                        ));
-                        self.runs.push(GpuRun {
-                            job,
-                            partition,
-                            ..GpuRun::default()
-                        });
-                        self.runs.len() - 1
-                    }
-                };
-                let r = &mut self.runs[i];
-                match event {
-                    TimelineEvent::GpuPickup => r.pickup = Some(t),
-                    TimelineEvent::GpuStart => r.start = Some(t),
-                    _ => r.end = Some(t),
-                }
+                self.gpu_run_edge(t, event, job, partition, at)
             }
         }
     }
+
+    fn gpu_run_edge(
+        &mut self,
+        t: u64,
+        event: TimelineEvent,
+        job: String,
+        partition: Option<String>,
+        at: &At,
+    ) {
+        let slot = |r: &GpuRun| match event {
+            TimelineEvent::GpuPickup => r.pickup,
+            TimelineEvent::GpuStart => r.start,
+            _ => r.end,
+        };
+        let segment = self.segment();
+        let i = self.runs.iter().position(|r| {
+            r.job == job
+                && r.segment == segment
+                && slot(r).is_none()
+                && (partition.is_none() || r.partition == partition)
+        });
+        let i = match i {
+            Some(i) => i,
+            None => {
+                self.warnings.push(format!(
+                    "{at}: {event:?} of job {job}{} without its GPU_QUEUE line: counted as a run of its own",
+                    partition
+                        .as_deref()
+                        .map_or(String::new(), |p| format!(" partition {p}"))
+                ));
+                self.runs.push(GpuRun {
+                    job,
+                    partition,
+                    segment,
+                    ..GpuRun::default()
+                });
+                self.runs.len() - 1
+            }
+        };
+        let r = &mut self.runs[i];
+        match event {
+            TimelineEvent::GpuPickup => r.pickup = Some(t),
+            TimelineEvent::GpuStart => r.start = Some(t),
+            _ => r.end = Some(t),
+        }
+    }
+}
+
+/// Files a line's timers under the call or, with `gpu_tid`, under its worker; a worker's
+/// `ntt_msm_h_ms` claims the pending `CUZK_NTT_H` steps it adds up to.
+fn file_pairs(c: &mut Call, pairs: Vec<(String, u64)>, tid: Option<u64>) {
+    let Some(t) = tid else {
+        c.ms.extend(pairs);
+        return;
+    };
+    let ntt = pairs.iter().find(|(k, _)| k == "ntt_msm_h_ms").map(|p| p.1);
+    let claimed = match ntt {
+        Some(ms) => claim_ntt(&mut c.pending_ntt, ms),
+        None => Vec::new(),
+    };
+    let w = c.workers.entry(t).or_default();
+    w.ntt_h.extend(claimed);
+    w.ms.extend(pairs.into_iter().filter(|(k, _)| k != "gpu_tid"));
+}
+
+/// The oldest pending steps whose totals add up to at most `ntt_ms` (with [`NTT_SLACK`]), at
+/// least one: with two workers printing at once, each takes as many circuits' steps as its own
+/// timer covers.
+fn claim_ntt(pending: &mut Vec<Vec<(String, u64)>>, ntt_ms: u64) -> Vec<Vec<(String, u64)>> {
+    let total = |s: &[(String, u64)]| {
+        s.iter()
+            .find(|(k, _)| k == "total")
+            .map_or_else(|| s.iter().map(|p| p.1).sum(), |p| p.1)
+    };
+    let limit = (ntt_ms as f64 * (1.0 + NTT_SLACK)).ceil() as u64 + 1;
+    let mut sum = 0;
+    let mut n = 0;
+    for s in pending.iter() {
+        let t = total(s);
+        if n > 0 && sum + t > limit {
+            break;
+        }
+        sum += t;
+        n += 1;
+    }
+    pending.drain(..n).collect()
 }
 
 #[cfg(test)]
@@ -376,19 +573,20 @@ mod tests {
     fn group(log: &str) -> Calls {
         let mut c = Calls::default();
         for (i, l) in log.lines().enumerate() {
-            if let Some(Ok(line)) = parse(l) {
+            if let Some(Ok(p)) = parse(l) {
                 let at = At {
                     file: "t".into(),
                     line: i + 1,
                 };
-                c.push(line, at, None);
+                c.push(p.line, at, p.wall);
             }
         }
-        c.finish()
+        c.finish();
+        c
     }
 
     #[test]
-    fn prover_times_go_to_the_calls_in_order_and_async_dealloc_to_the_latest() {
+    fn wrapper_timers_go_to_the_calls_in_order_and_async_dealloc_to_the_latest() {
         let c = group(
             "CUZK_TIMING: prep_msm_ms=1\n\
              CUZK_TIMING: epilogue_ms=2 pre_destructor_ms=10\n\
@@ -399,10 +597,42 @@ mod tests {
              CUZK_TIMING: async_dealloc_ms=7\n",
         );
         assert_eq!(c.calls.len(), 2);
-        assert_eq!(c.calls[0].wrapper, Some(Duration::from_secs(11)));
-        assert_eq!(c.calls[1].wrapper, Some(Duration::from_secs(21)));
+        assert_eq!(c.calls[0].wrapper().unwrap().1, Duration::from_secs(11));
+        assert_eq!(c.calls[1].wrapper().unwrap().1, Duration::from_secs(21));
         assert_eq!(c.calls[0].async_dealloc_ms, None);
         assert_eq!(c.calls[1].async_dealloc_ms, Some(7));
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    /// Today's supraseal: the call's GPU part ends at `total_start_fn_ms`; `b_g2_msm_ms`
+    /// (CPU) arrives after it, then the wrapper, then the detached free.
+    #[test]
+    fn total_start_fn_ends_a_call_and_late_lines_stay_with_it() {
+        let c = group(
+            "CUZK_TIMING: split_vectors_ms=0 setup_to_split_ms=1145\n\
+             CUZK_TIMING: pre_lock_cpu_ms=1145 mutex_wait_ms=0\n\
+             CUZK_TIMING: set pool release threshold to MAX on gpu 0\n\
+             CUZK_TIMING: prep_msm_ms=325\n\
+             CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=557\n\
+             CUZK_TIMING: gpu_tid=0 tail_msm_ms=304 gpu_total_ms=935\n\
+             CUZK_TIMING: mutex_held_ms=936 total_start_fn_ms=2081\n\
+             CUZK_TIMING: b_g2_msm_ms=14084 num_circuits=4\n\
+             prover time: 15.56s\n\
+             CUZK_TIMING: async_dealloc_ms=65\n\
+             CUZK_TIMING: split_vectors_ms=0 setup_to_split_ms=0\n\
+             CUZK_TIMING: mutex_held_ms=944 total_start_fn_ms=944\n\
+             CUZK_TIMING: b_g2_msm_ms=14447 num_circuits=4\n\
+             prover time: 14.78s\n",
+        );
+        assert_eq!(c.calls.len(), 2, "{:?}", c.warnings);
+        assert_eq!(c.calls[0].ms["b_g2_msm_ms"], 14084);
+        assert_eq!(c.calls[0].ms["num_circuits"], 4);
+        assert_eq!(
+            c.calls[0].notes,
+            vec!["set pool release threshold to MAX on gpu 0"]
+        );
+        assert_eq!(c.calls[0].async_dealloc_ms, Some(65));
+        assert_eq!(c.calls[1].ms["b_g2_msm_ms"], 14447);
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 
@@ -419,18 +649,24 @@ mod tests {
         assert!(c.warnings[0].contains("t:1"), "{:?}", c.warnings);
     }
 
+    /// Two workers print at once: each `ntt_msm_h_ms` takes the steps it adds up to, so each
+    /// worker gets its own circuits' steps (5 and 5 of 10), not all that came before.
     #[test]
-    fn ntt_h_lines_belong_to_the_worker_whose_ntt_msm_h_follows() {
-        let c = group(
-            "CUZK_NTT_H: msm_invoke=3ms total=3ms\n\
-             CUZK_TIMING: gpu_tid=1 ntt_msm_h_ms=3\n\
-             CUZK_NTT_H: msm_invoke=4ms total=4ms\n\
-             CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=4\n\
-             CUZK_TIMING: epilogue_ms=1 pre_destructor_ms=9\n",
-        );
+    fn interleaved_workers_each_take_the_steps_their_timer_covers() {
+        let mut log = String::new();
+        for i in 0..9 {
+            log += "CUZK_NTT_H: msm_invoke=50ms total=100ms\n";
+            if i == 8 {
+                log += "CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=501\n";
+            }
+        }
+        log += "CUZK_NTT_H: msm_invoke=50ms total=100ms\n";
+        log += "CUZK_TIMING: gpu_tid=1 ntt_msm_h_ms=502\n";
+        log += "CUZK_TIMING: mutex_held_ms=900 total_start_fn_ms=1000\n";
+        let c = group(&log);
         let w = &c.calls[0].workers;
-        assert_eq!(w[&1].ntt_h[0][0], ("msm_invoke".into(), 3));
-        assert_eq!(w[&0].ntt_h[0][0], ("msm_invoke".into(), 4));
+        assert_eq!((w[&0].ntt_h.len(), w[&1].ntt_h.len()), (5, 5));
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 
     #[test]
@@ -452,5 +688,82 @@ mod tests {
         assert_eq!((run(0).start, run(0).end), (Some(20), Some(30)));
         assert_eq!(run(1).partition.as_deref(), Some("0"));
         assert!(!c.calls[1].has_cuzk());
+    }
+
+    #[test]
+    fn a_daemon_restart_starts_a_new_session() {
+        let c = group(
+            "TIMELINE,100000,GPU_QUEUE,a,partition=0\n\
+             TIMELINE,100010,GPU_START,a,partition=0\n\
+             TIMELINE,101000,GPU_END,a,partition=0\n\
+             TIMELINE,50,GPU_QUEUE,b,partition=0\n\
+             TIMELINE,60,GPU_START,b,partition=0\n\
+             TIMELINE,900,GPU_END,b,partition=0\n",
+        );
+        assert_eq!(c.segments.len(), 2);
+        assert_eq!(c.calls.len(), 2);
+        assert_eq!((c.calls[0].segment, c.calls[1].segment), (0, 1));
+        let c = group(
+            "2026-11-30T12:00:00Z prover time: 1s\n\
+             2026-11-30T12:05:00Z prover time: 1s\n\
+             2026-11-30T11:00:00Z prover time: 1s\n",
+        );
+        assert_eq!(c.segments.len(), 2, "the clock went back an hour");
+    }
+
+    #[test]
+    fn ready_calls_come_out_once_as_they_are_settled() {
+        let mut c = Calls::default();
+        let at = |line| At {
+            file: "t".into(),
+            line,
+        };
+        let push = |c: &mut Calls, s: &str, n| {
+            let p = parse(s).unwrap().unwrap();
+            c.push(p.line, at(n), None);
+        };
+        push(&mut c, "CUZK_TIMING: prep_msm_ms=1", 1);
+        push(
+            &mut c,
+            "CUZK_TIMING: mutex_held_ms=9 total_start_fn_ms=10",
+            2,
+        );
+        assert!(c.take_ready(false).is_empty(), "its wrapper may follow");
+        push(&mut c, "prover time: 1s", 3);
+        assert!(
+            c.take_ready(false).is_empty(),
+            "its detached free may follow"
+        );
+        push(&mut c, "CUZK_TIMING: async_dealloc_ms=7", 3);
+        assert_eq!(c.take_ready(false).len(), 1);
+        push(&mut c, "prover time: 2s", 3);
+        assert_eq!(
+            c.take_ready(false).len(),
+            1,
+            "a bellperson proof: settled by its wrapper"
+        );
+        push(&mut c, "CUZK_TIMING: prep_msm_ms=1", 4);
+        push(
+            &mut c,
+            "CUZK_TIMING: mutex_held_ms=9 total_start_fn_ms=10",
+            5,
+        );
+        push(
+            &mut c,
+            "CUZK_TIMING: split_vectors_ms=1 setup_to_split_ms=2",
+            6,
+        );
+        push(&mut c, "CUZK_TIMING: prep_msm_ms=1", 7);
+        // The second call is followed by a third: settled without a wrapper.
+        assert_eq!(c.take_ready(false).len(), 0, "the third is still open");
+        push(
+            &mut c,
+            "CUZK_TIMING: mutex_held_ms=9 total_start_fn_ms=10",
+            8,
+        );
+        assert_eq!(c.take_ready(false).len(), 1);
+        c.finish();
+        assert_eq!(c.take_ready(true).len(), 1);
+        assert!(c.take_ready(true).is_empty());
     }
 }

@@ -1,39 +1,78 @@
-//! `proofscope import`: the logs provers already write (curio cuzk's `CUZK_TIMING`/`CUZK_NTT_H`
-//! and `TIMELINE` lines, bellperson's `prover time:`) become a recording, so every view, report
-//! and `diff` works on them. Each call (partition) is a proof; where the log gives only
-//! durations, placement follows the pipeline's order ([`place`]) and the session's clock says
-//! so. Unknown lines are counted and skipped; a known line that does not read is reported with
-//! its line number and skipped, never fatal.
+//! The logs provers already write (supraseal's `CUZK_TIMING`/`CUZK_NTT_H`, curio cuzk's
+//! `TIMELINE` and `tracing` lines, bellperson's wrapper timers) become sessions, so every view,
+//! report and `diff` works on them: `proofscope import` writes a recording, `replay LOG` reads
+//! one directly, `replay REC --log LOG` joins a log to the recording made beside it, and `run`
+//! reads a child's lines live ([`feed`]). Each call (partition) is a proof; where the log gives
+//! only durations, placement follows the pipeline's order ([`place`]) and the session's clock
+//! says so. Unknown lines are counted and skipped; a known line that does not read is named
+//! once per format with its count, never fatal.
 
 mod calls;
+mod emit;
+pub mod feed;
 mod lines;
 mod place;
 
 use anyhow::{Context, Result, bail};
-use probe_protocol::{
-    Event, Hello, Marker, ProofBegin, ProofEnd, RECORDING_MAGIC, RecordingWriter, SpanBegin,
-    SpanEnd, Verification,
-};
-use std::collections::BTreeMap;
+use probe_protocol::{Event, Hello, RECORDING_MAGIC, RecordingWriter};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
+pub use emit::LOG_NOTE;
+pub use lines::{MAX_TIMER_MS, strip_ansi};
 pub use place::Lane;
 
-use probe_protocol::markers;
+/// The `clock` of an imported session's `Hello`: its times are the log's own timers (ms),
+/// placed by the pipeline's order (docs/PROTOCOL.md).
+pub const IMPORTED_CLOCK: &str = "reconstructed from log timers (ms)";
+/// Longest line read for its content (longer ones are cut here: a log line is not megabytes).
+pub const MAX_LINE: usize = 64 << 10;
+
+/// What the lines of a log were, counted.
+#[derive(Debug, Default, Clone)]
+pub struct LineCounts {
+    pub lines: usize,
+    pub known: usize,
+    pub unknown: usize,
+    /// Per format: how many did not read, and the first (`file:line: why: text`).
+    pub malformed: Vec<(&'static str, usize, String)>,
+}
+
+impl LineCounts {
+    pub fn malformed_total(&self) -> usize {
+        self.malformed.iter().map(|m| m.1).sum()
+    }
+
+    fn bad(&mut self, format: &'static str, first: impl FnOnce() -> String) {
+        match self.malformed.iter_mut().find(|m| m.0 == format) {
+            Some(m) => m.1 += 1,
+            None => self.malformed.push((format, 1, first())),
+        }
+    }
+
+    /// One warning per format that had lines that did not read.
+    pub fn warnings(&self) -> Vec<String> {
+        self.malformed
+            .iter()
+            .map(|(format, n, first)| {
+                format!(
+                    "{n} {format} line{} did not read (the first at {first})",
+                    if *n == 1 { "" } else { "s" }
+                )
+            })
+            .collect()
+    }
+}
 
 /// What an import read and made.
 #[derive(Debug, Default)]
 pub struct Imported {
-    /// The session, ready to be framed: definitions first, then by time.
+    /// The sessions, ready to be framed: each a `Hello`, its definitions, then by time.
     pub events: Vec<Event>,
-    pub lines: usize,
-    pub known: usize,
-    pub unknown: usize,
-    /// `file:line: why: text`.
-    pub malformed: Vec<String>,
+    pub counts: LineCounts,
     pub proofs: usize,
-    /// Proofs placed after the previous one because the log gave no start time.
+    pub sessions: usize,
+    /// Proofs placed after the previous one because the log gave no time for them.
     pub unanchored: usize,
     /// Everything a reader of the report should know, malformed lines included.
     pub warnings: Vec<String>,
@@ -57,10 +96,10 @@ pub fn is_recording(path: &Path) -> Result<bool> {
     Ok(head[..got] == RECORDING_MAGIC[..got] || head[0] == RECORDING_MAGIC[0])
 }
 
-/// Reads the logs, in order, as one log.
-pub fn import(paths: &[PathBuf]) -> Result<Imported> {
+/// Reads the logs, in order, as one log, into calls; counts what the lines were.
+fn read(paths: &[PathBuf]) -> Result<(calls::Calls, LineCounts)> {
     let mut calls = calls::Calls::default();
-    let mut out = Imported::default();
+    let mut counts = LineCounts::default();
     for path in paths {
         let name = path.display().to_string();
         let f = std::fs::File::open(path).with_context(|| format!("opening {name}"))?;
@@ -69,69 +108,116 @@ pub fn import(paths: &[PathBuf]) -> Result<Imported> {
         let mut n = 0;
         loop {
             buf.clear();
-            if r.read_until(b'\n', &mut buf)
-                .with_context(|| format!("reading {name}"))?
-                == 0
-            {
+            if read_line(&mut r, &mut buf).with_context(|| format!("reading {name}"))? == 0 {
                 break;
             }
             n += 1;
-            // Logs mix encodings and binary noise: a line is read as far as it is text.
-            let line = String::from_utf8_lossy(&buf);
-            let line = line.trim_end_matches(['\n', '\r']);
             let at = calls::At {
                 file: name.clone(),
                 line: n,
             };
-            match lines::parse(line) {
-                None => out.unknown += 1,
-                Some(Err(why)) => {
-                    let shown: String = line.chars().take(160).collect();
-                    out.malformed.push(format!("{at}: {why}: `{shown}`"));
-                }
-                Some(Ok(l)) => {
-                    out.known += 1;
-                    calls.push(l, at, lines::wall_clock(line));
-                }
-            }
+            file_line(&mut calls, &mut counts, &buf, at, None);
         }
-        out.lines += n;
+        counts.lines += n;
     }
-    if out.known == 0 {
+    calls.finish();
+    Ok((calls, counts))
+}
+
+/// Reads one line into `buf`, at most [`MAX_LINE`] bytes of it (the rest is skipped, so a
+/// file without newlines costs a line's worth of memory); returns the bytes read.
+fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut total = 0;
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(total);
+        }
+        let (used, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = MAX_LINE.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..used.min(room)]);
+        r.consume(used);
+        total += used;
+        if done {
+            return Ok(total);
+        }
+    }
+}
+
+/// Files one raw line: parsed, counted, added to the calls. `wall` overrides the logger's time
+/// stamp (`run` stamps each line as it arrives).
+fn file_line(
+    calls: &mut calls::Calls,
+    counts: &mut LineCounts,
+    raw: &[u8],
+    at: calls::At,
+    wall: Option<std::time::SystemTime>,
+) {
+    // Logs mix encodings and binary noise: a line is read as far as it is text.
+    let text = String::from_utf8_lossy(raw);
+    let text = text.trim_end_matches(['\n', '\r']);
+    match lines::parse(text) {
+        None => counts.unknown += 1,
+        Some(Err(m)) => {
+            let shown: String = text.chars().take(160).collect();
+            counts.bad(m.format, || format!("{at}: {}: `{shown}`", m.why));
+        }
+        Some(Ok(p)) => {
+            counts.known += 1;
+            calls.push(p.line, at, wall.or(p.wall));
+        }
+    }
+}
+
+/// Reads the logs, in order, as one log; a daemon restart in it starts a new session.
+pub fn import(paths: &[PathBuf]) -> Result<Imported> {
+    let (calls, counts) = read(paths)?;
+    if counts.known == 0 {
         bail!(
-            "{}: neither a recording nor a log with lines in a known format (CUZK_TIMING:, CUZK_NTT_H:, TIMELINE,…, `prover time:`; docs/CLI.md){}",
+            "{}: neither a recording nor a log with lines in a known format (CUZK_TIMING:, CUZK_NTT_H:, TIMELINE,…, `prover time:`, `GPU prove time:`, cuzk's gpu_ms=…; docs/CLI.md){}",
             paths
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", "),
-            if out.malformed.is_empty() {
+            if counts.malformed.is_empty() {
                 String::new()
             } else {
-                format!(
-                    "; {} malformed: {}",
-                    out.malformed.len(),
-                    out.malformed.join("; ")
-                )
+                format!("; {}", counts.warnings().join("; "))
             }
         );
     }
-    let calls = calls.finish();
-    let first_wall_ns = calls.wall_origin_ns();
-    let placed = place::place(&calls, first_wall_ns);
-    out.proofs = placed.len();
-    out.unanchored = placed.iter().filter(|p| !p.anchored).count();
+    let origins: Vec<Option<u64>> = calls.segments.iter().map(|s| s.wall_origin_ns()).collect();
+    let placed = place::place(&calls, &origins);
+    let mut out = Imported {
+        proofs: placed.len(),
+        sessions: calls.segments.len().max(1),
+        unanchored: placed.iter().filter(|p| !p.anchored).count(),
+        ..Imported::default()
+    };
     out.warnings = calls.warnings.clone();
-    for m in &out.malformed {
-        out.warnings.push(format!("malformed log line {m}"));
+    out.warnings.extend(counts.warnings());
+    out.warnings.push(summary(&counts, &out));
+    for (seg, origin) in origins.iter().enumerate().take(out.sessions) {
+        let mine: Vec<&place::Placed> = placed.iter().filter(|p| p.segment == seg).collect();
+        session_events(&mut out.events, paths, seg, *origin, &mine, &out.warnings);
     }
-    out.warnings.push(format!(
-        "imported from {} log line{} ({} known, {} unknown skipped, {} malformed): phase lengths are the log's own timers (ms); their placement inside each call is reconstructed from the pipeline's order{}",
-        out.lines,
-        if out.lines == 1 { "" } else { "s" },
-        out.known,
-        out.unknown,
-        out.malformed.len(),
+    out.counts = counts;
+    Ok(out)
+}
+
+/// The import's sentence for the report: what was read and how the times were made.
+fn summary(counts: &LineCounts, out: &Imported) -> String {
+    format!(
+        "imported from {} log line{} ({} known, {} unknown skipped, {} malformed): phase lengths are the log's own timers (ms); their placement inside each call is reconstructed from the pipeline's order{}{}",
+        counts.lines,
+        if counts.lines == 1 { "" } else { "s" },
+        counts.known,
+        counts.unknown,
+        counts.malformed_total(),
         if out.unanchored > 0 {
             format!(
                 ", and {} of {} proofs have no start time in the log (placed one after another)",
@@ -139,163 +225,61 @@ pub fn import(paths: &[PathBuf]) -> Result<Imported> {
             )
         } else {
             String::new()
+        },
+        if out.sessions > 1 {
+            format!("; the prover restarted: {} sessions", out.sessions)
+        } else {
+            String::new()
         }
-    ));
-    out.events = events(paths, &placed, first_wall_ns, &out.warnings);
-    Ok(out)
+    )
 }
 
-/// Interns names and threads as the probe does.
-#[derive(Default)]
-struct Ids {
-    names: BTreeMap<String, u32>,
-    threads: BTreeMap<Lane, u32>,
-    defs: Vec<Event>,
-}
-
-impl Ids {
-    fn name(&mut self, n: &str) -> u32 {
-        if let Some(&id) = self.names.get(n) {
-            return id;
-        }
-        let id = self.names.len() as u32 + 1;
-        self.names.insert(n.to_owned(), id);
-        self.defs.push(Event::NameDef {
-            id,
-            name: n.to_owned(),
-        });
-        id
-    }
-
-    fn thread(&mut self, lane: Lane) -> u32 {
-        if let Some(&id) = self.threads.get(&lane) {
-            return id;
-        }
-        let id = self.threads.len() as u32 + 1;
-        self.threads.insert(lane, id);
-        self.defs.push(Event::ThreadDef {
-            id,
-            name: lane.name(),
-            os_tid: 0,
-        });
-        id
-    }
-}
-
-fn events(
+/// One session of an imported log: its `Hello`, definitions, warnings, proofs, goodbye.
+fn session_events(
+    out: &mut Vec<Event>,
     paths: &[PathBuf],
-    placed: &[place::Placed],
-    first_wall_ns: Option<u64>,
+    segment: usize,
+    origin: Option<u64>,
+    placed: &[&place::Placed],
     warnings: &[String],
-) -> Vec<Event> {
-    let mut ids = Ids::default();
+) {
+    let mut e = emit::Emitter::standalone();
     // The import's warnings travel in the recording, so its report names them too.
-    let mut stated = Vec::new();
-    for w in warnings {
-        stated.push(Event::Marker(Box::new(Marker {
-            ts: 0,
-            name: ids.name(markers::WARNING),
-            thread: ids.thread(Lane::Caller),
-            span: None,
-            text: Some(w.clone()),
-        })));
+    let stated: Vec<Event> = warnings.iter().map(|w| e.warning(0, w)).collect();
+    let mut timed = Vec::new();
+    for p in placed {
+        timed.extend(e.proof(p));
     }
-    // (ts, order, depth, event): at one instant ends come before begins, inner ends first.
-    let mut timed: Vec<(u64, u8, i64, Event)> = Vec::new();
-    let mut next_span = 1u64;
-    let mut end_ts = 0;
-    for (i, p) in placed.iter().enumerate() {
-        let proof = i as u64 + 1;
-        let base = next_span;
-        next_span += p.spans.len() as u64;
-        let depth = |mut j: usize| {
-            let mut d = 0i64;
-            while let Some(up) = p.spans[j].parent {
-                d += 1;
-                j = up;
-            }
-            d
-        };
-        let outer = &p.spans[0];
-        timed.push((
-            outer.start,
-            2,
-            0,
-            Event::ProofBegin(Box::new(ProofBegin {
-                ts: outer.start,
-                proof,
-                span: base,
-                circuit: format!("{} [log {}]", p.label, p.lines),
-                constraints: 0,
-                circuits: p.circuits,
-                backend: if p.gpu { "gpu" } else { "unknown" }.into(),
-                synthetic_srs: false,
-            })),
-        ));
-        for (j, s) in p.spans.iter().enumerate() {
-            let name = ids.name(&s.name);
-            let thread = ids.thread(s.lane);
-            let span = base + j as u64;
-            timed.push((
-                s.start,
-                3,
-                depth(j),
-                Event::SpanBegin(SpanBegin {
-                    ts: s.start,
-                    span,
-                    parent: s.parent.map(|k| base + k as u64),
-                    proof: Some(proof),
-                    name,
-                    thread,
-                }),
-            ));
-            timed.push((
-                s.end,
-                0,
-                -depth(j),
-                Event::SpanEnd(SpanEnd { ts: s.end, span }),
-            ));
-            end_ts = end_ts.max(s.end);
-        }
-        for (at, kind, text) in &p.causes {
-            let name = ids.name(&kind.cause_marker());
-            let thread = ids.thread(Lane::Caller);
-            timed.push((
-                *at,
-                4,
-                0,
-                Event::Marker(Box::new(Marker {
-                    ts: *at,
-                    name,
-                    thread,
-                    span: Some(base),
-                    text: Some(text.clone()),
-                })),
-            ));
-        }
-        timed.push((
-            outer.end,
-            1,
-            0,
-            Event::ProofEnd(Box::new(ProofEnd {
-                ts: outer.end,
-                proof,
-                ok: true,
-                verification: Verification::NotChecked,
-                error: None,
-            })),
-        ));
-    }
-    timed.sort_by_key(|(ts, order, depth, _)| (*ts, *order, *depth));
+    let end_ts = timed.iter().map(|t| t.0).max().unwrap_or(0);
     let gpu = placed.iter().any(|p| p.gpu);
-    let hello = Hello {
+    out.push(Event::Hello(Box::new(imported_hello(
+        paths, segment, origin, gpu,
+    ))));
+    out.push(Event::LiveStart { ts: 0 });
+    out.append(&mut e.take_defs());
+    out.extend(stated);
+    out.extend(emit::in_order(timed));
+    out.push(Event::Goodbye {
+        ts: end_ts,
+        reason: "end of the imported log".into(),
+    });
+}
+
+/// The `Hello` of an imported session (docs/PROTOCOL.md, "Imported sessions"): no process
+/// (pid 0), no host; time 0 at `origin` on the wall clock when the log says.
+fn imported_hello(paths: &[PathBuf], segment: usize, origin: Option<u64>, gpu: bool) -> Hello {
+    Hello {
         protocol_major: probe_protocol::PROTOCOL_MAJOR,
         protocol_minor: probe_protocol::PROTOCOL_MINOR,
         prover_name: "imported log".into(),
-        prover_version: String::new(),
+        prover_version: if segment > 0 {
+            format!("after restart {segment}")
+        } else {
+            String::new()
+        },
         hostname: String::new(),
-        session_start_unix_ns: first_wall_ns.unwrap_or(0),
-        clock: "reconstructed from log timers (ms)".into(),
+        session_start_unix_ns: origin.unwrap_or(0),
+        clock: IMPORTED_CLOCK.into(),
         backend: if gpu { "gpu" } else { "unknown" }.into(),
         backend_reason: "imported from a log".into(),
         gpu_unavailable_reason: Some("imported from a log: no GPU telemetry".into()),
@@ -303,16 +287,54 @@ fn events(
             .chain(paths.iter().map(|p| p.display().to_string()))
             .collect(),
         ..Hello::default()
+    }
+}
+
+/// A log joined to a session recorded beside it (`replay REC --log LOG`): its calls placed by
+/// their wall clock against the session's time 0 (`origin_ns`), the caller's lane on the
+/// session's thread `caller` when known. Events without a `Hello`, ids clear of the probe's.
+pub fn join(paths: &[PathBuf], origin_ns: u64, caller: Option<u32>) -> Result<Imported> {
+    let (calls, counts) = read(paths)?;
+    if counts.known == 0 {
+        bail!(
+            "{}: no line in a known format to join (docs/CLI.md, \"Accepted log formats\")",
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let origins = vec![Some(origin_ns); calls.segments.len().max(1)];
+    let placed = place::place(&calls, &origins);
+    let mut e = emit::Emitter::joined();
+    if let Some(t) = caller {
+        e.map_lane(Lane::Caller, t);
+    }
+    let mut out = Imported {
+        proofs: placed.len(),
+        sessions: 1,
+        unanchored: placed.iter().filter(|p| !p.anchored).count(),
+        ..Imported::default()
     };
-    let mut out = vec![Event::Hello(Box::new(hello)), Event::LiveStart { ts: 0 }];
-    out.append(&mut ids.defs);
-    out.append(&mut stated);
-    out.extend(timed.into_iter().map(|t| t.3));
-    out.push(Event::Goodbye {
-        ts: end_ts,
-        reason: "end of the imported log".into(),
-    });
-    out
+    out.warnings = calls.warnings.clone();
+    out.warnings.extend(counts.warnings());
+    if out.unanchored > 0 {
+        out.warnings.push(format!(
+            "{} of {} calls of the log have no wall-clock time to join them by: placed one after another",
+            out.unanchored, out.proofs
+        ));
+    }
+    let mut timed = Vec::new();
+    for p in &placed {
+        timed.extend(e.proof(p));
+    }
+    let stated: Vec<Event> = out.warnings.iter().map(|w| e.warning(0, w)).collect();
+    out.events = e.take_defs();
+    out.events.extend(stated);
+    out.events.extend(emit::in_order(timed));
+    out.counts = counts;
+    Ok(out)
 }
 
 /// Events an imported session puts in one frame, as a probe's collector batches them.

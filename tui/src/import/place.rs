@@ -1,18 +1,21 @@
-//! A call's durations → spans on the session clock. The log gives lengths, and `TIMELINE` (or a
-//! logger's wall clock) where the call started; the order inside a call is the C2 pipeline's
-//! (domain.md): on the caller, CPU work before the lock, the wait for it, the locked GPU section
-//! and the epilogue ending at `pre_destructor_ms`; inside the locked section, `prep_msm` then
-//! `b_g2_msm` on one CPU thread and, per GPU worker, `ntt_msm_h` (with its `CUZK_NTT_H` steps),
-//! `barrier_wait`, `batch_add`, `tail_msm`. What the wrapper timer measured past the C++ timers
-//! is left uncovered: it is the gap the report flags, explained by a cause marker.
+//! A call's durations → spans on the session clock. The log gives lengths, and `TIMELINE` (or
+//! a wall clock: the logger's, or the time `run` saw the line arrive) where the call ended;
+//! the order inside a call is the C2 pipeline's: on the caller, setup and the split (both
+//! measured from the call's entry: `setup_to_split_ms` contains the split), the wait for the
+//! lock; inside the locked section, `prep_msm` then `b_g2_msm` on one CPU thread (`b_g2_msm`
+//! may outlast the lock) and, per GPU worker, `ntt_msm_h` (with its `CUZK_NTT_H` steps),
+//! `barrier_wait`, `batch_add`, `tail_msm`; the epilogue (older branches). What the wrapper
+//! timer measured past every C++ timer is left uncovered: it is the gap the report flags,
+//! explained by the releases measured in it or, with none, by a cause inferred from the log.
 
-use super::calls::{Call, Calls};
+use super::calls::{Call, Calls, Worker};
+use crate::format::dur;
 use probe_protocol::markers::DiagnosisKind;
 
 const MS: u64 = 1_000_000;
 
 /// Threads of an imported session, by role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Lane {
     /// The thread that called the prover and holds its lock.
     Caller,
@@ -35,7 +38,7 @@ impl Lane {
     }
 }
 
-/// A span to emit; `parent` and `id` index [`Placed::spans`].
+/// A span to emit; `parent` indexes [`Placed::spans`].
 #[derive(Debug, Clone)]
 pub struct PlannedSpan {
     pub name: String,
@@ -55,14 +58,21 @@ pub struct Placed {
     pub spans: Vec<PlannedSpan>,
     /// (at, cause kind, sentence), on the caller.
     pub causes: Vec<(u64, DiagnosisKind, String)>,
+    /// The GPU phases (indexes into `spans`): declared as such, the log has no GPU spans.
+    pub gpu_phases: Vec<usize>,
+    /// What the prover said during the call: notes at its end.
+    pub notes: Vec<String>,
     /// Where the call's lines are, for the report.
     pub lines: String,
-    /// The start came from the log (TIMELINE or wall clock), not from the previous proof.
+    /// The start came from the log (TIMELINE or a wall clock), not from the previous proof.
     pub anchored: bool,
+    /// The session (daemon run) it belongs to.
+    pub segment: usize,
 }
 
 struct Tree {
     spans: Vec<PlannedSpan>,
+    gpu_phases: Vec<usize>,
 }
 
 impl Tree {
@@ -95,138 +105,216 @@ impl Tree {
         for (name, ms) in steps {
             // A step logged as 0 ms took no time to show.
             if let Some(ms) = ms.filter(|&ms| ms > 0) {
-                self.add(name, lane, at, ms * MS, Some(parent));
+                let i = self.add(name, lane, at, ms * MS, Some(parent));
+                if matches!(lane, Lane::Gpu(_)) && parent == OUTER {
+                    self.gpu_phases.push(i);
+                }
                 at += ms * MS;
             }
         }
         at
     }
+
+    /// Where the last span ends.
+    fn end(&self) -> u64 {
+        self.spans.iter().map(|s| s.end).max().unwrap_or(0)
+    }
+
+    /// Moves every span (and `causes`) by `by`.
+    fn shift(&mut self, by: u64, causes: &mut [(u64, DiagnosisKind, String)]) {
+        for s in &mut self.spans {
+            s.start += by;
+            s.end += by;
+        }
+        for c in causes {
+            c.0 += by;
+        }
+    }
 }
 
-/// Places every call; `first_wall_ns` is the session's time 0 on the wall clock, when the log
-/// has one.
-pub fn place(calls: &Calls, first_wall_ns: Option<u64>) -> Vec<Placed> {
+/// The outer span's index.
+const OUTER: usize = 0;
+
+/// The session's time 0 on the wall clock (Unix ns) for each segment, when known.
+pub type Origins = [Option<u64>];
+
+/// Places every call; `origins` give each segment's time 0 on the wall clock.
+pub fn place(calls: &Calls, origins: &Origins) -> Vec<Placed> {
     let mut out = Vec::new();
-    let mut cursor = 0u64;
+    let mut cursor = vec![0u64; origins.len().max(1)];
     for c in &calls.calls {
-        let p = place_call(calls, c, cursor, first_wall_ns);
-        cursor = p
-            .spans
-            .iter()
-            .map(|s| s.end)
-            .max()
-            .unwrap_or(cursor)
-            .max(cursor)
-            + MS;
+        let seg = c.segment.min(cursor.len() - 1);
+        let p = place_call(calls, c, cursor[seg], origins.get(seg).copied().flatten());
+        let end = p.spans.iter().map(|s| s.end).max().unwrap_or(0);
+        cursor[seg] = end.max(cursor[seg]) + MS;
         out.push(p);
     }
     out
 }
 
-fn place_call(calls: &Calls, c: &Call, cursor: u64, first_wall_ns: Option<u64>) -> Placed {
-    let run = c.run.map(|i| &calls.runs[i]);
+/// The caller's part before the lock: setup and the split (both from the call's entry), the
+/// CPU work before the lock, the wait for it. Returns where the locked section begins.
+fn before_lock(t: &mut Tree, c: &Call) -> u64 {
     let get = |k: &str| c.ms.get(k).copied();
-    let mut t = Tree { spans: Vec::new() };
-    // The outer span first, with a provisional length.
-    let outer = t.add("prove", Lane::Caller, 0, 0, None);
-
-    // Caller: before the lock. Every logged step is a phase (a child of the outer span);
-    // `pre_lock_cpu_ms` and `mutex_held_ms` only place them when their steps are logged.
-    let mut at = 0;
-    let before = [
-        ("setup", get("setup_to_split_ms")),
-        ("split_vectors", get("split_vectors_ms")),
-    ];
-    let steps_end = t.chain(&before, Lane::Caller, at, outer);
-    at = match get("pre_lock_cpu_ms") {
-        Some(pre) if steps_end == at => {
-            t.chain(&[("pre_lock_cpu", Some(pre))], Lane::Caller, at, outer)
+    let split = get("split_vectors_ms").unwrap_or(0);
+    let steps_end = match get("setup_to_split_ms") {
+        // Measured from entry, the split inside it: setup, then the split, ending there.
+        Some(s2s) if s2s >= split => t.chain(
+            &[("setup", Some(s2s - split)), ("split_vectors", Some(split))],
+            Lane::Caller,
+            0,
+            OUTER,
+        ),
+        // Numbers that cannot both count from entry: one after the other.
+        s2s => t.chain(
+            &[("setup", s2s), ("split_vectors", get("split_vectors_ms"))],
+            Lane::Caller,
+            0,
+            OUTER,
+        ),
+    };
+    let at = match get("pre_lock_cpu_ms") {
+        Some(pre) if steps_end == 0 => {
+            t.chain(&[("pre_lock_cpu", Some(pre))], Lane::Caller, 0, OUTER)
         }
         Some(pre) => steps_end.max(pre * MS),
         None => steps_end,
     };
-    at = t.chain(
+    t.chain(
         &[("mutex_wait", get("mutex_wait_ms"))],
         Lane::Caller,
         at,
-        outer,
-    );
+        OUTER,
+    )
+}
 
-    // The locked section: prep_msm then b_g2_msm on one thread, the GPU workers beside it.
-    let mut section_end = t.chain(
+/// One GPU worker's phases from `at`; returns where they end.
+fn worker(t: &mut Tree, tid: u64, w: &Worker, at: u64) -> u64 {
+    let lane = Lane::Gpu(tid);
+    let get = |k: &str| w.ms.get(k).copied();
+    let mut g = at;
+    if let Some(ntt) = get("ntt_msm_h_ms").filter(|&n| n > 0) {
+        let s = t.add("ntt_msm_h", lane, g, ntt * MS, Some(OUTER));
+        t.gpu_phases.push(s);
+        let steps: Vec<(&str, Option<u64>)> = w
+            .ntt_h
+            .iter()
+            .flatten()
+            .filter(|(k, _)| k != "total")
+            .map(|(k, v)| (k.as_str(), Some(*v)))
+            .collect();
+        t.chain(&steps, lane, g, s);
+        g += ntt * MS;
+    }
+    let g = t.chain(
+        &[
+            ("barrier_wait", get("barrier_wait_ms")),
+            ("batch_add", get("batch_add_ms")),
+            ("tail_msm", get("tail_msm_ms")),
+        ],
+        lane,
+        g,
+        OUTER,
+    );
+    g.max(at + get("gpu_total_ms").unwrap_or(0) * MS)
+}
+
+/// The locked section from `at`: the prep thread and every GPU worker; the lock's end
+/// (`mutex_held_ms`), where the last logged step of it ended, and the epilogue. Returns where
+/// the C++ timers end: the latest of every step, `total_start_fn_ms` and `pre_destructor_ms`.
+fn locked_section(
+    t: &mut Tree,
+    c: &Call,
+    at: u64,
+    causes: &mut Vec<(u64, DiagnosisKind, String)>,
+) -> u64 {
+    let get = |k: &str| c.ms.get(k).copied();
+    let prep_end = t.chain(
         &[
             ("prep_msm", get("prep_msm_ms")),
             ("b_g2_msm", get("b_g2_msm_ms")),
         ],
         Lane::Prep,
         at,
-        outer,
+        OUTER,
     );
+    let mut gpu_end = at;
     for (&tid, w) in &c.workers {
-        let lane = Lane::Gpu(tid);
-        let wget = |k: &str| w.ms.get(k).copied();
-        let mut g = at;
-        if let Some(ntt) = wget("ntt_msm_h_ms").filter(|&n| n > 0) {
-            let s = t.add("ntt_msm_h", lane, g, ntt * MS, Some(outer));
-            let steps: Vec<(&str, Option<u64>)> = w
-                .ntt_h
-                .iter()
-                .flatten()
-                .filter(|(k, _)| k != "total")
-                .map(|(k, v)| (k.as_str(), Some(*v)))
-                .collect();
-            t.chain(&steps, lane, g, s);
-            g += ntt * MS;
-        }
-        g = t.chain(
-            &[
-                ("barrier_wait", wget("barrier_wait_ms")),
-                ("batch_add", wget("batch_add_ms")),
-                ("tail_msm", wget("tail_msm_ms")),
-            ],
-            lane,
-            g,
-            outer,
-        );
-        section_end = section_end
-            .max(g)
-            .max(at + wget("gpu_total_ms").unwrap_or(0) * MS);
+        gpu_end = gpu_end.max(worker(t, tid, w, at));
     }
-    let mut causes = Vec::new();
-    at = match get("mutex_held_ms") {
-        Some(ms) => {
-            let held_end = at + ms * MS;
-            if held_end > section_end {
-                causes.push((
-                    section_end,
-                    DiagnosisKind::NoEvidence,
-                    format!(
-                        "inside mutex_held_ms ({}) after the last logged step of the locked section: the log has no timer for it",
-                        crate::format::dur(ms * MS)
-                    ),
-                ));
-            }
-            held_end
+    let mut section_end = gpu_end.max(prep_end);
+    if let Some(ms) = get("mutex_held_ms") {
+        let held_end = at + ms * MS;
+        let last_step = gpu_end.max(get("prep_msm_ms").map_or(at, |p| at + p * MS));
+        if held_end > last_step + MS {
+            causes.push((
+                last_step,
+                DiagnosisKind::NoEvidence,
+                format!(
+                    "inside mutex_held_ms ({}) after the last logged step of the locked section: the log has no timer for it",
+                    dur(ms * MS)
+                ),
+            ));
         }
-        None => section_end,
-    };
-
-    // Epilogue, ending where the C++ timers stop.
+        section_end = section_end.max(held_end);
+    }
+    // Epilogue (older branches), ending where the C++ timers stop.
     let pre_destructor = get("pre_destructor_ms").map(|ms| ms * MS);
     if let Some(ep) = get("epilogue_ms").filter(|&ms| ms > 0) {
-        let start = pre_destructor.map_or(at, |p| p.saturating_sub(ep * MS).max(at));
-        t.add("epilogue", Lane::Caller, start, ep * MS, Some(outer));
-        at = start + ep * MS;
+        let start = pre_destructor.map_or(section_end, |p| p.saturating_sub(ep * MS).max(at));
+        t.add("epilogue", Lane::Caller, start, ep * MS, Some(OUTER));
     }
-    let timers_end = pre_destructor.unwrap_or(at).max(at);
+    let from_entry = get("total_start_fn_ms")
+        .max(get("pre_destructor_ms"))
+        .unwrap_or(0)
+        * MS;
+    t.end().max(section_end).max(from_entry)
+}
 
-    // The wrapper: `prover time`, else the TIMELINE run, else the C++ timers themselves.
-    let run_len = run.and_then(|r| Some(r.end?.checked_sub(r.start?)? * MS));
-    let wrapper = c
-        .wrapper
-        .map(|d| d.as_nanos() as u64)
-        .or(run_len)
-        .unwrap_or(timers_end);
+/// The wrapper's length: its timer, else the TIMELINE run, else the C++ timers themselves;
+/// and the sentence that names it.
+fn wrapper_of(calls: &Calls, c: &Call, timers_end: u64) -> (u64, Option<String>) {
+    if let Some((w, d)) = c.wrapper() {
+        let ns = d.as_nanos() as u64;
+        return (ns, Some(format!("{} {}", w.label(), dur(ns))));
+    }
+    let run = c.run.map(|i| &calls.runs[i]);
+    match run.and_then(|r| Some(r.end?.checked_sub(r.start?)? * MS)) {
+        Some(ns) => (ns, Some(format!("GPU_START→GPU_END {}", dur(ns)))),
+        None => (timers_end, None),
+    }
+}
+
+/// The cause of the time the wrapper measured past the C++ timers, inferred from the log
+/// (the report uses it only when no release was measured in the gap).
+fn inferred_tail(c: &Call, what: &str, timers_end: u64, lost: u64) -> String {
+    let inner = match c.ms.get("pre_destructor_ms") {
+        Some(p) => format!("pre_destructor_ms {}", dur(p * MS)),
+        None => format!("the C++ timers {}", dur(timers_end)),
+    };
+    format!(
+        "inferred from the log, no release measured: {what} − {inner} = {} that no C++ timer measured, after the call's last timer and before it returned: the destructors of the proving vectors (a, b, c, split vectors, tail-MSM bases) freeing synchronously on the calling thread; no async_dealloc_ms line for this call (move the drops to a detached thread)",
+        dur(lost)
+    )
+}
+
+/// Places one call: after `cursor` when the log does not say where, else by its TIMELINE run
+/// or wall clock against `origin_ns` (the session's time 0 on the wall clock).
+pub fn place_one(calls: &Calls, c: &Call, cursor: u64, origin_ns: Option<u64>) -> Placed {
+    place_call(calls, c, cursor, origin_ns)
+}
+
+fn place_call(calls: &Calls, c: &Call, cursor: u64, origin_ns: Option<u64>) -> Placed {
+    let mut t = Tree {
+        spans: Vec::new(),
+        gpu_phases: Vec::new(),
+    };
+    // The outer span first, with a provisional length.
+    t.add("prove", Lane::Caller, 0, 0, None);
+    let mut causes = Vec::new();
+    let lock_at = before_lock(&mut t, c);
+    let timers_end = locked_section(&mut t, c, lock_at, &mut causes);
+    let (wrapper, named) = wrapper_of(calls, c, timers_end);
     if !c.has_cuzk() {
         // Nothing inside is known: one child says so rather than a gap that is no finding.
         t.add(
@@ -234,117 +322,126 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, first_wall_ns: Option<u64>) 
             Lane::Caller,
             0,
             wrapper,
-            Some(outer),
+            Some(OUTER),
         );
     }
     let lost = wrapper.saturating_sub(timers_end);
-    if c.has_cuzk() && lost > 0 && c.async_dealloc_ms.is_none() {
-        let what = if c.wrapper.is_some() {
-            format!("`prover time` {}", crate::format::dur(wrapper))
-        } else {
-            format!("GPU_START→GPU_END {}", crate::format::dur(wrapper))
-        };
-        let inner = match pre_destructor {
-            Some(p) => format!("pre_destructor_ms {}", crate::format::dur(p)),
-            None => format!("the inner timers {}", crate::format::dur(timers_end)),
-        };
-        causes.push((
-            timers_end,
-            DiagnosisKind::SynchronousRelease,
-            format!(
-                "reconstructed from the log: {what} − {inner} = {} that no C++ timer measured, after the epilogue and before the call returned: the destructors of the proving vectors (a, b, c, split vectors, tail-MSM bases) freeing synchronously on the calling thread; no async_dealloc_ms line for this call (move the drops to a detached thread)",
-                crate::format::dur(lost)
-            ),
-        ));
+    if let (true, true, None, Some(what)) = (c.has_cuzk(), lost > 0, c.async_dealloc_ms, &named) {
+        let sentence = inferred_tail(c, what, timers_end, lost);
+        causes.push((timers_end, DiagnosisKind::SynchronousRelease, sentence));
     }
-    t.spans[outer].end = wrapper.max(timers_end);
+    t.spans[OUTER].end = wrapper.max(timers_end);
     if let Some(ms) = c.async_dealloc_ms {
+        // The detached thread starts as the call's destructors run, after its last timer.
         t.add("async_dealloc", Lane::Dealloc, timers_end, ms * MS, None);
     }
-    if let Some(d) = c.synthesis {
-        let len = d.as_nanos() as u64;
-        // Before the call, on the same thread; shifted below so it does not start before 0.
-        t.spans.push(PlannedSpan {
-            name: "synthesis".into(),
-            lane: Lane::Caller,
-            start: 0,
-            end: len,
-            parent: None,
-        });
-        let n = t.spans.len() - 1;
-        for (i, s) in t.spans.iter_mut().enumerate() {
-            if i != n {
-                s.start += len;
-                s.end += len;
-            }
-        }
-        for cause in &mut causes {
-            cause.0 += len;
-        }
+    let lead = prepend_synthesis(&mut t, c, &mut causes);
+    let (start, anchored) = anchor(calls, c, &t, lead, cursor, origin_ns);
+    t.shift(start, &mut causes);
+    Placed {
+        label: label(calls, c),
+        circuits: c
+            .ms
+            .get("num_circuits")
+            .map_or(1, |n| (*n).min(u32::MAX as u64) as u32),
+        gpu: !c.workers.is_empty(),
+        spans: t.spans,
+        causes,
+        gpu_phases: t.gpu_phases,
+        notes: c.notes.clone(),
+        lines: lines(c),
+        anchored,
+        segment: c.segment,
     }
+}
 
-    // Where it starts on the session clock.
-    let lead = c.synthesis.map_or(0, |d| d.as_nanos() as u64);
+/// Synthesis before the call, on the caller: everything else moves after it. Returns its
+/// length.
+fn prepend_synthesis(t: &mut Tree, c: &Call, causes: &mut [(u64, DiagnosisKind, String)]) -> u64 {
+    let Some(d) = c.synthesis else { return 0 };
+    let len = d.as_nanos() as u64;
+    t.shift(len, causes);
+    t.spans.push(PlannedSpan {
+        name: "synthesis".into(),
+        lane: Lane::Caller,
+        start: 0,
+        end: len,
+        parent: None,
+    });
+    len
+}
+
+/// Where the call starts on the session clock: its TIMELINE run's start, else its last line's
+/// wall clock (the wrapper's end) from the origin, else after the previous call. Whether the
+/// log said so.
+fn anchor(
+    calls: &Calls,
+    c: &Call,
+    t: &Tree,
+    lead: u64,
+    cursor: u64,
+    origin_ns: Option<u64>,
+) -> (u64, bool) {
+    let run = c.run.map(|i| &calls.runs[i]);
+    // TIMELINE offsets count from the daemon's start: where that is on the session's clock.
+    let daemon_start = calls
+        .segments
+        .get(c.segment)
+        .and_then(|s| s.timeline_base)
+        .and_then(|b| b.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|b| b.as_nanos() as u64);
+    let daemon_at = match (daemon_start, origin_ns) {
+        (Some(d), Some(o)) => d.saturating_sub(o),
+        _ => 0,
+    };
     let from_run = run
         .and_then(|r| r.start)
-        .map(|s| (s * MS).saturating_sub(lead));
-    let from_wall = c.wall_end.zip(first_wall_ns).and_then(|(w, first)| {
+        .map(|s| (daemon_at + s * MS).saturating_sub(lead));
+    let outer_end = t.spans[OUTER].end;
+    let from_wall = c.wall_end.zip(origin_ns).and_then(|(w, origin)| {
         let w = w.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as u64;
-        // The wall clock of the last line is the wrapper's end.
-        Some(w.checked_sub(first)?.saturating_sub(t.spans[outer].end))
+        Some(w.checked_sub(origin)?.saturating_sub(outer_end))
     });
-    let anchored = from_run.is_some() || from_wall.is_some();
-    let start = match (from_run, from_wall) {
-        (Some(r), _) => r,
-        (None, Some(w)) => w.max(cursor),
-        (None, None) => cursor,
-    };
-    for s in &mut t.spans {
-        s.start += start;
-        s.end += start;
+    match (from_run, from_wall) {
+        (Some(r), _) => (r, true),
+        (None, Some(w)) => (w.max(cursor), true),
+        (None, None) => (cursor, false),
     }
-    for cause in &mut causes {
-        cause.0 += start;
-    }
+}
 
-    let mut label = String::new();
-    if let Some(r) = run {
-        label += &format!("cuzk job {}", r.job);
-        if let Some(p) = &r.partition {
-            label += &format!(" partition {p}");
-        }
-        if let (Some(q), Some(s)) = (r.queue, r.start) {
-            label += &format!(", queued {}", crate::format::dur(s.saturating_sub(q) * MS));
-        }
-        if let Some(sy) = calls.synthesis.get(&r.job)
-            && let (Some(a), Some(b)) = (sy.start, sy.end)
-        {
-            label += &format!(
-                ", job synthesis {}",
-                crate::format::dur(b.saturating_sub(a) * MS)
-            );
-            if !sy.kind.is_empty() {
-                label += &format!(" ({})", sy.kind);
-            }
-        }
-    } else if c.has_cuzk() {
-        label += "cuzk call";
-    } else {
-        label += "bellperson proof";
+/// What the proof is, for its `circuit` field.
+fn label(calls: &Calls, c: &Call) -> String {
+    let Some(r) = c.run.map(|i| &calls.runs[i]) else {
+        return if c.has_cuzk() {
+            "cuzk call".into()
+        } else {
+            "bellperson proof".into()
+        };
+    };
+    let mut label = format!("cuzk job {}", r.job);
+    if let Some(p) = &r.partition {
+        label += &format!(" partition {p}");
     }
-    let lines = match (&c.first, &c.last) {
+    if let (Some(q), Some(s)) = (r.queue, r.start) {
+        label += &format!(", queued {}", dur(s.saturating_sub(q) * MS));
+    }
+    if let Some(sy) = calls.synthesis.get(&r.job)
+        && let (Some(a), Some(b)) = (sy.start, sy.end)
+    {
+        label += &format!(", job synthesis {}", dur(b.saturating_sub(a) * MS));
+        if !sy.kind.is_empty() {
+            label += &format!(" ({})", sy.kind);
+        }
+    }
+    label
+}
+
+/// Where the call's lines are, for the report.
+fn lines(c: &Call) -> String {
+    match (&c.first, &c.last) {
         (Some(a), Some(b)) if a == b => format!("{a}"),
         (Some(a), Some(b)) if a.file == b.file => format!("{a}–{}", b.line),
         (Some(a), Some(b)) => format!("{a} – {b}"),
         _ => "TIMELINE only".into(),
-    };
-    Placed {
-        label,
-        circuits: get("num_circuits").map_or(1, |n| n.min(u32::MAX as u64) as u32),
-        gpu: !c.workers.is_empty(),
-        spans: t.spans,
-        causes,
-        lines,
-        anchored,
     }
 }
