@@ -59,6 +59,11 @@ pub enum Command {
         /// The recording (.psrec) to replay, or a log that `import` reads (told apart by its
         /// content).
         file: PathBuf,
+        /// Join a log captured beside the recording (the prover's stderr, or any file in a
+        /// format `import` reads): its calls are placed by the wall clock in both, and the
+        /// recording's releases fall inside the calls they belong to (repeatable).
+        #[arg(long = "log", value_name = "LOG")]
+        logs: Vec<PathBuf>,
         /// Dashboard: the Stats panel shows the phase statistics of recording (or log) B beside
         /// FILE's, with bars (headless: use `proofscope diff FILE B`).
         #[arg(long, value_name = "B", conflicts_with = "headless")]

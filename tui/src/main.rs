@@ -297,13 +297,14 @@ fn run(cli: Cli) -> Result<Exit> {
         }
         Command::Replay {
             file,
+            logs,
             compare,
             proofs,
             report,
             memory,
         } => {
             let opts = run_opts(report, memory, None)?;
-            let mut app = App::replay(file.clone(), &opts)?;
+            let mut app = App::replay_with_logs(file.clone(), logs, &opts)?;
             if let Some(b) = compare {
                 app.view.compare = Some(comparison(b, &opts)?);
             }

@@ -248,7 +248,9 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
             dur(r.inside_ns),
         ));
     }
-    if let Some(c) = &d.stated {
+    // A stated cause (an importer's inference from a log's timers) says what measurement
+    // could not; with releases measured in the gap, they speak instead.
+    if let (Some(c), 0) = (&d.stated, r.count) {
         parts.push(c.sentence.clone());
     }
     // Scheduling evidence leads unless the GPU's says more (a GPU phase's gap).

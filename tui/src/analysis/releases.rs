@@ -82,10 +82,21 @@ fn other_windows(s: &Session, p: &Proof) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// The proof's releases by place. A free in a proof's span is that proof's. A free in no
-/// proof's span is counted once: by the proof whose window holds it (the one that began first,
-/// when proofs overlap), else by the proof that ended last before it. `next_start` (the start
-/// of the first proof that begins after this one ended) bounds those counted as after it.
+/// The span of `p` a free that names none ran in, by time and thread: the innermost span of
+/// the proof open on `r`'s thread at its time (an allocator probe that sees no spans, joined
+/// to phases from a log, names none).
+fn span_by_time<'p>(p: &'p Proof, r: &Block, now: u64) -> Option<&'p crate::model::Span> {
+    p.spans()
+        .iter()
+        .filter(|s| s.thread == r.thread && s.start <= r.ts && r.ts < s.end_or(now))
+        .max_by_key(|s| (s.start, s.id))
+}
+
+/// The proof's releases by place. A free in a proof's span is that proof's — by the span it
+/// names, or, naming none, by the span open on its thread at its time. A free in no proof's
+/// span is counted once: by the proof whose window holds it (the one that began first, when
+/// proofs overlap), else by the proof that ended last before it. `next_start` (the start of
+/// the first proof that begins after this one ended) bounds those counted as after it.
 pub fn proof_releases(s: &Session, p: &Proof, next_start: Option<u64>) -> ProofReleases {
     let mut rel = ProofReleases::default();
     let Some(outer) = p.outer() else {
@@ -96,7 +107,10 @@ pub fn proof_releases(s: &Session, p: &Proof, next_start: Option<u64>) -> ProofR
     let windows = other_windows(s, p);
     let held_by_other = |t: u64| windows.iter().any(|&(qa, qb)| qa <= t && t <= qb);
     for r in s.releases().range(a, until.max(b + 1)) {
-        let own = r.span.is_some_and(|sp| p.tree().contains(sp));
+        let span = r
+            .span
+            .or_else(|| span_by_time(p, r, s.now()).map(|sp| sp.id));
+        let own = span.is_some_and(|sp| p.tree().contains(sp));
         if !own && r.span.is_some_and(|sp| s.knows_span(sp)) {
             continue;
         }
@@ -108,7 +122,7 @@ pub fn proof_releases(s: &Session, p: &Proof, next_start: Option<u64>) -> ProofR
                 continue;
             }
             &mut rel.after_outer
-        } else if own && r.span == Some(outer.id) {
+        } else if own && span == Some(outer.id) {
             &mut rel.in_outer_outside_phases
         } else if own {
             &mut rel.in_phases

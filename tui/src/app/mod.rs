@@ -71,21 +71,42 @@ impl App {
 
     /// Replays a recording file, or a log in a format `import` reads (told apart by content).
     pub fn replay(file: PathBuf, opts: &RunOpts) -> Result<App> {
+        App::replay_with_logs(file, &[], opts)
+    }
+
+    /// Replays a recording with `logs` captured beside it joined in (or, without logs, as
+    /// [`App::replay`]).
+    pub fn replay_with_logs(file: PathBuf, logs: &[PathBuf], opts: &RunOpts) -> Result<App> {
         let mut model = Model::new(opts.retention);
         // The proof index takes at most a sixteenth of the memory budget.
         let budget = opts.retention.max_bytes / 16;
-        let (feed, label, warnings): (Box<dyn Source>, String, Vec<String>) =
-            if crate::import::is_recording(&file)? {
-                let (r, w) = ReplaySource::open(&file, budget, &mut model)?;
-                (Box::new(r), file.display().to_string(), w)
-            } else {
-                let (r, w) = ReplaySource::open_log(&file, budget)?;
-                (
-                    Box::new(r),
-                    format!("{} (log, imported)", file.display()),
-                    w,
-                )
-            };
+        let recording = crate::import::is_recording(&file)?;
+        if !logs.is_empty() && !recording {
+            anyhow::bail!(
+                "{} is a log, not a recording: --log joins logs to a recording made beside them",
+                file.display()
+            );
+        }
+        let (feed, label, warnings): (Box<dyn Source>, String, Vec<String>) = if !logs.is_empty() {
+            let (r, w) = ReplaySource::open_joined(&file, logs, budget, &mut model)?;
+            let label = format!(
+                "{} (joined with {} log{})",
+                file.display(),
+                logs.len(),
+                if logs.len() == 1 { "" } else { "s" }
+            );
+            (Box::new(r), label, w)
+        } else if recording {
+            let (r, w) = ReplaySource::open(&file, budget, &mut model)?;
+            (Box::new(r), file.display().to_string(), w)
+        } else {
+            let (r, w) = ReplaySource::open_log(&file, budget)?;
+            (
+                Box::new(r),
+                format!("{} (log, imported)", file.display()),
+                w,
+            )
+        };
         let mut session = Controller::new(model, feed, label);
         for w in warnings {
             session.warn(w);

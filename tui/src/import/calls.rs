@@ -56,6 +56,8 @@ pub struct Call {
     pub notes: Vec<String>,
     /// Wall clock of the line that ended it (the wrapper line when there is one).
     pub wall_end: Option<SystemTime>,
+    /// How fine that wall clock is (its time stamp's resolution; 0: exact).
+    pub wall_res_ns: u64,
     /// The session (daemon run) it belongs to, from 0.
     pub segment: usize,
 }
@@ -163,6 +165,8 @@ pub struct Calls {
     last_offset: Option<u64>,
     /// Calls handed out by [`Calls::take_ready`] so far.
     handed: usize,
+    /// The resolution of the line being filed's time stamp.
+    res_ns: u64,
 }
 
 impl Calls {
@@ -171,7 +175,9 @@ impl Calls {
     }
 
     /// Files one line.
-    pub fn push(&mut self, line: LogLine, at: At, wall: Option<SystemTime>) {
+    /// Files one line; `res_ns` is how fine its time stamp `wall` is.
+    pub fn push(&mut self, line: LogLine, at: At, wall: Option<SystemTime>, res_ns: u64) {
+        self.res_ns = res_ns;
         self.follow_clock(&line, wall);
         match line {
             LogLine::Timing(pairs) => self.timing(pairs, at, wall),
@@ -394,10 +400,14 @@ impl Calls {
             self.close(c);
         }
         let ends = pairs.iter().any(|(k, _)| ENDS_CALL.contains(&k.as_str()));
+        let res = self.res_ns;
         let c = self.open_call(&at);
         file_pairs(c, pairs, tid);
         c.last = Some(at);
-        c.wall_end = wall.or(c.wall_end);
+        if wall.is_some() {
+            c.wall_end = wall;
+            c.wall_res_ns = res;
+        }
         if ends && let Some(c) = self.open.take() {
             self.close(c);
         }
@@ -416,8 +426,9 @@ impl Calls {
         {
             c.wrappers.insert(w, d);
             // The innermost wrapper's line says when the call returned.
-            if c.wrapper().is_some_and(|(first, _)| first == w) {
-                c.wall_end = wall.or(c.wall_end);
+            if c.wrapper().is_some_and(|(first, _)| first == w) && wall.is_some() {
+                c.wall_end = wall;
+                c.wall_res_ns = self.res_ns;
             }
             c.last = Some(at);
             return;
@@ -429,7 +440,10 @@ impl Calls {
                 c.started_at()
             ));
             c.wrappers.insert(w, d);
-            c.wall_end = wall.or(c.wall_end);
+            if wall.is_some() {
+                c.wall_end = wall;
+                c.wall_res_ns = self.res_ns;
+            }
             self.close(c);
             return;
         }
@@ -443,6 +457,7 @@ impl Calls {
             run,
             closed: true,
             wall_end: wall,
+            wall_res_ns: self.res_ns,
             segment: seg,
             ..Call::default()
         });
@@ -578,7 +593,7 @@ mod tests {
                     file: "t".into(),
                     line: i + 1,
                 };
-                c.push(p.line, at, p.wall);
+                c.push(p.line, at, p.wall, p.wall_res_ns);
             }
         }
         c.finish();
@@ -720,7 +735,7 @@ mod tests {
         };
         let push = |c: &mut Calls, s: &str, n| {
             let p = parse(s).unwrap().unwrap();
-            c.push(p.line, at(n), None);
+            c.push(p.line, at(n), None, 0);
         };
         push(&mut c, "CUZK_TIMING: prep_msm_ms=1", 1);
         push(

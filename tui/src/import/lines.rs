@@ -97,6 +97,9 @@ pub struct Malformed {
 pub struct Parsed {
     pub line: LogLine,
     pub wall: Option<SystemTime>,
+    /// How fine that time stamp is (1 ms for `.123Z`): the line was printed within this
+    /// much after `wall`.
+    pub wall_res_ns: u64,
 }
 
 /// Longest number of milliseconds a log timer may say: a year. A larger value is a corrupt
@@ -107,15 +110,21 @@ pub const MAX_TIMER_MS: u64 = 366 * 86_400_000;
 /// followed by something else.
 pub fn parse(raw: &str) -> Option<Result<Parsed, Malformed>> {
     let clean = strip_ansi(raw);
-    let (text, wall) = match json_message(&clean) {
-        Some((msg, wall)) => (msg, wall),
+    let (text, wall, stamp) = match json_message(&clean) {
+        Some((msg, wall, stamp)) => (msg, wall, stamp),
         None => {
             let wall = wall_clock(&clean);
-            (clean.into_owned(), wall)
+            let stamp = clean.trim_start().trim_start_matches('[').to_owned();
+            (clean.into_owned(), wall, stamp)
         }
     };
     let line = parse_text(&text)?;
-    Some(line.map(|line| Parsed { line, wall }))
+    let wall_res_ns = wall.map_or(0, |_| resolution_ns(&stamp));
+    Some(line.map(|line| Parsed {
+        line,
+        wall,
+        wall_res_ns,
+    }))
 }
 
 /// The line's content once its logger's decoration is gone.
@@ -215,7 +224,7 @@ pub fn strip_ansi(s: &str) -> std::borrow::Cow<'_, str> {
 
 /// fil_logger's JSON form: `{"level":…,"msg"|"message":…,"ts"|"timestamp"|"time":…}`, also
 /// tracing-subscriber's JSON (`"fields":{"message":…}`).
-fn json_message(line: &str) -> Option<(String, Option<SystemTime>)> {
+fn json_message(line: &str) -> Option<(String, Option<SystemTime>, String)> {
     let t = line.trim();
     if !t.starts_with('{') {
         return None;
@@ -236,16 +245,35 @@ fn json_message(line: &str) -> Option<(String, Option<SystemTime>)> {
         .filter(|(k, v)| k.ends_with("_ms") && v.is_number())
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    let wall = ["ts", "timestamp", "time"]
+    let stamp = ["ts", "timestamp", "time"]
         .iter()
         .find_map(|k| o.get(*k)?.as_str())
-        .and_then(wall_clock);
+        .unwrap_or("");
+    let wall = wall_clock(stamp);
     let text = if extra.is_empty() {
         msg
     } else {
         format!("{msg} {}", extra.join(" "))
     };
-    Some((text, wall))
+    Some((text, wall, stamp.to_owned()))
+}
+
+/// How fine a time stamp at the start of `s` is: 10^-digits s for its fractional seconds
+/// (`12:00:01.123` → 1 ms), 1 s without them.
+fn resolution_ns(s: &str) -> u64 {
+    let head: String = s.chars().take(40).collect();
+    // The seconds' fraction: the digits after the first '.' that follows a time `hh:mm:ss`.
+    let Some(colon) = head.rfind(':') else {
+        return 1_000_000_000;
+    };
+    let rest = &head[colon..];
+    let digits = rest.find('.').map_or(0, |dot| {
+        rest[dot + 1..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .count()
+    });
+    10u64.pow(9u32.saturating_sub(digits.min(9) as u32))
 }
 
 /// How a timer's value is written.

@@ -167,7 +167,9 @@ fn file_line(
         }
         Some(Ok(p)) => {
             counts.known += 1;
-            calls.push(p.line, at, wall.or(p.wall));
+            // A line stamped as it arrived is exact; a logger's stamp as fine as it is written.
+            let res = if wall.is_some() { 0 } else { p.wall_res_ns };
+            calls.push(p.line, at, wall.or(p.wall), res);
         }
     }
 }
@@ -290,10 +292,21 @@ fn imported_hello(paths: &[PathBuf], segment: usize, origin: Option<u64>, gpu: b
     }
 }
 
+/// The session a log is joined to: its time 0 on the wall clock, the thread that calls the
+/// prover (its main thread as the probe defined it), and that thread's large frees (start,
+/// end), by start.
+#[derive(Debug, Clone, Default)]
+pub struct JoinTo {
+    pub origin_ns: u64,
+    pub caller: Option<u32>,
+    pub caller_frees: Vec<(u64, u64)>,
+}
+
 /// A log joined to a session recorded beside it (`replay REC --log LOG`): its calls placed by
-/// their wall clock against the session's time 0 (`origin_ns`), the caller's lane on the
-/// session's thread `caller` when known. Events without a `Hello`, ids clear of the probe's.
-pub fn join(paths: &[PathBuf], origin_ns: u64, caller: Option<u32>) -> Result<Imported> {
+/// their wall clock against the session's time 0, the caller's lane on the session's calling
+/// thread when known, and a call placed by a coarse time stamp settled within its resolution
+/// ([`place::settle_end`]). Events without a `Hello`, ids clear of the probe's.
+pub fn join(paths: &[PathBuf], to: &JoinTo) -> Result<Imported> {
     let (calls, counts) = read(paths)?;
     if counts.known == 0 {
         bail!(
@@ -305,10 +318,13 @@ pub fn join(paths: &[PathBuf], origin_ns: u64, caller: Option<u32>) -> Result<Im
                 .join(", ")
         );
     }
-    let origins = vec![Some(origin_ns); calls.segments.len().max(1)];
-    let placed = place::place(&calls, &origins);
+    let origins = vec![Some(to.origin_ns); calls.segments.len().max(1)];
+    let mut placed = place::place(&calls, &origins);
+    for p in &mut placed {
+        place::settle_end(p, &to.caller_frees);
+    }
     let mut e = emit::Emitter::joined();
-    if let Some(t) = caller {
+    if let Some(t) = to.caller {
         e.map_lane(Lane::Caller, t);
     }
     let mut out = Imported {
@@ -323,6 +339,12 @@ pub fn join(paths: &[PathBuf], origin_ns: u64, caller: Option<u32>) -> Result<Im
         out.warnings.push(format!(
             "{} of {} calls of the log have no wall-clock time to join them by: placed one after another",
             out.unanchored, out.proofs
+        ));
+    }
+    if let Some(res) = placed.iter().map(|p| p.end_res_ns).filter(|&r| r > 0).max() {
+        out.warnings.push(format!(
+            "the log's time stamps are as fine as {}: each call ends where its calling thread was not inside a free within that much after its stamp",
+            crate::format::dur(res)
         ));
     }
     let mut timed = Vec::new();

@@ -66,6 +66,9 @@ pub struct Placed {
     pub lines: String,
     /// The start came from the log (TIMELINE or a wall clock), not from the previous proof.
     pub anchored: bool,
+    /// How exactly the outer span's end is known: the resolution of the time stamp that
+    /// placed it (the call returned within this much before it was printed); 0: exactly.
+    pub end_res_ns: u64,
     /// The session (daemon run) it belongs to.
     pub segment: usize,
 }
@@ -336,7 +339,7 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, origin_ns: Option<u64>) -> P
         t.add("async_dealloc", Lane::Dealloc, timers_end, ms * MS, None);
     }
     let lead = prepend_synthesis(&mut t, c, &mut causes);
-    let (start, anchored) = anchor(calls, c, &t, lead, cursor, origin_ns);
+    let (start, anchored, by_wall) = anchor(calls, c, &t, lead, cursor, origin_ns);
     t.shift(start, &mut causes);
     Placed {
         label: label(calls, c),
@@ -351,6 +354,7 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, origin_ns: Option<u64>) -> P
         notes: c.notes.clone(),
         lines: lines(c),
         anchored,
+        end_res_ns: if by_wall { c.wall_res_ns } else { 0 },
         segment: c.segment,
     }
 }
@@ -373,7 +377,7 @@ fn prepend_synthesis(t: &mut Tree, c: &Call, causes: &mut [(u64, DiagnosisKind, 
 
 /// Where the call starts on the session clock: its TIMELINE run's start, else its last line's
 /// wall clock (the wrapper's end) from the origin, else after the previous call. Whether the
-/// log said so.
+/// log said so, and whether by a wall clock.
 fn anchor(
     calls: &Calls,
     c: &Call,
@@ -381,7 +385,7 @@ fn anchor(
     lead: u64,
     cursor: u64,
     origin_ns: Option<u64>,
-) -> (u64, bool) {
+) -> (u64, bool, bool) {
     let run = c.run.map(|i| &calls.runs[i]);
     // TIMELINE offsets count from the daemon's start: where that is on the session's clock.
     let daemon_start = calls
@@ -403,9 +407,9 @@ fn anchor(
         Some(w.checked_sub(origin)?.saturating_sub(outer_end))
     });
     match (from_run, from_wall) {
-        (Some(r), _) => (r, true),
-        (None, Some(w)) => (w.max(cursor), true),
-        (None, None) => (cursor, false),
+        (Some(r), _) => (r, true, false),
+        (None, Some(w)) => (w.max(cursor), true, true),
+        (None, None) => (cursor, false, false),
     }
 }
 
@@ -443,5 +447,42 @@ fn lines(c: &Call) -> String {
         (Some(a), Some(b)) if a.file == b.file => format!("{a}–{}", b.line),
         (Some(a), Some(b)) => format!("{a} – {b}"),
         _ => "TIMELINE only".into(),
+    }
+}
+
+/// Moves a call placed by a coarse time stamp to where it most likely ended: within the
+/// stamp's resolution after the placed end, the moment the calling thread was not inside a
+/// free — the thread that stopped the wrapper timer cannot have been — at the middle of the
+/// longest such stretch. `busy` is the calling thread's frees, (start, end), by start.
+pub fn settle_end(p: &mut Placed, busy: &[(u64, u64)]) {
+    if p.end_res_ns == 0 {
+        return;
+    }
+    let end = p.spans[OUTER].end;
+    let window = (end, end + p.end_res_ns);
+    let mut idle = Vec::new();
+    let mut at = window.0;
+    for &(a, b) in busy.iter().filter(|(a, b)| *b > window.0 && *a < window.1) {
+        if a > at {
+            idle.push((at, a));
+        }
+        at = at.max(b);
+    }
+    if at < window.1 {
+        idle.push((at, window.1));
+    }
+    let Some(&(a, b)) = idle
+        .iter()
+        .max_by_key(|(a, b)| (b - a, std::cmp::Reverse(*a)))
+    else {
+        return;
+    };
+    let by = (a + (b - a) / 2) - end;
+    for s in &mut p.spans {
+        s.start += by;
+        s.end += by;
+    }
+    for c in &mut p.causes {
+        c.0 += by;
     }
 }

@@ -105,9 +105,12 @@ impl Model {
 
     fn hello(&mut self, h: Hello) {
         let (h, cost) = bounded_hello(h);
+        // The same prover again (a reconnection) — never for sessions of no process (pid 0:
+        // an imported log's sessions, one per daemon run).
         let same = self.sessions.last_mut().and_then(|s| {
             let old = s.hello.as_ref()?;
-            (old.pid == h.pid
+            (h.pid != 0
+                && old.pid == h.pid
                 && old.session_start_unix_ns == h.session_start_unix_ns
                 && old.hostname == h.hostname)
                 .then_some(s)

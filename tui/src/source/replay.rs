@@ -1,7 +1,7 @@
 //! A recording as a [`Source`], with its transport (speed, pause, proof jumps); a log imported
 //! on the fly is the same replay over its frames held in memory ([`ReplaySource::open_log`]).
 
-use super::tape::{MemoryTape, Replay, Speed};
+use super::tape::{FileTape, JoinedTape, MemoryTape, Replay, Speed, Tape};
 use super::{Held, LinkState, LinkStatus, Said, Source};
 use crate::input::Action;
 use crate::model::Model;
@@ -34,6 +34,33 @@ impl ReplaySource {
         let tape = MemoryTape::new(imp.events, crate::import::EVENTS_PER_FRAME);
         let label = format!("{} (imported log)", log.display());
         let r = Replay::of(label, Box::new(tape), index_budget)?;
+        let warnings = r.warnings.clone();
+        Ok((ReplaySource { replay: r }, warnings))
+    }
+
+    /// A recording with logs captured beside it joined in (`replay REC --log LOG`): the logs'
+    /// calls are placed by their wall clock against the recording's, their caller on the
+    /// process's main thread as the probe defined it, so a preloaded prover's releases fall
+    /// inside the calls they belong to.
+    pub fn open_joined(
+        path: &Path,
+        logs: &[std::path::PathBuf],
+        index_budget: usize,
+        model: &mut Model,
+    ) -> Result<(ReplaySource, Vec<String>)> {
+        let to = first_session(path)?;
+        let joined = crate::import::join(logs, &to)?;
+        let tape = JoinedTape::new(FileTape::open(path)?, joined.events);
+        let label = format!(
+            "{} + {}",
+            path.display(),
+            logs.iter()
+                .map(|l| l.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let r = Replay::of(label, Box::new(tape), index_budget)?;
+        model.count_bad_frames(r.bad_frames());
         let warnings = r.warnings.clone();
         Ok((ReplaySource { replay: r }, warnings))
     }
@@ -144,4 +171,45 @@ impl Source for ReplaySource {
     fn finish(&mut self) -> Option<String> {
         None
     }
+}
+
+/// What a log is joined to: the recording's first session — its time 0 on the wall clock, its
+/// main thread (the one whose OS id is the process id) when the probe defined it, and that
+/// thread's large frees.
+fn first_session(path: &Path) -> Result<crate::import::JoinTo> {
+    use probe_protocol::Event;
+    let mut tape = FileTape::open(path)?;
+    let mut hello: Option<(u64, u32)> = None;
+    let mut to = crate::import::JoinTo::default();
+    let mut frees: Vec<(u32, u64, u64)> = Vec::new();
+    'frames: while let Some(frame) = tape.next_frame() {
+        let Ok(events) = frame else { continue };
+        for e in events {
+            match e {
+                Event::Hello(_) if hello.is_some() => break 'frames,
+                Event::Hello(h) => hello = Some((h.session_start_unix_ns, h.pid)),
+                Event::ThreadDef { id, os_tid, .. }
+                    if hello.is_some_and(|(_, pid)| u64::from(pid) == os_tid) =>
+                {
+                    to.caller.get_or_insert(id);
+                }
+                Event::Release(b) => frees.push((b.thread, b.ts, b.ts + b.inside_ns)),
+                _ => {}
+            }
+        }
+    }
+    match hello {
+        Some((origin, _)) if origin > 0 => to.origin_ns = origin,
+        _ => anyhow::bail!(
+            "{}: no session with a wall-clock start to join a log to (its Hello is missing or has no start time)",
+            path.display()
+        ),
+    }
+    to.caller_frees = frees
+        .into_iter()
+        .filter(|f| Some(f.0) == to.caller)
+        .map(|f| (f.1, f.2))
+        .collect();
+    to.caller_frees.sort_unstable();
+    Ok(to)
 }

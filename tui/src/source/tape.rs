@@ -171,6 +171,88 @@ impl Tape for MemoryTape {
     }
 }
 
+/// A recording with a log's events joined in (`replay REC --log LOG`): the file's frames as
+/// they are; after the one that holds the session's `Hello`, the log's definitions, then its
+/// events in frames placed between the file's by time.
+#[derive(Debug)]
+pub struct JoinedTape {
+    file: FileTape,
+    /// The log's events: definitions (no time) first, then by time.
+    extra: Vec<Event>,
+    at: usize,
+    hello_seen: bool,
+    /// A frame of the file read ahead, not handed out yet.
+    ahead: Option<Result<Vec<Event>, TapeError>>,
+}
+
+/// Log events put in one frame of a joined tape.
+const JOINED_PER_FRAME: usize = 256;
+
+impl JoinedTape {
+    pub fn new(file: FileTape, extra: Vec<Event>) -> JoinedTape {
+        JoinedTape {
+            file,
+            extra,
+            at: 0,
+            hello_seen: false,
+            ahead: None,
+        }
+    }
+
+    /// The log's events due before time `until` (definitions at once), at most a frame's worth.
+    fn extra_before(&mut self, until: Option<u64>) -> Option<Vec<Event>> {
+        let mut out = Vec::new();
+        while let Some(e) = self.extra.get(self.at) {
+            let due = match (e.ts(), until) {
+                (None, _) | (_, None) => true,
+                (Some(t), Some(u)) => t <= u,
+            };
+            if !due || out.len() >= JOINED_PER_FRAME {
+                break;
+            }
+            out.push(e.clone());
+            self.at += 1;
+        }
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+impl Tape for JoinedTape {
+    fn next_frame(&mut self) -> Option<Result<Vec<Event>, TapeError>> {
+        if !self.hello_seen {
+            let f = self.file.next_frame()?;
+            if let Ok(evs) = &f {
+                self.hello_seen = evs.iter().any(|e| matches!(e, Event::Hello(_)));
+            }
+            return Some(f);
+        }
+        if self.ahead.is_none() {
+            self.ahead = self.file.next_frame();
+        }
+        let until = match &self.ahead {
+            Some(Ok(evs)) => evs.iter().find_map(Event::ts),
+            Some(Err(_)) => Some(0),
+            None => None,
+        };
+        if let Some(f) = self.extra_before(until) {
+            return Some(Ok(f));
+        }
+        self.ahead.take()
+    }
+
+    fn rewind(&mut self) -> Result<()> {
+        self.file.rewind()?;
+        self.at = 0;
+        self.hello_seen = false;
+        self.ahead = None;
+        Ok(())
+    }
+
+    fn end_note(&self) -> Option<String> {
+        self.file.end_note()
+    }
+}
+
 fn open_reader(path: &Path) -> Result<RecordingReader<BufReader<File>>> {
     let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     RecordingReader::new(BufReader::with_capacity(1 << 20, f))
