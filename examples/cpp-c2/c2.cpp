@@ -1,23 +1,34 @@
 // A C++17 prover shaped like supraseal's C2 (generate_groth16_proofs_c), CPU only: a batch of
-// circuits; synthesis allocating several large vectors per circuit in parallel; split vectors
-// on a prep thread; the "GPU" phases on worker threads; an epilogue; an outer wrapper timer.
-// The proving vectors are released either when the function returns (--dealloc sync: their
-// destructors run inside the wrapper, the 10-second ghost of the C2 story) or on a detached
-// thread (--dealloc async).
+// circuits synthesised by the caller (as bellperson does, in parallel, before the call); the
+// call's split vectors; a prep thread (prep_msm, then b_g2_msm on the CPU); two "GPU" workers
+// splitting the circuits (ntt_msm_h, the prep barrier, batch_add, tail_msm); and the wrapper
+// timer the caller prints. The proving vectors are released either when the call returns
+// (--dealloc sync: their destructors run inside the wrapper, after every C++ timer, the
+// 10-second ghost of the C2 story) or on a detached thread (--dealloc async).
+//
+// It prints to stderr the lines supraseal's C2 (curio's fork, HEAD) and bellperson print, from
+// the same places: `CUZK_TIMING: …` and `CUZK_NTT_H: …` from the call and its threads (the two
+// workers' lines interleave), `… prover time: …` from the caller, `async_dealloc_ms` from the
+// detached thread. `proofscope run` reads them.
 //
 // Built two ways (examples/cpp-c2/README.md): with -DWITH_PROOFSCOPE against
 // libproofscope_probe.a (spans, proof scopes, and its vectors' blocks reported through
 // proofscope::allocator), or without the probe at all, to run under LD_PRELOAD of
 // libproofscope_preload.so (which sees every malloc and free).
 #include <atomic>
-#include <pthread.h>
+#include <cstdarg>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <mutex>
+#include <pthread.h>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #ifdef WITH_PROOFSCOPE
@@ -46,6 +57,7 @@ struct Assignment {
 struct Options {
     int proofs = 3;
     int circuits = 4;
+    int gpus = 2;
     std::size_t mib = 32; // per vector
     bool sync = true;
 };
@@ -63,13 +75,176 @@ static std::uint64_t fold(const vec<Scalar> &v) {
     return h;
 }
 
-static double since(std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+using Clock = std::chrono::steady_clock;
+
+static long ms_since(Clock::time_point t) {
+    return static_cast<long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count());
 }
 
-// The C2 call (supraseal's generate_groth16_proofs_c): its proving vectors are locals, so
-// with --dealloc sync their destructors run when it returns.
-static std::uint64_t generate_groth16_proofs(const Options &o, int n) {
+// One line to stderr in one write, so that lines of threads printing at once interleave whole.
+static void logline(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logline(const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = std::vsnprintf(buf, sizeof buf - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    n = n < static_cast<int>(sizeof buf) - 2 ? n : static_cast<int>(sizeof buf) - 2;
+    buf[n++] = '\n';
+    ssize_t w = write(2, buf, static_cast<std::size_t>(n));
+    (void)w;
+}
+
+// The barrier between prep_msm and the workers' batch_add (C2's: they wait for the split).
+struct Barrier {
+    std::mutex m;
+    std::condition_variable cv;
+    bool ready = false;
+    void open() {
+        std::lock_guard<std::mutex> g(m);
+        ready = true;
+        cv.notify_all();
+    }
+    void wait() {
+        std::unique_lock<std::mutex> g(m);
+        cv.wait(g, [this] { return ready; });
+    }
+};
+
+static std::mutex gpu_lock; // supraseal's: one batch on the GPUs at a time
+
+// One "GPU" worker: its circuits' ntt_msm_h (a CUZK_NTT_H line per circuit), the barrier,
+// batch_add over the split vectors, tail_msm.
+static void gpu_worker(std::size_t tid, std::vector<Assignment> &as, std::size_t from,
+                       std::size_t to, std::vector<vec<Scalar>> &split, Barrier &prep,
+                       std::atomic<std::uint64_t> &acc, decltype(HANDLE()) outer) {
+    const auto t0 = Clock::now();
+    {
+        PHASE_UNDER("ntt_msm_h", outer);
+        for (std::size_t i = from; i < to; i++) {
+            const auto c0 = Clock::now();
+            std::uint64_t h = fold(as[i].a);
+            const long ntt = ms_since(c0);
+            h ^= fold(as[i].b) ^ fold(as[i].c);
+            const long total = ms_since(c0);
+            acc += h;
+            logline("CUZK_NTT_H: d_b_alloc=0ms ntt_kernels=%ldms coset_intt_sync=0ms "
+                    "msm_init=0ms msm_invoke=%ldms msm_dtor=0ms total=%ldms",
+                    ntt, total - ntt, total);
+        }
+    }
+    logline("CUZK_TIMING: gpu_tid=%zu ntt_msm_h_ms=%ld", tid, ms_since(t0));
+    const auto b0 = Clock::now();
+    prep.wait();
+    logline("CUZK_TIMING: gpu_tid=%zu barrier_wait_ms=%ld", tid, ms_since(b0));
+    const auto ba = Clock::now();
+    {
+        PHASE_UNDER("batch_add", outer);
+        for (std::size_t i = from; i < to; i++) acc += fold(split[i]);
+    }
+    logline("CUZK_TIMING: gpu_tid=%zu batch_add_ms=%ld", tid, ms_since(ba));
+    const auto tm = Clock::now();
+    {
+        PHASE_UNDER("tail_msm", outer);
+        for (std::size_t i = from; i < to; i++) acc += fold(as[i].aux);
+    }
+    logline("CUZK_TIMING: gpu_tid=%zu tail_msm_ms=%ld gpu_total_ms=%ld", tid, ms_since(tm),
+            ms_since(t0));
+}
+
+// The C2 call (supraseal's generate_groth16_proofs_c): it owns the proving vectors, so with
+// --dealloc sync their destructors run when it returns, after its last timer.
+static std::uint64_t generate_groth16_proofs(const Options &o, int n,
+                                             std::vector<Assignment> assignments) {
+    const auto entry = Clock::now();
+    const std::size_t len = (o.mib << 20) / sizeof(Scalar);
+    // The split vectors: copies of the significant scalars, made before the lock.
+    const auto s0 = Clock::now();
+    std::vector<vec<Scalar>> split(o.circuits);
+    for (int i = 0; i < o.circuits; i++)
+        split[i].assign(assignments[i].aux.begin(), assignments[i].aux.begin() + len / 2);
+    logline("CUZK_TIMING: split_vectors_ms=%ld setup_to_split_ms=%ld", ms_since(s0),
+            ms_since(entry));
+    const long pre_lock = ms_since(entry);
+    const auto w0 = Clock::now();
+    std::unique_lock<std::mutex> held(gpu_lock);
+    logline("CUZK_TIMING: pre_lock_cpu_ms=%ld mutex_wait_ms=%ld", pre_lock, ms_since(w0));
+    const auto locked = Clock::now();
+    if (n == 1) logline("CUZK_TIMING: set pool release threshold to MAX on gpu 0");
+    std::atomic<std::uint64_t> acc{0};
+    auto outer = HANDLE();
+    Barrier prep_done;
+    // prep_msm, then b_g2_msm on the CPU (it may outlast the GPU part).
+    std::thread prep([&, outer] {
+        const auto p0 = Clock::now();
+        {
+            PHASE_UNDER("prep_msm", outer);
+            for (auto &s : split) acc += fold(s);
+        }
+        logline("CUZK_TIMING: prep_msm_ms=%ld", ms_since(p0));
+        prep_done.open();
+        const auto g0 = Clock::now();
+        {
+            PHASE_UNDER("b_g2_msm", outer);
+            for (auto &w : assignments) acc += fold(w.b);
+        }
+        logline("CUZK_TIMING: b_g2_msm_ms=%ld num_circuits=%d", ms_since(g0), o.circuits);
+    });
+    // The GPU workers, each a contiguous run of the circuits (C2's split across GPUs).
+    std::vector<std::thread> gpus;
+    const std::size_t k = assignments.size(), units = static_cast<std::size_t>(o.gpus);
+    for (std::size_t u = 0, from = 0; u < units && from < k; u++) {
+        const std::size_t to = from + (k - from) / (units - u);
+        gpus.emplace_back(gpu_worker, u, std::ref(assignments), from, to, std::ref(split),
+                          std::ref(prep_done), std::ref(acc), outer);
+        from = to;
+    }
+    for (auto &t : gpus) t.join();
+    logline("CUZK_TIMING: mutex_held_ms=%ld total_start_fn_ms=%ld", ms_since(locked),
+            ms_since(entry));
+    held.unlock();
+    prep.join();
+    {
+        PHASE("epilogue");
+        acc += mix(acc.load());
+    }
+    if (!o.sync) {
+        // async: the vectors go to a thread of their own; nothing waits for it.
+        std::thread([a = std::move(assignments), s = std::move(split)]() mutable {
+            pthread_setname_np(pthread_self(), "dealloc");
+            const auto d0 = Clock::now();
+            a.clear();
+            s.clear();
+            logline("CUZK_TIMING: async_dealloc_ms=%ld", ms_since(d0));
+        }).detach();
+    }
+    return acc.load();
+}
+
+// bellperson's log prefix: `[2026-12-02T15:00:25.943Z INFO  bellperson::…]`.
+static std::string log_prefix() {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    std::tm tm{};
+    gmtime_r(&ts.tv_sec, &tm);
+    char buf[64];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    char out[128];
+    std::snprintf(out, sizeof out, "[%s.%03ldZ INFO  bellperson::groth16::prover::supraseal]",
+                  buf, ts.tv_nsec / 1000000);
+    return out;
+}
+
+// One batch, as the caller sees it: synthesis, then the C2 call, the wrapper timer (and the
+// proof's outer span) around both, destructors included.
+static void prove_batch(const Options &o, int n) {
+    const auto wrapper = Clock::now();
+#ifdef WITH_PROOFSCOPE
+    proofscope::Proof proof({"c2-shaped", static_cast<std::uint64_t>(o.mib) << 15,
+                             static_cast<std::uint32_t>(o.circuits), "cpu", 1});
+#endif
     const std::size_t len = (o.mib << 20) / sizeof(Scalar);
     std::vector<Assignment> assignments(o.circuits);
     {
@@ -88,63 +263,16 @@ static std::uint64_t generate_groth16_proofs(const Options &o, int n) {
         }
         for (auto &t : ts) t.join();
     }
-    std::atomic<std::uint64_t> acc{0};
-    auto outer = HANDLE();
-    // prep_msm on its own thread: split vectors (copies of the significant scalars).
-    std::vector<vec<Scalar>> split(o.circuits);
-    std::thread prep([&, outer] {
-        PHASE_UNDER("prep_msm", outer);
-        for (int i = 0; i < o.circuits; i++) {
-            split[i].assign(assignments[i].aux.begin(), assignments[i].aux.begin() + len / 2);
-            acc += fold(split[i]);
-        }
-    });
-    // The GPU worker: ntt_msm_h, then batch_add and tail_msm after the prep barrier.
-    std::thread gpu([&, outer] {
-        {
-            PHASE_UNDER("ntt_msm_h", outer);
-            for (auto &w : assignments) acc += fold(w.a) ^ fold(w.b) ^ fold(w.c);
-        }
-        prep.join();
-        {
-            PHASE_UNDER("batch_add", outer);
-            for (auto &s : split) acc += fold(s);
-        }
-        {
-            PHASE_UNDER("tail_msm", outer);
-            for (auto &w : assignments) acc += fold(w.aux);
-        }
-    });
-    gpu.join();
-    {
-        PHASE("epilogue");
-        acc += mix(acc.load());
-    }
-    if (!o.sync) {
-        // async: the vectors go to a thread of their own; nothing waits for it.
-        std::thread([a = std::move(assignments), s = std::move(split)]() mutable {
-            pthread_setname_np(pthread_self(), "dealloc");
-            a.clear();
-            s.clear();
-        }).detach();
-    }
-    return acc.load();
-}
-
-// One batch, as the caller sees it: the wrapper timer (and the proof's outer span) around
-// the C2 call, destructors included.
-static void prove_batch(const Options &o, int n) {
-    const auto wrapper = std::chrono::steady_clock::now();
-#ifdef WITH_PROOFSCOPE
-    proofscope::Proof proof({"c2-shaped", static_cast<std::uint64_t>(o.mib) << 15,
-                             static_cast<std::uint32_t>(o.circuits), "cpu", 1});
-#endif
-    const std::uint64_t acc = generate_groth16_proofs(o, n);
+    logline("%s synthesis time: %.9fs", log_prefix().c_str(),
+            std::chrono::duration<double>(Clock::now() - wrapper).count());
+    const std::uint64_t acc = generate_groth16_proofs(o, n, std::move(assignments));
+    const double secs = std::chrono::duration<double>(Clock::now() - wrapper).count();
 #ifdef WITH_PROOFSCOPE
     proof.end(true, PROOFSCOPE_UNVERIFIABLE);
 #endif
-    std::printf("proof %d: %d circuits in %.3f s (checksum %llx)\n", n, o.circuits,
-                since(wrapper), static_cast<unsigned long long>(acc & 0xffff));
+    logline("%s prover time: %.9fs", log_prefix().c_str(), secs);
+    std::printf("proof %d: %d circuits in %.3f s (checksum %llx)\n", n, o.circuits, secs,
+                static_cast<unsigned long long>(acc & 0xffff));
     std::fflush(stdout);
 }
 
@@ -161,6 +289,7 @@ int main(int argc, char **argv) {
         };
         if (a == "--proofs") o.proofs = std::atoi(value("--proofs"));
         else if (a == "--circuits") o.circuits = std::atoi(value("--circuits"));
+        else if (a == "--gpus") o.gpus = std::atoi(value("--gpus"));
         else if (a == "--mib") o.mib = std::strtoull(value("--mib"), nullptr, 10);
         else if (a == "--dealloc") {
             std::string d = value("--dealloc");
@@ -170,13 +299,14 @@ int main(int argc, char **argv) {
             }
             o.sync = d == "sync";
         } else {
-            std::fprintf(stderr, "unknown flag %s (--proofs, --circuits, --mib, --dealloc)\n",
+            std::fprintf(stderr,
+                         "unknown flag %s (--proofs, --circuits, --gpus, --mib, --dealloc)\n",
                          a.c_str());
             return 2;
         }
     }
-    if (o.proofs < 1 || o.circuits < 1 || o.mib < 1) {
-        std::fprintf(stderr, "--proofs, --circuits and --mib must be at least 1\n");
+    if (o.proofs < 1 || o.circuits < 1 || o.gpus < 1 || o.mib < 1) {
+        std::fprintf(stderr, "--proofs, --circuits, --gpus and --mib must be at least 1\n");
         return 2;
     }
 #ifdef WITH_PROOFSCOPE

@@ -25,8 +25,26 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::time::Duration;
 
-/// How long the program runs before this library starts its own session.
+/// How long the program runs before this library starts its own session
+/// (`PROOFSCOPE_PRELOAD_DELAY_MS` sets another: `proofscope run` gives its child 0, since it
+/// is waiting for exactly this process).
 pub const SELF_START_DELAY: Duration = Duration::from_millis(300);
+
+/// The delay before this library's own session: none for the process `proofscope run`
+/// started (its parent is the relay named by `PROOFSCOPE_RUN_PARENT`: the run waits for
+/// exactly it); else `PROOFSCOPE_PRELOAD_DELAY_MS` (up to a minute), else
+/// [`SELF_START_DELAY`].
+fn self_start_delay() -> Duration {
+    let env_u64 = |k: &str| std::env::var(k).ok()?.trim().parse::<u64>().ok();
+    // SAFETY: getppid has no preconditions and cannot fail.
+    let parent = unsafe { libc::getppid() } as u64;
+    if env_u64("PROOFSCOPE_RUN_PARENT") == Some(parent) {
+        return Duration::ZERO;
+    }
+    env_u64("PROOFSCOPE_PRELOAD_DELAY_MS")
+        .filter(|&ms| ms <= 60_000)
+        .map_or(SELF_START_DELAY, Duration::from_millis)
+}
 
 unsafe extern "C" {
     fn __libc_malloc(size: size_t) -> *mut c_void;
@@ -332,7 +350,7 @@ extern "C" fn start_own_session() {
     let _ = std::thread::Builder::new()
         .name("proofscope-preload".into())
         .spawn(|| {
-            std::thread::sleep(SELF_START_DELAY);
+            std::thread::sleep(self_start_delay());
             let mut own = OWN.lock().unwrap_or_else(|e| e.into_inner());
             if TAKEN_OVER.load(Ordering::Acquire) {
                 return; // the program's own probe took over

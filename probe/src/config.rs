@@ -4,7 +4,7 @@
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `PROOFSCOPE_OFF` | `1`/`true`: the probe does nothing (a span costs one relaxed load) | off |
-//! | `PROOFSCOPE_SOCKET` | socket path, or `none` for no socket | `$XDG_RUNTIME_DIR/proofscope/<prover>-<pid>.sock`, else `/tmp/proofscope-<uid>/…` |
+//! | `PROOFSCOPE_SOCKET` | socket path (`{pid}` in it: this process's id), or `none` for no socket | `$XDG_RUNTIME_DIR/proofscope/<prover>-<pid>.sock`, else `/tmp/proofscope-<uid>/…` |
 //! | `PROOFSCOPE_RECORD` | also write the stream to this recording file | none |
 //! | `PROOFSCOPE_HISTORY_BYTES` | flight recorder budget | 64 MiB |
 //! | `PROOFSCOPE_LARGE_BLOCK` | bytes at or above which allocations are reported | 1 MiB |
@@ -173,7 +173,11 @@ impl ProbeConfig {
             self.socket = match v.trim() {
                 "" | "default" => SocketChoice::Default,
                 "none" | "off" => SocketChoice::None,
-                p => SocketChoice::At(PathBuf::from(p)),
+                // `{pid}` is this process's id: the processes of one program (a prover and
+                // the children that inherit its environment) each get a socket of their own.
+                p => SocketChoice::At(PathBuf::from(
+                    p.replace("{pid}", &std::process::id().to_string()),
+                )),
             };
         }
         if let Some(v) = get("PROOFSCOPE_RECORD").filter(|v| !v.trim().is_empty()) {

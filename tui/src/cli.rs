@@ -44,6 +44,10 @@ pub enum Command {
         #[command(flatten)]
         memory: MemoryArgs,
     },
+    /// Start a prover you cannot change and watch it from its first instant: its allocator
+    /// (LD_PRELOAD) and its own log lines (supraseal's CUZK_TIMING, cuzk, bellperson) in one
+    /// session. Its output passes through unchanged; its exit status is run's.
+    Run(RunArgs),
     /// List running provers (stale sockets found on the way are removed).
     List,
     /// Watch every prover on this host and serve Prometheus/OpenMetrics metrics (docs/FLEET.md).
@@ -77,6 +81,29 @@ pub enum Command {
         #[command(flatten)]
         memory: MemoryArgs,
     },
+}
+
+/// Options of `run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The allocator probe to preload [default: libproofscope_preload.so beside this binary,
+    /// or in the install prefix's lib/].
+    #[arg(long, value_name = "PATH")]
+    pub preload: Option<PathBuf>,
+    /// Write the prover's stdout and stderr to this file [default: this terminal when
+    /// headless; with the dashboard, a file in the run's private directory, named in the
+    /// footer].
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    #[command(flatten)]
+    pub live: LiveArgs,
+    #[command(flatten)]
+    pub report: ReportArgs,
+    #[command(flatten)]
+    pub memory: MemoryArgs,
+    /// The prover and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub cmd: Vec<std::ffi::OsString>,
 }
 
 /// Options of a live session.

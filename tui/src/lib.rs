@@ -19,5 +19,6 @@ pub mod import;
 pub mod input;
 pub mod model;
 pub mod report;
+pub mod run;
 pub mod source;
 pub mod view;

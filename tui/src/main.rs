@@ -21,6 +21,11 @@ fn main() -> ExitCode {
     if let Some(code) = builtin_prover() {
         return code;
     }
+    // `proofscope __relay …` is run's relay process (between the viewer and the prover).
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv.get(1).is_some_and(|a| a == "__relay") {
+        return proofscope::run::relay::main(&argv[2..]);
+    }
     // clap's generated `help` subcommand refuses `--help`; a user who types it wants help.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|a| a == "help")
@@ -31,7 +36,8 @@ fn main() -> ExitCode {
         return Exit::Ok.into();
     }
     match run(Cli::parse()) {
-        Ok(code) => code.into(),
+        Ok(Ended::Exit(code)) => code.into(),
+        Ok(Ended::Child(code)) => ExitCode::from(code),
         Err(e) if e.is::<Usage>() => {
             let _ = writeln!(std::io::stderr(), "error: {e}");
             Exit::Usage.into()
@@ -271,12 +277,25 @@ struct Headless<'a> {
     first_proofs: Option<u64>,
 }
 
-fn run(cli: Cli) -> Result<Exit> {
+/// How `proofscope` ends: with a status of its own, or with its prover's (`run`).
+enum Ended {
+    Exit(Exit),
+    Child(u8),
+}
+
+impl From<Exit> for Ended {
+    fn from(e: Exit) -> Ended {
+        Ended::Exit(e)
+    }
+}
+
+fn run(cli: Cli) -> Result<Ended> {
     match &cli.command {
-        Command::List => list(),
-        Command::Diff(x) => diff(x),
-        Command::Import(x) => import(x),
-        Command::Export(x) => export(x),
+        Command::List => list().map(Ended::from),
+        Command::Diff(x) => diff(x).map(Ended::from),
+        Command::Import(x) => import(x).map(Ended::from),
+        Command::Export(x) => export(x).map(Ended::from),
+        Command::Run(x) => run_prover(x),
         Command::Attach {
             socket,
             live,
@@ -339,11 +358,43 @@ fn run(cli: Cli) -> Result<Exit> {
     }
 }
 
+/// `proofscope run -- CMD…`: the prover started with the allocator probe, watched.
+fn run_prover(x: &proofscope::cli::RunArgs) -> Result<Ended> {
+    let opts = run_opts(&x.report, &x.memory, Some(&x.live))?;
+    let preload = proofscope::run::find_preload(x.preload.as_deref())?;
+    // The dashboard owns the terminal: the prover's output goes to a file then.
+    let log = match (&x.log, x.report.headless) {
+        (Some(l), _) => Some(l.clone()),
+        (None, true) => None,
+        (None, false) => Some(
+            probe_protocol::discovery::default_socket_dir()
+                .join(format!("run-{}", std::process::id()))
+                .join("prover.log"),
+        ),
+    };
+    let plan = proofscope::run::RunPlan {
+        cmd: x.cmd.clone(),
+        preload,
+        log,
+        record: opts.record.clone(),
+    };
+    let app = App::run(plan, &opts)?;
+    let how = Headless {
+        report: &x.report,
+        live: Some(&x.live),
+        first_proofs: None,
+    };
+    watch(app, &how)
+}
+
 /// The dashboard, or a headless run and its report.
-fn watch(mut app: App, how: &Headless<'_>) -> Result<Exit> {
+fn watch(mut app: App, how: &Headless<'_>) -> Result<Ended> {
     if !how.report.headless {
-        app::run_tui(app)?;
-        return Ok(Exit::Ok);
+        app::run_tui_then(&mut app)?;
+        return Ok(match app.session.child().and_then(|c| c.exit) {
+            Some(code) => Ended::Child(code),
+            None => Ended::Exit(Exit::Ok),
+        });
     }
     let until = how.live.map_or(Until::default(), |l| Until {
         proofs: l.proofs,
@@ -351,7 +402,12 @@ fn watch(mut app: App, how: &Headless<'_>) -> Result<Exit> {
     });
     let end = app::run_headless(&mut app, until);
     let worst = write_report(&app, how)?;
-    Ok(exit_of(&end, how.report, worst))
+    let exit = exit_of(&end, how.report, worst);
+    // A prover run's status is run's, unless the report itself failed a check.
+    Ok(match (end.child_exit, exit) {
+        (Some(code), Exit::Ok | Exit::Failure) => Ended::Child(code),
+        (_, e) => Ended::Exit(e),
+    })
 }
 
 /// Writes the report in its format; the worst gap's share (for `--fail-on-gap`).

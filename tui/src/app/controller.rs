@@ -86,6 +86,16 @@ impl Controller {
         self.feed.lost_since()
     }
 
+    /// The prover the source started (`run`), as it stands.
+    pub fn child(&mut self) -> Option<crate::run::source::ChildStatus> {
+        self.feed.child()
+    }
+
+    /// Passes signal `sig` on; `true` when the run goes on until the source is done.
+    pub fn interrupt(&mut self, sig: i32) -> bool {
+        self.feed.interrupt(sig)
+    }
+
     /// Stops the source; what the user should know.
     pub fn finish(&mut self) -> Option<String> {
         self.feed.finish()

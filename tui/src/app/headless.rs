@@ -3,7 +3,7 @@
 
 use super::App;
 use crate::source::LinkState;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Stop conditions of a headless live run.
@@ -14,8 +14,11 @@ pub struct Until {
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The signal that interrupted the run (0: none yet).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int) {
+    SIGNAL.store(sig, Ordering::Relaxed);
     INTERRUPTED.store(true, Ordering::Relaxed);
 }
 
@@ -43,6 +46,32 @@ pub struct HeadlessEnd {
     pub failed: Option<String>,
     /// Nothing at all arrived (no prover there, or the demo prover died first): why.
     pub captured_nothing: Option<String>,
+    /// The prover `run` started exited with this (its code, or 128 + the signal).
+    pub child_exit: Option<u8>,
+}
+
+/// A run with a prover of its own (`run`) stops when the prover has exited and its output is
+/// read — or at the stop conditions the user gave; a signal is passed on to it (once), and the
+/// run goes on until it exits.
+fn should_stop_child(
+    app: &mut App,
+    until: Until,
+    t0: Instant,
+    forwarded: &mut bool,
+) -> Option<bool> {
+    let child = app.session.child()?;
+    if INTERRUPTED.load(Ordering::Relaxed) && !*forwarded {
+        *forwarded = true;
+        if !app.session.interrupt(SIGNAL.load(Ordering::Relaxed)) {
+            return Some(true);
+        }
+    }
+    let done = app.model().proofs_done_live();
+    Some(
+        child.drained
+            || until.proofs.is_some_and(|n| done >= n)
+            || until.duration.is_some_and(|d| t0.elapsed() >= d),
+    )
 }
 
 /// Whether a live run should stop now.
@@ -103,6 +132,7 @@ fn ending(app: &mut App) -> HeadlessEnd {
         vanished,
         failed,
         captured_nothing,
+        child_exit: app.session.child().and_then(|c| c.exit),
     }
 }
 
@@ -119,16 +149,25 @@ pub fn run_headless(app: &mut App, until: Until) -> HeadlessEnd {
         return HeadlessEnd::default();
     }
     let t0 = Instant::now();
+    let mut forwarded = false;
     loop {
         app.wait(WAIT);
-        if should_stop(app, until, t0) {
+        let stop = match should_stop_child(app, until, t0, &mut forwarded) {
+            Some(stop) => stop,
+            None => should_stop(app, until, t0),
+        };
+        if stop {
             // Take what had already arrived — not what keeps arriving: a live prover sends a
             // frame every few milliseconds and never pauses long enough to wait for a lull.
             app.pump(DRAIN);
             break;
         }
     }
-    let end = ending(app);
+    let mut end = ending(app);
     app.finish();
+    // Stopping the prover (a stop condition came first) settles its exit.
+    if end.child_exit.is_none() {
+        end.child_exit = app.session.child().and_then(|c| c.exit);
+    }
     end
 }

@@ -8,7 +8,7 @@ pub mod terminal;
 
 pub use controller::Controller;
 pub use headless::{HeadlessEnd, RECONNECT_WINDOW, Until, run_headless};
-pub use terminal::run_tui;
+pub use terminal::{run_tui, run_tui_then};
 
 use crate::analysis::GapRule;
 use crate::child::ChildProver;
@@ -112,6 +112,25 @@ impl App {
             session.warn(w);
         }
         Ok(App::with(opts, session))
+    }
+
+    /// Starts `plan`'s prover through the relay and follows it (`proofscope run`).
+    pub fn run(plan: crate::run::RunPlan, opts: &RunOpts) -> Result<App> {
+        let label = plan
+            .cmd
+            .iter()
+            .map(|c| c.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let log = plan.log.clone();
+        let model = Model::new(opts.retention);
+        let launch = crate::run::launch(plan)?;
+        let feed = crate::run::source::RunSource::start(launch)?;
+        let mut app = App::with(opts, Controller::new(model, Box::new(feed), label));
+        if let Some(l) = log {
+            app.view.notice = Some(format!("prover output → {}", l.display()));
+        }
+        Ok(app)
     }
 
     /// Starts the demo prover `child` and follows it.

@@ -16,12 +16,24 @@ const PUMP_BUDGET: Duration = Duration::from_millis(30);
 
 /// The dashboard.
 pub fn run_tui(mut app: App) -> Result<()> {
+    run_tui_then(&mut app)
+}
+
+/// The dashboard; the app is left for its caller to ask how it ended (a prover's exit).
+pub fn run_tui_then(app: &mut App) -> Result<()> {
     let mut terminal = ratatui::try_init()?;
-    let result = event_loop(&mut terminal, &mut app);
+    let result = event_loop(&mut terminal, app);
     ratatui::restore();
     app.finish();
     if let Some(d) = &app.demo {
         eprintln!("demo prover log: {}", d.log.display());
+    }
+    if let Some(t) = app
+        .status()
+        .transport
+        .filter(|t| t.starts_with("prover output"))
+    {
+        eprintln!("{t}");
     }
     result
 }

@@ -83,8 +83,19 @@ impl LogFeed {
     pub fn set_origin(&mut self, origin_ns: u64, caller: Option<u32>) {
         self.origin_ns = Some(origin_ns);
         if let Some(t) = caller {
-            self.emitter.map_lane(Lane::Caller, t);
+            self.set_caller(t);
         }
+    }
+
+    /// The session's thread that calls the prover: the callers' spans go on it from now on.
+    pub fn set_caller(&mut self, thread: u32) {
+        self.emitter.map_lane(Lane::Caller, thread);
+    }
+
+    /// Calls settled and waiting to be placed (for their caller's thread, or the origin).
+    pub fn settled(&mut self) -> usize {
+        self.waiting.extend(self.calls.take_ready(false));
+        self.waiting.len()
     }
 
     pub fn has_origin(&self) -> bool {

@@ -316,7 +316,14 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, origin_ns: Option<u64>) -> P
     t.add("prove", Lane::Caller, 0, 0, None);
     let mut causes = Vec::new();
     let lock_at = before_lock(&mut t, c);
-    let timers_end = locked_section(&mut t, c, lock_at, &mut causes);
+    let mut timers_end = locked_section(&mut t, c, lock_at, &mut causes);
+    // bellperson's `prover time` counts synthesis too: inside the wrapper, before the call.
+    let synthesis_inside = c.synthesis.is_some()
+        && c.wrapper()
+            .is_some_and(|(w, _)| w == super::lines::Wrapper::ProverTime);
+    if synthesis_inside {
+        timers_end += synthesis_first(&mut t, c, &mut causes);
+    }
     let (wrapper, named) = wrapper_of(calls, c, timers_end);
     if !c.has_cuzk() {
         // Nothing inside is known: one child says so rather than a gap that is no finding.
@@ -338,7 +345,11 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, origin_ns: Option<u64>) -> P
         // The detached thread starts as the call's destructors run, after its last timer.
         t.add("async_dealloc", Lane::Dealloc, timers_end, ms * MS, None);
     }
-    let lead = prepend_synthesis(&mut t, c, &mut causes);
+    let lead = if synthesis_inside {
+        0
+    } else {
+        prepend_synthesis(&mut t, c, &mut causes)
+    };
     let (start, anchored, by_wall) = anchor(calls, c, &t, lead, cursor, origin_ns);
     t.shift(start, &mut causes);
     Placed {
@@ -357,6 +368,22 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, origin_ns: Option<u64>) -> P
         end_res_ns: if by_wall { c.wall_res_ns } else { 0 },
         segment: c.segment,
     }
+}
+
+/// Synthesis as the proof's first phase, on the caller, the call's steps after it (the
+/// wrapper counts both). Returns its length.
+fn synthesis_first(t: &mut Tree, c: &Call, causes: &mut [(u64, DiagnosisKind, String)]) -> u64 {
+    let Some(d) = c.synthesis else { return 0 };
+    let len = d.as_nanos() as u64;
+    for s in t.spans.iter_mut().skip(1) {
+        s.start += len;
+        s.end += len;
+    }
+    for cause in causes.iter_mut() {
+        cause.0 += len;
+    }
+    t.add("synthesis", Lane::Caller, 0, len, Some(OUTER));
+    len
 }
 
 /// Synthesis before the call, on the caller: everything else moves after it. Returns its

@@ -101,6 +101,15 @@ impl Session {
         }
     }
 
+    /// The thread the stream defined for OS thread `os_tid` (the main thread's is the pid).
+    pub fn thread_by_os_tid(&self, os_tid: u64) -> Option<ThreadId> {
+        self.threads
+            .iter()
+            .filter(|(_, t)| t.os_tid == os_tid)
+            .map(|(id, _)| *id)
+            .min()
+    }
+
     /// The threads the stream defined.
     pub fn thread_ids(&self) -> impl Iterator<Item = ThreadId> + '_ {
         self.threads.keys().copied()

@@ -9,6 +9,7 @@ use crate::hold::Hold;
 use crate::input::Action;
 use crate::model::Model;
 use anyhow::Result;
+use probe_protocol::{Event, encode_frames};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
@@ -64,21 +65,51 @@ impl LiveSource {
         Some((path, err))
     }
 
+    /// Events made here rather than received (a child's log lines read by `run`, a `Hello`
+    /// for a child with no probe): recorded and applied as a received frame would be.
+    pub fn apply_local(&mut self, events: Vec<Event>, model: &mut Model, said: &mut Said) {
+        if events.is_empty() {
+            return;
+        }
+        let frames = match encode_frames(&events) {
+            Ok(f) => f,
+            Err(e) => {
+                said.warnings
+                    .push(format!("events of the log not recorded: {e}"));
+                Vec::new()
+            }
+        };
+        for raw in frames {
+            self.record(&raw, said);
+        }
+        self.apply(events, model);
+    }
+
+    /// Writes a frame to the recording, if one is being made.
+    fn record(&mut self, raw: &[u8], said: &mut Said) {
+        if let Some(r) = self.recorder.as_mut()
+            && let Err(e) = r.frame(raw)
+        {
+            said.message = Some(format!("recording stopped: {e}"));
+            self.stop_recording();
+        }
+    }
+
+    /// Ingests events, or holds them while the view is paused.
+    fn apply(&mut self, events: Vec<Event>, model: &mut Model) {
+        if self.paused {
+            self.hold.push(events, model.retention().max_bytes);
+        } else {
+            model.ingest_all(events);
+        }
+    }
+
     fn handle(&mut self, msg: SourceMsg, model: &mut Model, said: &mut Said) {
         said.applied += 1;
         match msg {
             SourceMsg::Frame { raw, events } => {
-                if let Some(r) = self.recorder.as_mut()
-                    && let Err(e) = r.frame(&raw)
-                {
-                    said.message = Some(format!("recording stopped: {e}"));
-                    self.stop_recording();
-                }
-                if self.paused {
-                    self.hold.push(events, model.retention().max_bytes);
-                } else {
-                    model.ingest_all(events);
-                }
+                self.record(&raw, said);
+                self.apply(events, model);
             }
             SourceMsg::Link(state) => {
                 match &state {

@@ -114,6 +114,15 @@ pub trait Source: std::fmt::Debug {
     }
     /// Names the source in the header (tests give recordings stable names).
     fn relabel(&mut self, _label: String) {}
+    /// The prover this source started (`run`): how it stands.
+    fn child(&mut self) -> Option<crate::run::source::ChildStatus> {
+        None
+    }
+    /// The viewer got signal `sig`: `true` when the source passed it on and the run goes on
+    /// until the source is done (`run` forwards it to its prover); `false`: stop now.
+    fn interrupt(&mut self, _sig: i32) -> bool {
+        false
+    }
     /// Stops: a recording is closed, a connection dropped. Returns what the user should know.
     fn finish(&mut self) -> Option<String>;
 }

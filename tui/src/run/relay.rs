@@ -1,0 +1,255 @@
+//! The relay: a small process of its own (`proofscope __relay`) between `proofscope run` and
+//! the prover it starts. It starts the prover with pipes for stdout and stderr, passes every
+//! byte on unchanged to its own stdout and stderr (the user's, or the `--log` file) as soon as
+//! it arrives, and sends the lines, stamped on arrival, to the viewer without ever waiting for
+//! it: a viewer that is slow, paused or stopped (SIGSTOP) costs dropped lines, counted, never a
+//! stalled prover. Being a process apart is what makes that hold: a stopped viewer's threads
+//! would stop reading the pipes, and the prover would block on a full pipe.
+
+use super::channel::{self, Batch, Msg};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixDatagram;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// How much one read of a pipe takes.
+const READ_BYTES: usize = 64 << 10;
+/// Longest line sent to the viewer (its bytes still all pass through).
+const MAX_LINE: usize = crate::import::MAX_LINE;
+
+/// What the viewer asks of the relay.
+#[derive(Debug, Default)]
+pub struct RelayArgs {
+    /// The datagram socket to the viewer, inherited.
+    pub channel_fd: i32,
+    /// Environment for the prover only (`LD_PRELOAD`, the probe's socket).
+    pub env: Vec<(String, String)>,
+    pub cmd: Vec<std::ffi::OsString>,
+}
+
+/// Reads the relay's arguments: `--channel-fd N [--env K=V]... -- CMD [ARGS]...`.
+pub fn parse_args(args: &[std::ffi::OsString]) -> Result<RelayArgs, String> {
+    let mut out = RelayArgs::default();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.to_str() {
+            Some("--channel-fd") => {
+                let v = it.next().and_then(|v| v.to_str()?.parse().ok());
+                out.channel_fd = v.ok_or("--channel-fd needs a descriptor number")?;
+            }
+            Some("--env") => {
+                let v = it
+                    .next()
+                    .and_then(|v| v.to_str())
+                    .ok_or("--env needs K=V")?;
+                let (k, v) = v.split_once('=').ok_or("--env needs K=V")?;
+                out.env.push((k.into(), v.into()));
+            }
+            Some("--") => {
+                out.cmd = it.cloned().collect();
+                break;
+            }
+            _ => return Err(format!("unexpected relay argument {a:?}")),
+        }
+    }
+    if out.cmd.is_empty() {
+        return Err("no command to run".into());
+    }
+    Ok(out)
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Sends without waiting; a batch that does not fit is dropped and counted.
+#[derive(Debug)]
+struct Channel {
+    sock: UnixDatagram,
+    dropped: AtomicU64,
+    reported: AtomicU64,
+}
+
+impl Channel {
+    fn send(&self, m: &Msg) -> bool {
+        self.sock.send(&channel::encode(m)).is_ok()
+    }
+
+    fn send_batch(&self, b: &mut Batch) {
+        if b.is_empty() {
+            return;
+        }
+        if self.sock.send(b.bytes()).is_err() {
+            self.dropped.fetch_add(b.lines, Ordering::Relaxed);
+        }
+        b.clear();
+        let d = self.dropped.load(Ordering::Relaxed);
+        if d != self.reported.load(Ordering::Relaxed) && self.send(&Msg::Dropped { lines: d }) {
+            self.reported.store(d, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The exit status a shell would give for a command that could not start.
+fn spawn_status(e: &std::io::Error) -> u8 {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => 127,
+        _ => 126,
+    }
+}
+
+/// The prover's pid, for forwarded signals (0: not started).
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    let pid = CHILD.load(Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe; the pid is our own child's.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+fn forward_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only reads an atomic and calls kill, both async-signal-safe.
+        unsafe { libc::signal(sig, forward as *const () as libc::sighandler_t) };
+    }
+}
+
+/// Passes one pipe's bytes on to `out` as they come, and its lines to the viewer.
+fn pump(mut pipe: impl Read, mut out: impl Write, stderr: bool, chan: &Channel) {
+    let mut buf = vec![0u8; READ_BYTES];
+    let mut line: Vec<u8> = Vec::new();
+    let mut batch = Batch::new(stderr);
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        // The bytes first, whole and unchanged: the user sees them at once.
+        let _ = out.write_all(&buf[..n]);
+        let _ = out.flush();
+        let arrival = now_ns();
+        for chunk in buf[..n].split_inclusive(|&b| b == b'\n') {
+            if line.len() < MAX_LINE {
+                let room = MAX_LINE - line.len();
+                line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            if chunk.last() == Some(&b'\n') {
+                line.pop();
+                if !batch.push(arrival, &line, MAX_LINE) {
+                    chan.send_batch(&mut batch);
+                    batch.push(arrival, &line, MAX_LINE);
+                }
+                line.clear();
+            }
+        }
+        // The pipe is drained for now: what it said goes to the viewer now.
+        if n < buf.len() {
+            chan.send_batch(&mut batch);
+        }
+    }
+    if !line.is_empty() {
+        batch.push(now_ns(), &line, MAX_LINE);
+    }
+    chan.send_batch(&mut batch);
+}
+
+/// Runs the relay: starts the prover, relays it until it has exited and its pipes closed,
+/// and exits as it did (128 + the signal when killed).
+pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
+    let args = match parse_args(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("proofscope relay: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // SAFETY: the viewer passed this descriptor, inherited and unused otherwise; the relay
+    // owns it from here.
+    let sock = unsafe { <UnixDatagram as std::os::fd::FromRawFd>::from_raw_fd(args.channel_fd) };
+    let _ = sock.set_nonblocking(true);
+    let chan = Arc::new(Channel {
+        sock,
+        dropped: AtomicU64::new(0),
+        reported: AtomicU64::new(0),
+    });
+    let mut cmd = Command::new(&args.cmd[0]);
+    cmd.args(&args.cmd[1..])
+        .envs(args.env.iter().map(|(k, v)| (k, v)))
+        // The prover (the relay's child) starts its preloaded session at once; processes it
+        // starts in turn wait as usual.
+        .env("PROOFSCOPE_RUN_PARENT", std::process::id().to_string())
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Its own process group: a terminal's Ctrl-C reaches the viewer and the relay, and the
+    // prover gets it once, forwarded, not twice.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let status = spawn_status(&e);
+            let why = format!("{}: {e}", args.cmd[0].to_string_lossy());
+            let _ = chan.send(&Msg::Failed {
+                status,
+                why: why.clone(),
+            });
+            eprintln!("proofscope run: {why}");
+            return ExitCode::from(status);
+        }
+    };
+    CHILD.store(child.id() as i32, Ordering::Relaxed);
+    forward_signals();
+    let _ = chan.send(&Msg::Started { pid: child.id() });
+    let readers = start_readers(&mut child, &chan);
+    let status = child.wait();
+    for r in readers.into_iter().flatten() {
+        let _ = r.join();
+    }
+    let (code, signal) = match &status {
+        Ok(s) => (
+            s.code().unwrap_or(-1),
+            std::os::unix::process::ExitStatusExt::signal(s).unwrap_or(0),
+        ),
+        Err(_) => (-1, 0),
+    };
+    let _ = chan.send(&Msg::Exited { code, signal });
+    ExitCode::from(exit_byte(code, signal))
+}
+
+/// What the relay exits with: the prover's code, or 128 + the signal that killed it.
+pub fn exit_byte(code: i32, signal: i32) -> u8 {
+    if signal > 0 {
+        (128 + signal).min(255) as u8
+    } else {
+        code.clamp(0, 255) as u8
+    }
+}
+
+fn start_readers(
+    child: &mut std::process::Child,
+    chan: &Arc<Channel>,
+) -> [Option<std::thread::JoinHandle<()>>; 2] {
+    let out = child.stdout.take().map(|p| {
+        let c = chan.clone();
+        std::thread::Builder::new()
+            .name("relay-stdout".into())
+            .spawn(move || pump(p, std::io::stdout(), false, &c))
+            .ok()
+    });
+    let err = child.stderr.take().map(|p| {
+        let c = chan.clone();
+        std::thread::Builder::new()
+            .name("relay-stderr".into())
+            .spawn(move || pump(p, std::io::stderr(), true, &c))
+            .ok()
+    });
+    [out.flatten(), err.flatten()]
+}

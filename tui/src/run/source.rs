@@ -1,0 +1,432 @@
+//! `proofscope run` as a [`Source`]: the prover started by the relay with the allocator probe
+//! preloaded and a socket of its own (so nothing races its start), its socket's stream as a
+//! live source, and its log lines — read by the relay, stamped as they arrived — turned into
+//! proofs and phases joined to the same session: one dashboard, one recording, one report.
+
+use super::channel::{self, Msg};
+use crate::import::feed::{LogFeed, Stream};
+use crate::input::Action;
+use crate::model::Model;
+use crate::source::live::LiveSource;
+use crate::source::{LinkState, LinkStatus, Said, Source, Target};
+use anyhow::{Context, Result};
+use probe_protocol::{Event, Hello};
+use std::os::unix::net::UnixDatagram;
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long a settled call waits for the probe to define the main thread (the callers'
+/// thread) before the log's calls go on a thread of their own.
+const MAIN_THREAD_WAIT: Duration = Duration::from_secs(10);
+/// How long a child may run without a probe's `Hello` before its session is its log alone.
+const HELLO_WAIT: Duration = Duration::from_secs(3);
+/// How long a stopped child has to exit before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+/// Messages from the relay taken per pump at most (the rest next time).
+const MSGS_PER_PUMP: usize = 4096;
+
+/// How the launched prover stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChildStatus {
+    /// What the viewer should exit with, once the prover has: its code, or 128 + signal.
+    pub exit: Option<u8>,
+    /// The prover exited and everything it printed has been read.
+    pub drained: bool,
+}
+
+/// What starting the prover needs.
+#[derive(Debug)]
+pub struct Launch {
+    /// The relay process (`proofscope __relay`), already started.
+    pub relay: Child,
+    /// The viewer's end of the relay's channel.
+    pub channel: UnixDatagram,
+    /// The socket the prover's probe serves on, `{pid}` standing for its process id.
+    pub socket: PathBuf,
+    /// The command, for the session's name when the prover carries no probe.
+    pub cmd: Vec<String>,
+    /// Where the prover's output goes, when not to the viewer's own stdout/stderr.
+    pub log: Option<PathBuf>,
+    pub record: Option<PathBuf>,
+}
+
+#[derive(Debug)]
+pub struct RunSource {
+    /// The prover's probe, once its pid (and so its socket) is known.
+    live: Option<LiveSource>,
+    socket: PathBuf,
+    record: Option<PathBuf>,
+    /// Said before the probe's source exists (the prover could not start).
+    pending_said: Said,
+    relay: Option<Child>,
+    channel: UnixDatagram,
+    feed: LogFeed,
+    cmd: Vec<String>,
+    log: Option<PathBuf>,
+    pid: Option<u32>,
+    started: Instant,
+    spawned_wall_ns: u64,
+    /// The prover's exit (code, signal), once the relay says.
+    exited: Option<(i32, i32)>,
+    failed: Option<(u8, String)>,
+    relay_done: bool,
+    lines_dropped: u64,
+    /// The probe defined the prover's main thread (the callers' thread).
+    caller_known: bool,
+    /// When the first call settled while the callers' thread was unknown.
+    first_settled: Option<Instant>,
+    /// Proofs of the log ingested, to tell them from the probe's own.
+    log_proofs: usize,
+    /// The probe reports proofs itself: the log's are not added again.
+    probe_proofs: bool,
+}
+
+impl RunSource {
+    pub fn start(l: Launch) -> Result<RunSource> {
+        l.channel
+            .set_nonblocking(true)
+            .context("the relay's channel")?;
+        Ok(RunSource {
+            live: None,
+            socket: l.socket,
+            record: l.record,
+            pending_said: Said::default(),
+            relay: Some(l.relay),
+            channel: l.channel,
+            feed: LogFeed::new(),
+            cmd: l.cmd,
+            log: l.log,
+            pid: None,
+            started: Instant::now(),
+            spawned_wall_ns: wall_ns(),
+            exited: None,
+            failed: None,
+            relay_done: false,
+            lines_dropped: 0,
+            caller_known: false,
+            first_settled: None,
+            log_proofs: 0,
+            probe_proofs: false,
+        })
+    }
+
+    /// The relay's messages waiting now.
+    fn drain_channel(&mut self) -> usize {
+        let mut buf = vec![0u8; channel::BATCH_BYTES + 1024];
+        let mut n = 0;
+        while n < MSGS_PER_PUMP {
+            let Ok(len) = self.channel.recv(&mut buf) else {
+                break;
+            };
+            n += 1;
+            match channel::decode(&buf[..len]) {
+                Some(Msg::Started { pid }) => self.pid = Some(pid),
+                Some(Msg::Lines(lines)) => {
+                    for l in lines {
+                        let stream = if l.stderr {
+                            Stream::Stderr
+                        } else {
+                            Stream::Stdout
+                        };
+                        let at = UNIX_EPOCH + Duration::from_nanos(l.arrival_ns);
+                        self.feed.line(&l.bytes, stream, at);
+                    }
+                }
+                Some(Msg::Dropped { lines }) => self.lines_dropped = lines,
+                Some(Msg::Exited { code, signal }) => self.exited = Some((code, signal)),
+                Some(Msg::Failed { status, why }) => self.failed = Some((status, why)),
+                None => {}
+            }
+        }
+        n
+    }
+
+    /// Follows the prover's probe once the relay said its pid: its socket is known then.
+    fn connect(&mut self, model: &Model) -> Result<()> {
+        if self.live.is_some() {
+            return Ok(());
+        }
+        let Some(pid) = self.pid else { return Ok(()) };
+        let path = self
+            .socket
+            .to_string_lossy()
+            .replace("{pid}", &pid.to_string());
+        let live = LiveSource::start(Target::Socket(path.into()), self.record.take(), model)?;
+        self.live = Some(live);
+        Ok(())
+    }
+
+    /// Whether the relay has exited (the prover with it, and every line sent).
+    fn relay_exited(&mut self) -> bool {
+        if !self.relay_done {
+            self.relay_done = self
+                .relay
+                .as_mut()
+                .is_none_or(|r| r.try_wait().ok().flatten().is_some());
+        }
+        self.relay_done
+    }
+
+    /// Ties the log to the session: its time 0 from the probe's `Hello` — or, for a prover
+    /// with no probe, from a `Hello` made here after [`HELLO_WAIT`] — and the callers' thread:
+    /// the main thread, once the probe defines it (it does when the thread first allocates or
+    /// frees a large block).
+    fn tie_log(&mut self, model: &mut Model, said: &mut Said) {
+        if let Some(h) = model.current().and_then(|s| s.hello()) {
+            if !self.feed.has_origin() {
+                self.feed.set_origin(h.session_start_unix_ns, None);
+            }
+            if !self.caller_known {
+                let main = model
+                    .current()
+                    .and_then(|s| s.thread_by_os_tid(u64::from(h.pid)));
+                if let Some(t) = main {
+                    self.feed.set_caller(t.get());
+                    self.caller_known = true;
+                }
+            }
+            return;
+        }
+        if self.feed.has_origin() {
+            return;
+        }
+        if self.started.elapsed() >= HELLO_WAIT || self.exited.is_some() {
+            let hello = self.own_hello();
+            let origin = hello.session_start_unix_ns;
+            self.apply_local(vec![Event::Hello(Box::new(hello))], model, said);
+            said.warnings.push(format!(
+                "no probe answered in the prover (pid {}): this session is its log alone, on the viewer's clock",
+                self.pid.map_or("?".into(), |p| p.to_string())
+            ));
+            self.feed.set_origin(origin, None);
+            self.caller_known = true;
+        }
+    }
+
+    /// Whether the log's settled calls may be placed now: once the callers' thread is known,
+    /// or [`MAIN_THREAD_WAIT`] after the first call settled without it, or once the prover
+    /// exited.
+    fn may_place(&mut self) -> bool {
+        if self.caller_known || self.exited.is_some() {
+            return true;
+        }
+        if self.feed.settled() == 0 {
+            return false;
+        }
+        self.first_settled
+            .get_or_insert_with(Instant::now)
+            .elapsed()
+            >= MAIN_THREAD_WAIT
+    }
+
+    /// The session of a prover that carries no probe: what its command line says.
+    fn own_hello(&self) -> Hello {
+        let name = self
+            .cmd
+            .first()
+            .map(|c| c.rsplit('/').next().unwrap_or(c).to_owned())
+            .unwrap_or_default();
+        Hello {
+            protocol_major: probe_protocol::PROTOCOL_MAJOR,
+            protocol_minor: probe_protocol::PROTOCOL_MINOR,
+            prover_name: name,
+            pid: self.pid.unwrap_or(0),
+            session_start_unix_ns: self.spawned_wall_ns,
+            clock: "the viewer's wall clock (no probe in the prover)".into(),
+            backend_reason: "its log only: the allocator probe did not start in it".into(),
+            gpu_unavailable_reason: Some("no probe in the prover: no GPU telemetry".into()),
+            command_line: self.cmd.clone(),
+            ..Hello::default()
+        }
+    }
+
+    /// Applies the log's settled calls (none while the probe reports proofs of its own).
+    fn apply_log(&mut self, model: &mut Model, said: &mut Said) {
+        if !self.may_place() {
+            return;
+        }
+        let finished = self.exited.is_some() && self.relay_exited();
+        let events = self.feed.take(finished);
+        if events.is_empty() {
+            return;
+        }
+        let own = model.current().map_or(0, |s| s.proof_count());
+        if !self.probe_proofs && own > self.log_proofs {
+            self.probe_proofs = true;
+            said.warnings.push(
+                "the prover reports its proofs through its own probe: the log's calls are not added again"
+                    .into(),
+            );
+        }
+        if self.probe_proofs {
+            return;
+        }
+        let proofs = events
+            .iter()
+            .filter(|e| matches!(e, Event::ProofBegin(_)))
+            .count();
+        self.log_proofs += proofs;
+        self.apply_local(events, model, said);
+    }
+
+    /// Events made here, through the probe's source (recorded, held while paused), or
+    /// straight into the model while there is none.
+    fn apply_local(&mut self, events: Vec<Event>, model: &mut Model, said: &mut Said) {
+        match self.live.as_mut() {
+            Some(l) => l.apply_local(events, model, said),
+            None => model.ingest_all(events),
+        }
+    }
+
+    fn step(&mut self, model: &mut Model, said: &mut Said) {
+        said.applied += self.drain_channel();
+        if let Err(e) = self.connect(model) {
+            said.warnings
+                .push(format!("cannot follow the prover's probe: {e:#}"));
+        }
+        let early = std::mem::take(&mut self.pending_said);
+        said.warnings.extend(early.warnings);
+        self.tie_log(model, said);
+        self.apply_log(model, said);
+        if let (Some((status, why)), None) = (&self.failed, &said.message) {
+            said.message = Some(format!("the prover did not start ({status}): {why}"));
+        }
+    }
+
+    /// Signals the prover (through the relay, which forwards it).
+    fn signal(&self, sig: i32) {
+        if let Some(r) = &self.relay {
+            // SAFETY: signalling our own child process; failure (already gone) is harmless.
+            unsafe { libc::kill(r.id() as i32, sig) };
+        }
+    }
+
+    /// The prover, as it stands.
+    pub fn child_status(&mut self) -> ChildStatus {
+        // Its exit may be waiting in the channel.
+        if self.exited.is_none() && self.failed.is_none() {
+            self.drain_channel();
+        }
+        let exit = self
+            .failed
+            .as_ref()
+            .map(|f| f.0)
+            .or_else(|| self.exited.map(|(c, s)| super::relay::exit_byte(c, s)));
+        let drained = (self.exited.is_some() || self.failed.is_some()) && self.relay_exited();
+        ChildStatus { exit, drained }
+    }
+}
+
+fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+impl Source for RunSource {
+    fn pump(&mut self, model: &mut Model, budget: Duration) -> Said {
+        let mut said = match self.live.as_mut() {
+            Some(l) => l.pump(model, budget),
+            None => Said::default(),
+        };
+        self.step(model, &mut said);
+        said
+    }
+
+    fn wait(&mut self, model: &mut Model, wait: Duration) -> Said {
+        let wait = wait.min(Duration::from_millis(20));
+        let mut said = match self.live.as_mut() {
+            Some(l) => l.wait(model, wait),
+            None => {
+                std::thread::sleep(wait);
+                Said::default()
+            }
+        };
+        self.step(model, &mut said);
+        said
+    }
+
+    fn control(&mut self, action: Action, model: &mut Model) -> Said {
+        match self.live.as_mut() {
+            Some(l) => l.control(action, model),
+            None => Said::default(),
+        }
+    }
+
+    fn status(&self, model: &Model) -> LinkStatus {
+        let mut s = self
+            .live
+            .as_ref()
+            .map_or_else(LinkStatus::default, |l| l.status(model));
+        let who = self.cmd.first().cloned().unwrap_or_default();
+        if let Some((status, why)) = &self.failed {
+            s.link = LinkState::Failed(format!("{who} did not start ({status}): {why}"));
+        } else if let Some((code, signal)) = self.exited {
+            s.link = LinkState::Ended(match signal {
+                0 => format!("{who} exited with status {code}"),
+                sig => format!("{who} was killed by signal {sig}"),
+            });
+        } else if matches!(s.link, LinkState::Connecting(_) | LinkState::Idle) {
+            s.link = LinkState::Connecting(format!(
+                "{who} (pid {}), waiting for its probe",
+                self.pid.map_or("?".into(), |p| p.to_string())
+            ));
+        }
+        if let Some(l) = &self.log {
+            s.transport = Some(format!("prover output → {}", l.display()));
+        }
+        s
+    }
+
+    fn is_finite(&self) -> bool {
+        false
+    }
+
+    fn relabel(&mut self, label: String) {
+        if let Some(l) = self.live.as_mut() {
+            l.relabel(label);
+        }
+    }
+
+    fn child(&mut self) -> Option<ChildStatus> {
+        Some(self.child_status())
+    }
+
+    fn interrupt(&mut self, sig: i32) -> bool {
+        self.signal(sig);
+        true
+    }
+
+    fn finish(&mut self) -> Option<String> {
+        if let Some(mut relay) = self.relay.take() {
+            if relay.try_wait().ok().flatten().is_none() {
+                // The viewer is leaving first: the prover is stopped as the demo's is.
+                // SAFETY: signalling our own child process.
+                unsafe { libc::kill(relay.id() as i32, libc::SIGTERM) };
+                let deadline = Instant::now() + STOP_GRACE;
+                while Instant::now() < deadline && relay.try_wait().ok().flatten().is_none() {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                if relay.try_wait().ok().flatten().is_none() {
+                    if let Some(pid) = self.pid {
+                        // SAFETY: the prover is the relay's child, ours to stop.
+                        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                    }
+                    let _ = relay.kill();
+                }
+            }
+            let _ = relay.wait();
+        }
+        let mut msg = self.live.as_mut().and_then(|l| l.finish());
+        if self.lines_dropped > 0 {
+            msg.get_or_insert_with(|| {
+                format!(
+                    "{} of the prover's lines were not read by the viewer (it was too slow or stopped); its output is whole",
+                    self.lines_dropped
+                )
+            });
+        }
+        msg
+    }
+}
