@@ -37,6 +37,10 @@ pub enum Command {
         /// The prover's socket [default: the only prover running; when it restarts under a
         /// new pid, the viewer follows it].
         socket: Option<PathBuf>,
+        /// Wait up to SECS (30 without a value) for the prover to appear — its socket, or the
+        /// only prover running — for scripts that start the prover themselves.
+        #[arg(long, value_name = "SECS", num_args = 0..=1, default_missing_value = "30", value_parser = parse_duration)]
+        wait: Option<Duration>,
         #[command(flatten)]
         live: LiveArgs,
         #[command(flatten)]

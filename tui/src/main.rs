@@ -90,6 +90,32 @@ fn find_one() -> Result<std::path::PathBuf> {
     }
 }
 
+/// What `attach` follows: the socket named (which must exist, or appear within `wait`), or
+/// the only prover running (found within `wait`).
+fn attach_target(socket: Option<&std::path::Path>, wait: Option<std::time::Duration>) -> Result<Target> {
+    let deadline = std::time::Instant::now() + wait.unwrap_or_default();
+    loop {
+        let found = match socket {
+            Some(p) if p.exists() => Ok(Target::Socket(p.to_owned())),
+            Some(p) => Err(anyhow::anyhow!(
+                "no prover socket at {}{}",
+                p.display(),
+                if wait.is_some() {
+                    " (waited for it; is the prover started with PROOFSCOPE_SOCKET set to it?)"
+                } else {
+                    " (pass --wait SECS to wait for a prover that is still starting)"
+                }
+            )),
+            None => find_one().map(Target::Discovered),
+        };
+        match found {
+            Ok(t) => return Ok(t),
+            Err(e) if std::time::Instant::now() >= deadline => return Err(e),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+}
+
 /// A mistake in how the viewer was called: reported like clap's own, with exit status 2.
 #[derive(Debug)]
 struct Usage(String);
@@ -298,15 +324,13 @@ fn run(cli: Cli) -> Result<Ended> {
         Command::Run(x) => run_prover(x),
         Command::Attach {
             socket,
+            wait,
             live,
             report,
             memory,
         } => {
             let opts = run_opts(report, memory, Some(live))?;
-            let target = match socket {
-                Some(p) => Target::Socket(p.clone()),
-                None => Target::Discovered(find_one()?),
-            };
+            let target = attach_target(socket.as_deref(), *wait)?;
             let how = Headless {
                 report,
                 live: Some(live),

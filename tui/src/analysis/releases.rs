@@ -163,3 +163,108 @@ pub fn session_releases(s: &Session) -> ReleaseTotals {
     totals.by_thread = bt;
     totals
 }
+
+/// One large free, as a report lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotableRelease {
+    /// Session time it began.
+    pub ts: u64,
+    pub bytes: u64,
+    pub inside_ns: u64,
+    pub thread: String,
+    /// The code that freed it, from its stack.
+    pub freed_by: Option<String>,
+    /// How much of it was resident: the fall of the RSS across it, when the samples around it
+    /// say (a mapping reserved but never touched frees address space, not memory).
+    pub resident_bytes: Option<u64>,
+}
+
+impl NotableRelease {
+    /// Whether it freed mostly address space: under half of it was resident.
+    pub fn address_space(&self) -> bool {
+        self.resident_bytes.is_some_and(|r| r * 2 < self.bytes)
+    }
+}
+
+/// The fall of the resident set across a free (from the last sample before it to the first
+/// after it), when both samples exist and nothing else large was freed between them.
+fn resident_fall(s: &Session, r: &Block) -> Option<u64> {
+    let before = s.alloc_samples().at(r.ts)?;
+    let end = r.ts + r.inside_ns;
+    let after = s.alloc_samples().range(end, u64::MAX).first()?;
+    if before.rss_bytes == 0 || after.rss_bytes == 0 {
+        return None;
+    }
+    let others = s
+        .releases()
+        .range(before.ts, after.ts)
+        .iter()
+        .any(|o| o.ts != r.ts && o.bytes * 8 >= r.bytes);
+    (!others).then(|| before.rss_bytes.saturating_sub(after.rss_bytes))
+}
+
+/// The `n` largest frees of the session, largest first.
+pub fn largest_releases(s: &Session, n: usize) -> Vec<NotableRelease> {
+    let mut all: Vec<&Block> = s.releases().all().iter().collect();
+    all.sort_by_key(|r| (std::cmp::Reverse(r.bytes), r.ts));
+    all.into_iter()
+        .take(n)
+        .map(|r| NotableRelease {
+            ts: r.ts,
+            bytes: r.bytes,
+            inside_ns: r.inside_ns,
+            thread: s.thread_name(r.thread).into_owned(),
+            freed_by: super::frames::who_of(s, r),
+            resident_bytes: resident_fall(s, r),
+        })
+        .collect()
+}
+
+/// The frees of one call site, added up.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReleaseSite {
+    /// Who freed them ("unknown" when the probe captured no stack).
+    pub freed_by: String,
+    pub count: usize,
+    pub bytes: u64,
+    pub inside_ns: u64,
+    /// Threads, most time first.
+    pub threads: Vec<String>,
+}
+
+/// The call sites that spent the most time freeing, `n` of them, most first; frees without
+/// a stack count as one site, "unknown".
+pub fn release_sites(s: &Session, n: usize) -> Vec<ReleaseSite> {
+    let mut by: BTreeMap<String, (ReleaseSite, BTreeMap<String, u64>)> = BTreeMap::new();
+    for r in s.releases().all() {
+        let who = super::frames::who_of(s, r).unwrap_or_else(|| "unknown".into());
+        let e = by.entry(who.clone()).or_insert_with(|| {
+            (
+                ReleaseSite {
+                    freed_by: who,
+                    count: 0,
+                    bytes: 0,
+                    inside_ns: 0,
+                    threads: Vec::new(),
+                },
+                BTreeMap::new(),
+            )
+        });
+        e.0.count += 1;
+        e.0.bytes += r.bytes;
+        e.0.inside_ns += r.inside_ns;
+        *e.1.entry(s.thread_name(r.thread).into_owned()).or_default() += r.inside_ns;
+    }
+    let mut sites: Vec<ReleaseSite> = by
+        .into_values()
+        .map(|(mut site, threads)| {
+            let mut t: Vec<(String, u64)> = threads.into_iter().collect();
+            t.sort_by_key(|(n, ns)| (std::cmp::Reverse(*ns), n.clone()));
+            site.threads = t.into_iter().map(|(n, _)| n).take(3).collect();
+            site
+        })
+        .collect();
+    sites.sort_by_key(|x| (std::cmp::Reverse(x.inside_ns), x.freed_by.clone()));
+    sites.truncate(n);
+    sites
+}

@@ -14,7 +14,9 @@ pub use text::{Detail, SUMMARY_ABOVE_CHARS, render as text_at, text, text_that_f
 pub use crate::analysis::Place;
 pub use crate::analysis::gpu_summary::{GpuSummary, GpuWork};
 pub use crate::analysis::memory::PhaseMemory;
-pub use crate::analysis::releases::{ProofReleases, ReleaseGroup, ReleaseTotals};
+pub use crate::analysis::releases::{
+    NotableRelease, ProofReleases, ReleaseGroup, ReleaseSite, ReleaseTotals,
+};
 pub use crate::analysis::throughput::Throughput;
 use crate::analysis::{self, Diagnosis, GapRule, ListedGap, PhaseStats, Summed};
 use crate::model::{Model, Proof, Session};
@@ -73,6 +75,10 @@ pub struct SessionReport {
     /// Over the completed proofs; `None` before one completes.
     pub throughput: Option<Throughput>,
     pub releases: ReleaseTotals,
+    /// The largest frees, largest first, with who freed them.
+    pub largest_releases: Vec<NotableRelease>,
+    /// The call sites that spent the most time freeing.
+    pub release_sites: Vec<ReleaseSite>,
     pub dropped: Vec<(String, u64)>,
     pub history_evicted_events: u64,
     pub goodbye: Option<String>,
@@ -237,6 +243,10 @@ pub fn proof_report(
     })
 }
 
+/// The largest frees a report lists one by one, and the freeing call sites it names.
+pub const LARGEST_RELEASES: usize = 10;
+pub const RELEASE_SITES: usize = 5;
+
 /// Dropped events per kind name over the session.
 fn dropped(s: &Session) -> Vec<(String, u64)> {
     let mut by: std::collections::BTreeMap<&'static str, u64> = Default::default();
@@ -278,6 +288,8 @@ fn session_report(s: &Session, rule: &GapRule) -> SessionReport {
         proofs,
         throughput: analysis::throughput::session_throughput(s),
         releases: analysis::releases::session_releases(s),
+        largest_releases: analysis::releases::largest_releases(s, LARGEST_RELEASES),
+        release_sites: analysis::releases::release_sites(s, RELEASE_SITES),
         dropped: dropped(s),
         history_evicted_events: s.history_gap().map_or(0, |g| g.evicted_events),
         goodbye: s.goodbye().map(|g| g.reason.clone()),

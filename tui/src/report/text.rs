@@ -80,6 +80,7 @@ pub fn render(r: &Report, detail: Detail) -> String {
             let _ = writeln!(o, "(no proof recorded)");
         }
         releases(&mut o, &s.releases);
+        notable_releases(&mut o, s);
         gpus(&mut o, s);
         dropped(&mut o, s);
     }
@@ -236,6 +237,49 @@ fn releases(o: &mut String, t: &ReleaseTotals) {
         let ns: u64 = folded.iter().map(|(_, ns)| ns).sum();
         let label = format!("{} other threads", folded.len());
         let _ = writeln!(o, "    {label:<20} {}", dur(ns));
+    }
+}
+
+/// The largest frees (with who freed them, and whether they were memory or address space)
+/// and the call sites that spent the most time freeing.
+fn notable_releases(o: &mut String, s: &SessionReport) {
+    if !s.largest_releases.is_empty() {
+        let _ = writeln!(o, "largest:");
+    }
+    for r in &s.largest_releases {
+        let what = match r.resident_bytes {
+            Some(res) if r.address_space() => format!(
+                "{} of address space ({} resident)",
+                bytes(r.bytes),
+                bytes(res)
+            ),
+            _ => bytes(r.bytes),
+        };
+        let _ = writeln!(
+            o,
+            "    {what} at +{} on {}, {} inside free{}",
+            dur(r.ts),
+            r.thread,
+            dur(r.inside_ns),
+            r.freed_by
+                .as_deref()
+                .map_or(String::new(), |w| format!("; by {w}"))
+        );
+    }
+    if !s.release_sites.is_empty() {
+        let _ = writeln!(o, "call sites, most time freeing first:");
+    }
+    for site in &s.release_sites {
+        let _ = writeln!(
+            o,
+            "    {}: {} release{}, {}, {} inside free, on {}",
+            site.freed_by,
+            site.count,
+            if site.count == 1 { "" } else { "s" },
+            bytes(site.bytes),
+            dur(site.inside_ns),
+            site.threads.join(", ")
+        );
     }
 }
 
