@@ -30,6 +30,31 @@ pub fn bytes(b: u64) -> String {
     }
 }
 
+/// `text` in at most `width` terminal columns: whole when it fits, else cut and ending in `…`
+/// (so a reader knows there is more).
+pub fn fit(text: &str, width: usize) -> String {
+    use unicode_width::UnicodeWidthChar;
+    let full: usize = text.chars().map(|c| c.width().unwrap_or(0)).sum();
+    if full <= width {
+        return text.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width - 1 {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    out
+}
+
 /// `+12.3 ms` from a proof's start; `+0` at it.
 pub fn offset(ns: u64) -> String {
     if ns == 0 {
@@ -61,6 +86,15 @@ pub fn wall_clock(unix_ns: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_that_does_not_fit_ends_in_an_ellipsis() {
+        assert_eq!(fit("libnvidia-ml.so.1 not found", 12), "libnvidia-m…");
+        assert_eq!(fit("short", 12), "short");
+        assert_eq!(fit("exactly", 7), "exactly");
+        assert_eq!(fit("µs µs", 3), "µs…");
+        assert_eq!(fit("x", 0), "");
+    }
 
     #[test]
     fn units() {

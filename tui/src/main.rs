@@ -92,7 +92,10 @@ fn find_one() -> Result<std::path::PathBuf> {
 
 /// What `attach` follows: the socket named (which must exist, or appear within `wait`), or
 /// the only prover running (found within `wait`).
-fn attach_target(socket: Option<&std::path::Path>, wait: Option<std::time::Duration>) -> Result<Target> {
+fn attach_target(
+    socket: Option<&std::path::Path>,
+    wait: Option<std::time::Duration>,
+) -> Result<Target> {
     let deadline = std::time::Instant::now() + wait.unwrap_or_default();
     loop {
         let found = match socket {

@@ -5,7 +5,7 @@
 //! `LD_PRELOAD=libproofscope_preload.so`, which must still show the releases on the right
 //! thread. Skipped, with a note, where no C++ compiler is installed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,89 +13,7 @@ mod common;
 
 use common::{BIN, Running};
 
-fn target() -> PathBuf {
-    Path::new(BIN).parent().unwrap().to_owned()
-}
-
-/// A C-facing library of the workspace (`libproofscope_probe.a`, `libproofscope_preload.so`),
-/// built now by cargo into a target directory of its own: `cargo test` does not produce these
-/// files, and building them into the tests' own directory would replace the rlib the other
-/// test crates were linked against (its name carries no hash: the crate is also a cdylib).
-fn library(file: &str) -> PathBuf {
-    // Both libraries in one build, once for the whole test binary: a build running beside
-    // the other test's prover would slow its proofs and move the flag threshold.
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        // target/<profile> → target/capi
-        let dir = target().parent().unwrap().join("capi");
-        let st = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "-p",
-                "proofscope-probe",
-                "-p",
-                "proofscope-preload",
-            ])
-            .env("CARGO_TARGET_DIR", &dir)
-            .status()
-            .unwrap();
-        assert!(st.success(), "building the probe and preload libraries");
-        dir.join("debug")
-    })
-    .join(file)
-}
-
-/// One prover at a time: the sync ghost's share of a proof is what the test reads, and a
-/// second prover paging in its vectors on the same 2 cores lengthens the proofs (and with
-/// them the 5 % flag threshold) past the release's time.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Builds c2.cpp (with the probe when `linked`); `None` without a C++ compiler.
-fn build(dir: &Path, linked: bool) -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = dir.join(if linked { "c2-linked" } else { "c2-plain" });
-    let mut c = Command::new("c++");
-    c.args([
-        "-std=c++17",
-        "-O2",
-        // Line tables: the release stacks name the destructor and its file:line.
-        "-g",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        "-pthread",
-    ])
-    .arg(root.join("examples/cpp-c2/c2.cpp"))
-    .arg("-o")
-    .arg(&out);
-    if linked {
-        c.arg("-DWITH_PROOFSCOPE")
-            .arg("-I")
-            .arg(root.join("probe/include"))
-            .arg(library("libproofscope_probe.a"))
-            .args([
-                "-ldl",
-                "-lgcc_s",
-                "-lutil",
-                "-lrt",
-                "-lpthread",
-                "-lm",
-                "-lc",
-            ]);
-    }
-    match c.status() {
-        Ok(s) => {
-            assert!(s.success(), "c++ failed on c2.cpp");
-            Some(out)
-        }
-        // CI installs the compiler (.ci/run): there a missing one is a failure, not a skip.
-        Err(e) if std::env::var_os("CI").is_some() => panic!("CI without a C++ compiler: {e}"),
-        Err(_) => {
-            println!("SKIPPED: no C++ compiler (c++) installed");
-            None
-        }
-    }
-}
+use common::cpp::{ONE_AT_A_TIME, build, library};
 
 fn start(exe: &Path, sock: &Path, dealloc: &str, preload: bool) -> Running {
     let mut c = Command::new(exe);

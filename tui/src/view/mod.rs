@@ -7,6 +7,7 @@ mod header;
 mod help;
 mod memory;
 mod proofs;
+pub mod session;
 mod state;
 mod stats;
 pub use state::{Tab, ViewState};
@@ -38,7 +39,8 @@ pub(crate) fn bold() -> Style {
     Style::default().add_modifier(Modifier::BOLD)
 }
 
-/// Draws the placeholder of a panel that needs a proof; `None` when there is none yet.
+/// The shown proof; with none (yet, or ever: a prover watched through its allocator alone),
+/// the session panel is drawn instead and `None` returned.
 pub(crate) fn proof_or_placeholder<'m>(
     model: &'m Model,
     state: &ViewState,
@@ -47,11 +49,7 @@ pub(crate) fn proof_or_placeholder<'m>(
 ) -> Option<(&'m Session, &'m Proof)> {
     let found = state.shown_proof(model);
     if found.is_none() {
-        let msg = model
-            .current()
-            .and_then(|s| s.status().map(str::to_owned))
-            .unwrap_or_else(|| "waiting for the first proof…".into());
-        Paragraph::new(msg).style(dim()).render(area, buf);
+        session::render(model, area, buf);
     }
     found
 }
