@@ -163,8 +163,11 @@ static std::uint64_t generate_groth16_proofs(const Options &o, int n,
     // The split vectors: copies of the significant scalars, made before the lock.
     const auto s0 = Clock::now();
     std::vector<vec<Scalar>> split(o.circuits);
-    for (int i = 0; i < o.circuits; i++)
-        split[i].assign(assignments[i].aux.begin(), assignments[i].aux.begin() + len / 2);
+    {
+        PHASE("split_vectors");
+        for (int i = 0; i < o.circuits; i++)
+            split[i].assign(assignments[i].aux.begin(), assignments[i].aux.begin() + len / 2);
+    }
     logline("CUZK_TIMING: split_vectors_ms=%ld setup_to_split_ms=%ld", ms_since(s0),
             ms_since(entry));
     const long pre_lock = ms_since(entry);
