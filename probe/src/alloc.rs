@@ -12,8 +12,9 @@ use crate::slot_tls;
 use crate::thread::{current_ctx, os_tid};
 use crossbeam_queue::ArrayQueue;
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::config::DEFAULT_LARGE_BLOCK;
 const SLOTS: usize = 512;
@@ -203,7 +204,9 @@ pub(crate) fn disable_events() {
 pub(crate) fn drain(mut f: impl FnMut(RawBlock)) {
     if let Some(q) = QUEUE.get() {
         while let Some(b) = q.pop() {
-            f(b);
+            if !is_observer(b.os_tid) {
+                f(b);
+            }
         }
     }
 }
@@ -299,11 +302,57 @@ fn report(t0: u64, t1: u64, bytes: usize, release: bool) {
     });
 }
 
+thread_local! {
+    /// This thread is one of the probe's own (collector, server, recorder, NVML sampler).
+    static OBSERVER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The OS thread ids of the probe's own threads, for the blocks they made before they were
+/// marked (std's thread start allocates on the new thread before its closure runs). A handful
+/// of threads per session; 0 is a free slot.
+static OBSERVER_TIDS: [AtomicU32; 16] = [const { AtomicU32::new(0) }; 16];
+
+/// Marks the calling thread as the probe's own: its blocks still count towards live bytes
+/// (they are the process's memory) but are never reported as the program's allocations or
+/// releases. Without it the collector's frame buffers showed up as the prover's releases in
+/// the upstream supraseal capture (31 large frees on `probe-collector` during one proof).
+pub(crate) fn mark_observer_thread() {
+    let _ = OBSERVER.try_with(|o| o.set(true));
+    let tid = os_tid();
+    for slot in &OBSERVER_TIDS {
+        if slot.load(Ordering::Relaxed) == tid
+            || slot
+                .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+/// The probe's own thread ends: its id may be the kernel's to reuse for a program's thread.
+pub(crate) fn unmark_observer_thread() {
+    let tid = os_tid();
+    for slot in &OBSERVER_TIDS {
+        let _ = slot.compare_exchange(tid, 0, Ordering::AcqRel, Ordering::Relaxed);
+    }
+}
+
+/// `os_tid` is one of the probe's own running threads.
+fn is_observer(os_tid: u32) -> bool {
+    OBSERVER_TIDS
+        .iter()
+        .any(|s| s.load(Ordering::Relaxed) == os_tid)
+}
+
 /// Queues a large block for the collector (and notes the peak); a full queue drops it and
-/// counts the drop. Never allocates.
+/// counts the drop. Never allocates; a block of the probe's own threads is not queued.
 fn enqueue(ev: RawBlock) {
     let live = totals().live_bytes();
     PEAK.fetch_max(live, Ordering::Relaxed);
+    if OBSERVER.try_with(Cell::get).unwrap_or(true) {
+        return;
+    }
     if QUEUE.get().is_none_or(|q| q.push(ev).is_err()) {
         let c = if ev.release {
             &DROPPED_RELEASE

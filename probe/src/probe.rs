@@ -42,7 +42,12 @@ fn spawn_named<T: Send + 'static>(
 ) -> Result<JoinHandle<T>, ProbeError> {
     std::thread::Builder::new()
         .name(name.into())
-        .spawn(f)
+        .spawn(move || {
+            crate::alloc::mark_observer_thread();
+            let r = f();
+            crate::alloc::unmark_observer_thread();
+            r
+        })
         .map_err(|source| ProbeError::Thread { what, source })
 }
 

@@ -131,7 +131,9 @@ impl Server {
         let thread = std::thread::Builder::new()
             .name("probe-server".into())
             .spawn(move || {
+                crate::alloc::mark_observer_thread();
                 rt.block_on(accept_loop(listener, session, stop2));
+                crate::alloc::unmark_observer_thread();
             })
             .map_err(|source| ProbeError::Thread {
                 what: "server",

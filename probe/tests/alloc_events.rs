@@ -205,3 +205,49 @@ fn an_allocation_carries_the_span_its_thread_works_in_adopted_ones_included() {
         "{blocks:?}"
     );
 }
+
+#[test]
+fn the_probes_own_threads_report_no_blocks_of_their_own() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("own.sock");
+    // Every block is "large": the collector's frames and the server's buffers would be
+    // reported, were the probe's threads not its own.
+    let cfg = ProbeConfig::new("observer-test", "0")
+        .socket(SocketChoice::At(sock.clone()))
+        .gpu_sample(None)
+        .large_block(1);
+    let p = Probe::start(cfg, SessionInfo::default()).unwrap();
+    let mut client = Client::connect(&sock, true);
+    let mut events = client.read_until(|e| matches!(e, Event::LiveStart { .. }));
+    std::thread::Builder::new()
+        .name("program-thread".into())
+        .spawn(|| {
+            let _s = span!("work");
+            for _ in 0..50 {
+                std::hint::black_box(vec![0u8; 4096]);
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    p.shutdown("done");
+    events.extend(client.read_until_goodbye(None));
+    let threads = threads(&events);
+    let by: std::collections::BTreeSet<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Alloc(b) | Event::Release(b) => threads.get(&b.thread).map(String::as_str),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        by.contains("program-thread"),
+        "the program's blocks: {by:?}"
+    );
+    assert!(
+        !by.iter().any(|t| t.starts_with("probe-")),
+        "the probe's own threads reported blocks: {by:?}"
+    );
+}
