@@ -26,19 +26,17 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How long the program runs before this library starts its own session
-/// (`PROOFSCOPE_PRELOAD_DELAY_MS` sets another: `proofscope run` gives its child 0, since it
-/// is waiting for exactly this process).
+/// (`PROOFSCOPE_PRELOAD_DELAY_MS` sets another; under `proofscope run` there is none).
 pub const SELF_START_DELAY: Duration = Duration::from_millis(300);
 
-/// The delay before this library's own session: none for the process `proofscope run`
-/// started (its parent is the relay named by `PROOFSCOPE_RUN_PARENT`: the run waits for
-/// exactly it); else `PROOFSCOPE_PRELOAD_DELAY_MS` (up to a minute), else
-/// [`SELF_START_DELAY`].
+/// The delay before this library's own session: none for a process under `proofscope run`
+/// (`PROOFSCOPE_RUN_PARENT` is set: the run follows the processes it started from their first
+/// instant — a call that began before the session did could not be placed — and itself
+/// passes over the short-lived ones, a script's `date` or `sed`); else
+/// `PROOFSCOPE_PRELOAD_DELAY_MS` (up to a minute), else [`SELF_START_DELAY`].
 fn self_start_delay() -> Duration {
     let env_u64 = |k: &str| std::env::var(k).ok()?.trim().parse::<u64>().ok();
-    // SAFETY: getppid has no preconditions and cannot fail.
-    let parent = unsafe { libc::getppid() } as u64;
-    if env_u64("PROOFSCOPE_RUN_PARENT") == Some(parent) {
+    if env_u64("PROOFSCOPE_RUN_PARENT").is_some() {
         return Duration::ZERO;
     }
     env_u64("PROOFSCOPE_PRELOAD_DELAY_MS")

@@ -358,3 +358,99 @@ pub mod cpp {
         }
     }
 }
+
+/// A terminal for the dashboard: a tmux server of its own (killed when dropped), one window of
+/// a given size running a shell command.
+pub mod tmux {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    /// Whether tmux runs here; CI installs it (.ci/run), so there a missing one is a failure.
+    pub fn available() -> bool {
+        let ok = Command::new("tmux")
+            .arg("-V")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI without tmux (apt-get install tmux)"
+            );
+            eprintln!("SKIPPED: tmux is not installed (apt-get install tmux)");
+        }
+        ok
+    }
+
+    #[derive(Debug)]
+    pub struct Tmux {
+        name: String,
+    }
+
+    impl Tmux {
+        /// Starts `script` (a shell command line) in a `width`×`height` window; `tag` names
+        /// the server beside this test process's id.
+        pub fn start(tag: &str, width: u16, height: u16, script: &str) -> Tmux {
+            let t = Tmux {
+                name: format!("proofscope-{tag}-{}", std::process::id()),
+            };
+            let (w, h) = (width.to_string(), height.to_string());
+            t.run(&[
+                "new-session",
+                "-d",
+                "-s",
+                &t.name,
+                "-x",
+                &w,
+                "-y",
+                &h,
+                script,
+            ]);
+            t
+        }
+
+        fn run(&self, args: &[&str]) -> String {
+            let out = Command::new("tmux")
+                .args(["-L", &self.name])
+                .args(args)
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+
+        /// The screen as text.
+        pub fn screen(&self) -> String {
+            self.run(&["capture-pane", "-p", "-t", &self.name])
+        }
+
+        /// Sends one key (tmux's names: `q`, `Tab`, `Space`, `C-c`).
+        pub fn key(&self, k: &str) {
+            self.run(&["send-keys", "-t", &self.name, k]);
+        }
+
+        /// A tmux format variable of the window, e.g. `#{alternate_on}`.
+        pub fn display(&self, what: &str) -> String {
+            self.run(&["display", "-p", "-t", &self.name, what])
+                .trim()
+                .to_owned()
+        }
+
+        /// Waits up to `secs` for the screen to satisfy `f`; the last screen either way.
+        pub fn wait(&self, secs: u64, f: impl Fn(&str) -> bool) -> String {
+            let deadline = Instant::now() + Duration::from_secs(secs);
+            loop {
+                let s = self.screen();
+                if f(&s) || Instant::now() > deadline {
+                    return s;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+
+    impl Drop for Tmux {
+        fn drop(&mut self) {
+            self.run(&["kill-server"]);
+        }
+    }
+}

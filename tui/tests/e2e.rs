@@ -5,10 +5,11 @@
 
 mod common;
 
+use common::tmux::{self, Tmux};
 use common::{BIN, Running, cache};
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn start_prover(sock: &Path, log: &Path) -> Running {
@@ -95,34 +96,11 @@ fn attach_headless_collects_three_proofs_and_reports_them() {
     assert_eq!(v["sessions"][0]["backend"], "cpu");
 }
 
-/// Whether tmux runs here; CI installs it (.ci/run), so there a missing one is a failure.
-fn tmux_available() -> bool {
-    let ok = Command::new("tmux")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI without tmux (apt-get install tmux)"
-        );
-        eprintln!("SKIPPED: tmux is not installed (apt-get install tmux)");
-    }
-    ok
-}
-
-fn tmux(args: &[&str]) -> String {
-    let out = Command::new("tmux").args(args).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[test]
 fn demo_in_a_real_terminal_shows_phases_and_q_restores_it() {
-    if !tmux_available() {
+    if !tmux::available() {
         return;
     }
-    let session = format!("proofscope-e2e-{}", std::process::id());
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("exited");
     let script = format!(
@@ -131,68 +109,25 @@ fn demo_in_a_real_terminal_shows_phases_and_q_restores_it() {
         cache = cache().display(),
         m = marker.display()
     );
-    tmux(&[
-        "-L",
-        &session,
-        "new-session",
-        "-d",
-        "-s",
-        &session,
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &script,
-    ]);
-    let kill = || {
-        tmux(&["-L", &session, "kill-server"]);
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut screen = String::new();
+    let term = Tmux::start("e2e", 100, 30, &script);
     let phases = ["synthesis", "ntt_msm_h", "batch_add", "epilogue"];
-    while Instant::now() < deadline {
-        screen = tmux(&["-L", &session, "capture-pane", "-p", "-t", &session]);
-        if phases.iter().all(|p| screen.contains(p)) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    if !phases.iter().all(|p| screen.contains(p)) {
-        kill();
-        panic!("phase names not shown within a minute:\n{screen}");
-    }
+    let screen = term.wait(60, |s| phases.iter().all(|p| s.contains(p)));
     assert!(
-        tmux(&[
-            "-L",
-            &session,
-            "display",
-            "-p",
-            "-t",
-            &session,
-            "#{alternate_on}"
-        ])
-        .trim()
-            == "1"
+        phases.iter().all(|p| screen.contains(p)),
+        "phase names not shown within a minute:\n{screen}"
     );
-    tmux(&["-L", &session, "send-keys", "-t", &session, "q"]);
+    assert_eq!(term.display("#{alternate_on}"), "1");
+    term.key("q");
     let deadline = Instant::now() + Duration::from_secs(15);
     while !marker.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
-    let alt = tmux(&[
-        "-L",
-        &session,
-        "display",
-        "-p",
-        "-t",
-        &session,
-        "#{alternate_on}",
-    ]);
+    let alt = term.display("#{alternate_on}");
     std::thread::sleep(Duration::from_millis(300));
-    kill();
+    drop(term);
     assert!(marker.exists(), "q did not exit");
     assert_eq!(std::fs::read_to_string(&marker).unwrap().trim(), "0");
-    assert_eq!(alt.trim(), "0", "still on the alternate screen");
+    assert_eq!(alt, "0", "still on the alternate screen");
     let before = std::fs::read_to_string(dir.path().join("stty.before")).unwrap();
     let after = std::fs::read_to_string(dir.path().join("stty.after")).unwrap();
     assert_eq!(before, after, "terminal modes not restored");
@@ -203,49 +138,22 @@ fn demo_in_a_real_terminal_shows_phases_and_q_restores_it() {
 /// timeline's thread rows.
 #[test]
 fn replay_in_a_real_terminal_walks_every_proof_both_ways() {
-    if !tmux_available() {
+    if !tmux::available() {
         return;
     }
-    let session = format!("proofscope-replay-{}", std::process::id());
     let rec = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/cpu-sha256-sync.psrec");
-    let script = format!("{BIN} replay {}; sleep 60", rec.display());
-    tmux(&[
-        "-L",
-        &session,
-        "new-session",
-        "-d",
-        "-s",
-        &session,
-        "-x",
-        "120",
-        "-y",
-        "36",
-        &script,
-    ]);
-    let screen = || tmux(&["-L", &session, "capture-pane", "-p", "-t", &session]);
-    let key = |k: &str| {
-        tmux(&["-L", &session, "send-keys", "-t", &session, k]);
-    };
-    let kill = || {
-        tmux(&["-L", &session, "kill-server"]);
-    };
-    // Waits until the screen satisfies `f`; the last screen either way.
-    let wait = |f: &dyn Fn(&str) -> bool| {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let s = screen();
-            if f(&s) || Instant::now() > deadline {
-                return s;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
+    let term = Tmux::start(
+        "replay",
+        120,
+        36,
+        &format!("{BIN} replay {}; sleep 60", rec.display()),
+    );
+    let screen = || term.screen();
+    let key = |k: &str| term.key(k);
+    let wait = |f: &dyn Fn(&str) -> bool| term.wait(10, f);
     let shows = |n: u32| move |s: &str| s.contains(&format!("│proof {n} "));
     let s = wait(&|s| s.contains("replay"));
-    if !s.contains("replay") {
-        kill();
-        panic!("the replay did not start:\n{s}");
-    }
+    assert!(s.contains("replay"), "the replay did not start:\n{s}");
     key("Space");
     let mut walk = Vec::new();
     for n in [1, 2, 3, 4] {
@@ -273,7 +181,7 @@ fn replay_in_a_real_terminal_walks_every_proof_both_ways() {
     let expanded = wait(&|s| s.contains("└rayon-0"));
     key("e");
     let again = wait(&|s| s.contains("└2 threads"));
-    kill();
+    drop(term);
     assert!(
         walk.iter().all(|(_, ok)| *ok),
         "proofs reached: {walk:?}\n{back}"

@@ -87,6 +87,15 @@ impl LogFeed {
         }
     }
 
+    /// The log's calls from now on belong to another session (`run` follows a process the
+    /// prover started): its own time 0, names and threads defined afresh; the caller's
+    /// thread unknown until that session defines it.
+    pub fn rebase(&mut self, origin_ns: u64) {
+        self.origin_ns = Some(origin_ns);
+        self.emitter = Emitter::joined();
+        self.cursor = 0;
+    }
+
     /// The session's thread that calls the prover: the callers' spans go on it from now on.
     pub fn set_caller(&mut self, thread: u32) {
         self.emitter.map_lane(Lane::Caller, thread);

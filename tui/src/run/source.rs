@@ -23,6 +23,11 @@ const MAIN_THREAD_WAIT: Duration = Duration::from_secs(10);
 const HELLO_WAIT: Duration = Duration::from_secs(3);
 /// How long a stopped child has to exit before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(3);
+/// How often the run's directory is looked at for a process the prover started.
+const SCAN_EVERY: Duration = Duration::from_millis(250);
+/// How long a started process's socket must have been there before the run follows it: the
+/// short-lived processes of a script (`date`, `sed`) are gone by then.
+const DESCENDANT_SETTLE: Duration = Duration::from_millis(500);
 /// Messages from the relay taken per pump at most (the rest next time).
 const MSGS_PER_PUMP: usize = 4096;
 
@@ -65,6 +70,10 @@ pub struct RunSource {
     cmd: Vec<String>,
     log: Option<PathBuf>,
     pid: Option<u32>,
+    /// The process whose probe is followed (the prover, or the latest process it started),
+    /// and when its socket appeared (once it has).
+    followed: Option<(u32, Option<SystemTime>)>,
+    last_scan: Instant,
     started: Instant,
     spawned_wall_ns: u64,
     /// The prover's exit (code, signal), once the relay says.
@@ -74,6 +83,8 @@ pub struct RunSource {
     lines_dropped: u64,
     /// The probe defined the prover's main thread (the callers' thread).
     caller_known: bool,
+    /// The log's clock is the followed process's session's.
+    feed_rebased: bool,
     /// When the first call settled while the callers' thread was unknown.
     first_settled: Option<Instant>,
     /// Proofs of the log ingested, to tell them from the probe's own.
@@ -98,6 +109,8 @@ impl RunSource {
             cmd: l.cmd,
             log: l.log,
             pid: None,
+            followed: None,
+            last_scan: Instant::now(),
             started: Instant::now(),
             spawned_wall_ns: wall_ns(),
             exited: None,
@@ -105,6 +118,7 @@ impl RunSource {
             relay_done: false,
             lines_dropped: 0,
             caller_known: false,
+            feed_rebased: false,
             first_settled: None,
             log_proofs: 0,
             probe_proofs: false,
@@ -148,13 +162,88 @@ impl RunSource {
             return Ok(());
         }
         let Some(pid) = self.pid else { return Ok(()) };
-        let path = self
-            .socket
-            .to_string_lossy()
-            .replace("{pid}", &pid.to_string());
-        let live = LiveSource::start(Target::Socket(path.into()), self.record.take(), model)?;
+        let live = LiveSource::start(
+            Target::Socket(self.socket_of(pid)),
+            self.record.take(),
+            model,
+        )?;
         self.live = Some(live);
+        self.followed = Some((pid, None));
         Ok(())
+    }
+
+    fn socket_of(&self, pid: u32) -> PathBuf {
+        self.socket
+            .to_string_lossy()
+            .replace("{pid}", &pid.to_string())
+            .into()
+    }
+
+    /// A process the prover started (a wrapper script's prover, a daemon's worker) carries
+    /// the preload too and serves on a socket of its own in the run's directory: the run
+    /// follows the latest one to appear, a session of its own after the one before (the
+    /// earlier processes' sessions stay, as far as they were seen). Processes that live
+    /// under the preload's start delay (a script's `date`, `sed`) never open one.
+    fn follow_descendants(&mut self, model: &mut Model, said: &mut Said) {
+        let Some((pid, since)) = self.followed else {
+            return;
+        };
+        if self.last_scan.elapsed() < SCAN_EVERY {
+            return;
+        }
+        self.last_scan = Instant::now();
+        // Processes started after the one followed: those whose sockets are younger.
+        let Some(since) = since.or_else(|| {
+            let at = std::fs::metadata(self.socket_of(pid))
+                .ok()?
+                .modified()
+                .ok()?;
+            self.followed = Some((pid, Some(at)));
+            Some(at)
+        }) else {
+            return;
+        };
+        let Some(newest) = self.newest_socket(pid, since) else {
+            return;
+        };
+        let (next, at) = newest;
+        let target = Target::Socket(self.socket_of(next));
+        let Some(live) = self.live.as_mut() else {
+            return;
+        };
+        match live.retarget(target, model, said) {
+            Ok(()) => {
+                said.warnings.push(format!(
+                    "following pid {next}, started by the prover (pid {pid}): a session of its own"
+                ));
+                self.followed = Some((next, Some(at)));
+                self.caller_known = false;
+                self.feed_rebased = false;
+                self.log_proofs = 0;
+            }
+            Err(e) => said
+                .warnings
+                .push(format!("cannot follow pid {next}: {e:#}")),
+        }
+    }
+
+    /// The newest socket in the run's directory other than `pid`'s, made after `since` and
+    /// at least [`DESCENDANT_SETTLE`] ago.
+    fn newest_socket(&self, pid: u32, since: SystemTime) -> Option<(u32, SystemTime)> {
+        let dir = self.socket.parent()?;
+        let name = self.socket.file_name()?.to_str()?;
+        let (head, tail) = name.split_once("{pid}")?;
+        std::fs::read_dir(dir)
+            .ok()?
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let n = e.file_name().into_string().ok()?;
+                let p: u32 = n.strip_prefix(head)?.strip_suffix(tail)?.parse().ok()?;
+                let at = e.metadata().ok()?.modified().ok()?;
+                let settled = at.elapsed().is_ok_and(|age| age >= DESCENDANT_SETTLE);
+                (p != pid && at > since && settled).then_some((p, at))
+            })
+            .max_by_key(|&(_, at)| at)
     }
 
     /// Whether the relay has exited (the prover with it, and every line sent).
@@ -173,9 +262,22 @@ impl RunSource {
     /// the main thread, once the probe defines it (it does when the thread first allocates or
     /// frees a large block).
     fn tie_log(&mut self, model: &mut Model, said: &mut Said) {
-        if let Some(h) = model.current().and_then(|s| s.hello()) {
+        let hello = model.current().and_then(|s| s.hello());
+        // Until the process followed now says hello, the current session is the one before.
+        if let (Some(h), Some((pid, _))) = (hello, self.followed)
+            && h.pid != pid
+            && self.feed.has_origin()
+        {
+            return;
+        }
+        if let Some(h) = hello {
             if !self.feed.has_origin() {
                 self.feed.set_origin(h.session_start_unix_ns, None);
+                self.feed_rebased = true;
+            } else if !self.feed_rebased && self.followed.is_some_and(|(p, _)| p == h.pid) {
+                // The process followed now said hello: the log's next calls are its own.
+                self.feed.rebase(h.session_start_unix_ns);
+                self.feed_rebased = true;
             }
             if !self.caller_known {
                 let main = model
@@ -287,6 +389,7 @@ impl RunSource {
         }
         let early = std::mem::take(&mut self.pending_said);
         said.warnings.extend(early.warnings);
+        self.follow_descendants(model, said);
         self.tie_log(model, said);
         self.apply_log(model, said);
         if let (Some((status, why)), None) = (&self.failed, &said.message) {

@@ -49,6 +49,21 @@ impl LiveSource {
         Ok(a)
     }
 
+    /// Follows another prover from here on (`run`: a process the prover started). What the
+    /// old connection delivered is applied first; the recording goes on, the new stream after
+    /// the old, as a replay reads two sessions one after the other.
+    pub fn retarget(&mut self, target: Target, model: &mut Model, said: &mut Said) -> Result<()> {
+        while let Ok(msg) = self.rx.try_recv() {
+            self.handle(msg, model, said);
+        }
+        let (tx, rx) = channel();
+        self.live = Some(socket::connect(target, tx)?);
+        self.rx = rx;
+        self.link = LinkState::Idle;
+        self.lost_since = None;
+        Ok(())
+    }
+
     fn start_recording(&mut self, path: PathBuf, model: &Model) -> Result<()> {
         self.recorder = Some(Recorder::create(&path, model.current())?);
         Ok(())
