@@ -74,9 +74,26 @@ struct Channel {
     reported: AtomicU64,
 }
 
+/// How long the relay keeps trying to tell the viewer that the prover started, failed or
+/// exited (a full channel: the viewer is behind on lines). Only these wait, and never while
+/// the prover's output is being passed on: the prover has not started reading yet, or has
+/// exited.
+const CONTROL_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Channel {
     fn send(&self, m: &Msg) -> bool {
         self.sock.send(&channel::encode(m)).is_ok()
+    }
+
+    /// Sends a message the viewer must not miss, retrying while the channel is full for up
+    /// to [`CONTROL_PATIENCE`] (a viewer gone or stopped longer learns of the exit from the
+    /// relay's own exit status).
+    fn send_control(&self, m: &Msg) {
+        let bytes = channel::encode(m);
+        let deadline = std::time::Instant::now() + CONTROL_PATIENCE;
+        while self.sock.send(&bytes).is_err() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
     }
 
     fn send_batch(&self, b: &mut Batch) {
@@ -197,7 +214,7 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
         Err(e) => {
             let status = spawn_status(&e);
             let why = format!("{}: {e}", args.cmd[0].to_string_lossy());
-            let _ = chan.send(&Msg::Failed {
+            chan.send_control(&Msg::Failed {
                 status,
                 why: why.clone(),
             });
@@ -207,7 +224,7 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
     };
     CHILD.store(child.id() as i32, Ordering::Relaxed);
     forward_signals();
-    let _ = chan.send(&Msg::Started { pid: child.id() });
+    chan.send_control(&Msg::Started { pid: child.id() });
     let readers = start_readers(&mut child, &chan);
     let status = child.wait();
     for r in readers.into_iter().flatten() {
@@ -220,7 +237,7 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
         ),
         Err(_) => (-1, 0),
     };
-    let _ = chan.send(&Msg::Exited { code, signal });
+    chan.send_control(&Msg::Exited { code, signal });
     ExitCode::from(exit_byte(code, signal))
 }
 

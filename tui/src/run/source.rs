@@ -80,6 +80,8 @@ pub struct RunSource {
     exited: Option<(i32, i32)>,
     failed: Option<(u8, String)>,
     relay_done: bool,
+    /// The relay's exit status, once reaped.
+    relay_exit: Option<std::process::ExitStatus>,
     lines_dropped: u64,
     /// The probe defined the prover's main thread (the callers' thread).
     caller_known: bool,
@@ -116,6 +118,7 @@ impl RunSource {
             exited: None,
             failed: None,
             relay_done: false,
+            relay_exit: None,
             lines_dropped: 0,
             caller_known: false,
             feed_rebased: false,
@@ -249,12 +252,30 @@ impl RunSource {
     /// Whether the relay has exited (the prover with it, and every line sent).
     fn relay_exited(&mut self) -> bool {
         if !self.relay_done {
-            self.relay_done = self
-                .relay
-                .as_mut()
-                .is_none_or(|r| r.try_wait().ok().flatten().is_some());
+            match self.relay.as_mut().map(|r| r.try_wait()) {
+                None | Some(Err(_)) => self.relay_done = true,
+                Some(Ok(Some(status))) => {
+                    self.relay_done = true;
+                    self.relay_exit = Some(status);
+                }
+                Some(Ok(None)) => {}
+            }
         }
         self.relay_done
+    }
+
+    /// The prover's exit as the relay's own status gives it: its code, or 128 + a signal.
+    fn relay_status(&self) -> (i32, i32) {
+        use std::os::unix::process::ExitStatusExt;
+        match self.relay_exit {
+            Some(s) if s.signal().is_some() => (-1, s.signal().unwrap_or(0)),
+            Some(s) => match s.code().unwrap_or(1) {
+                c if c > 128 => (-1, c - 128),
+                c => (c, 0),
+            },
+            // Not known: a failure, never a success.
+            None => (1, 0),
+        }
     }
 
     /// Ties the log to the session: its time 0 from the probe's `Hello` — or, for a prover
@@ -410,6 +431,14 @@ impl RunSource {
         // Its exit may be waiting in the channel.
         if self.exited.is_none() && self.failed.is_none() {
             self.drain_channel();
+        }
+        // The relay exits as the prover did: its status says so even when its last message
+        // never reached the channel.
+        if self.exited.is_none() && self.failed.is_none() && self.relay_exited() {
+            self.drain_channel();
+            if self.exited.is_none() && self.failed.is_none() {
+                self.exited = Some(self.relay_status());
+            }
         }
         let exit = self
             .failed
