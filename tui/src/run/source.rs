@@ -65,7 +65,7 @@ pub struct RunSource {
     /// Said before the probe's source exists (the prover could not start).
     pending_said: Said,
     relay: Option<Child>,
-    channel: UnixDatagram,
+    channel: super::reader::Reader,
     feed: LogFeed,
     cmd: Vec<String>,
     log: Option<PathBuf>,
@@ -83,6 +83,8 @@ pub struct RunSource {
     /// The relay's exit status, once reaped.
     relay_exit: Option<std::process::ExitStatus>,
     lines_dropped: u64,
+    /// The dropped lines were said.
+    drops_said: bool,
     /// The probe defined the prover's main thread (the callers' thread).
     caller_known: bool,
     /// The log's clock is the followed process's session's.
@@ -97,16 +99,14 @@ pub struct RunSource {
 
 impl RunSource {
     pub fn start(l: Launch) -> Result<RunSource> {
-        l.channel
-            .set_nonblocking(true)
-            .context("the relay's channel")?;
+        let channel = super::reader::Reader::start(l.channel).context("the relay's channel")?;
         Ok(RunSource {
             live: None,
             socket: l.socket,
             record: l.record,
             pending_said: Said::default(),
             relay: Some(l.relay),
-            channel: l.channel,
+            channel,
             feed: LogFeed::new(),
             cmd: l.cmd,
             log: l.log,
@@ -120,6 +120,7 @@ impl RunSource {
             relay_done: false,
             relay_exit: None,
             lines_dropped: 0,
+            drops_said: false,
             caller_known: false,
             feed_rebased: false,
             first_settled: None,
@@ -130,14 +131,13 @@ impl RunSource {
 
     /// The relay's messages waiting now.
     fn drain_channel(&mut self) -> usize {
-        let mut buf = vec![0u8; channel::BATCH_BYTES + 1024];
         let mut n = 0;
         while n < MSGS_PER_PUMP {
-            let Ok(len) = self.channel.recv(&mut buf) else {
+            let Some(msg) = self.channel.next() else {
                 break;
             };
             n += 1;
-            match channel::decode(&buf[..len]) {
+            match channel::decode(&msg) {
                 Some(Msg::Started { pid }) => self.pid = Some(pid),
                 Some(Msg::Lines(lines)) => {
                     for l in lines {
@@ -413,6 +413,14 @@ impl RunSource {
         self.follow_descendants(model, said);
         self.tie_log(model, said);
         self.apply_log(model, said);
+        // The relay's last count comes before its exit message: said once, in the report.
+        if self.exited.is_some() && self.lines_dropped > 0 && !self.drops_said {
+            self.drops_said = true;
+            said.warnings.push(format!(
+                "{} of the prover's lines were not read by the viewer (it was too slow or stopped): calls in them are missing; the prover's output itself is whole",
+                self.lines_dropped
+            ));
+        }
         if let (Some((status, why)), None) = (&self.failed, &said.message) {
             said.message = Some(format!("the prover did not start ({status}): {why}"));
         }
