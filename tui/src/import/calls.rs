@@ -581,11 +581,11 @@ fn claim_ntt(pending: &mut Vec<Vec<(String, u64)>>, ntt_ms: u64) -> Vec<Vec<(Str
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::import::lines::parse;
 
-    fn group(log: &str) -> Calls {
+    pub(crate) fn group(log: &str) -> Calls {
         let mut c = Calls::default();
         for (i, l) in log.lines().enumerate() {
             if let Some(Ok(p)) = parse(l) {

@@ -513,3 +513,53 @@ pub fn settle_end(p: &mut Placed, busy: &[(u64, u64)]) {
         c.0 += by;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::calls::tests::group;
+
+    fn span<'a>(p: &'a Placed, name: &str) -> &'a PlannedSpan {
+        p.spans
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no {name} in {:?}", p.spans))
+    }
+
+    /// supraseal measures `setup_to_split_ms` from the call's entry, the split inside it: the
+    /// setup is what it has beyond the split, and the locked section starts where it ends. Read
+    /// as a span of its own after the split, it pushed `b_g2_msm` past the wrapper's end and
+    /// the 10.2 s tail lost its diagnosis.
+    #[test]
+    fn setup_to_split_counts_from_the_calls_entry() {
+        let calls = group(
+            "CUZK_TIMING: split_vectors_ms=300 setup_to_split_ms=1000\n\
+             CUZK_TIMING: pre_lock_cpu_ms=1000 mutex_wait_ms=0\n\
+             CUZK_TIMING: prep_msm_ms=500\n\
+             CUZK_TIMING: gpu_tid=0 ntt_msm_h_ms=4000\n\
+             CUZK_TIMING: gpu_tid=0 tail_msm_ms=1000 gpu_total_ms=5000\n\
+             CUZK_TIMING: mutex_held_ms=5000 total_start_fn_ms=6000\n\
+             CUZK_TIMING: b_g2_msm_ms=4800 num_circuits=10\n\
+             prover time: 16.2s\n",
+        );
+        assert_eq!(calls.calls.len(), 1);
+        let p = place_one(&calls, &calls.calls[0], 0, None);
+        let ms = |ns: u64| ns / MS;
+        let (setup, split) = (span(&p, "setup"), span(&p, "split_vectors"));
+        assert_eq!((ms(setup.start), ms(setup.end)), (0, 700));
+        assert_eq!((ms(split.start), ms(split.end)), (700, 1000));
+        let prep = span(&p, "prep_msm");
+        assert_eq!(ms(prep.start), 1000, "the lock is taken at 1 s from entry");
+        // b_g2_msm follows prep_msm on its thread and ends inside the timers (6 s).
+        let b_g2 = span(&p, "b_g2_msm");
+        assert_eq!((ms(b_g2.start), ms(b_g2.end)), (1500, 6300));
+        let outer = &p.spans[0];
+        assert_eq!(ms(outer.end - outer.start), 16_200);
+        // The wrapper beyond the C++ timers, without async_dealloc_ms: the synchronous
+        // release, inferred, after the latest step (b_g2_msm at 6.3 s): 9.9 s.
+        let (at, kind, sentence) = &p.causes[0];
+        assert_eq!(ms(*at), 6300);
+        assert_eq!(*kind, DiagnosisKind::SynchronousRelease);
+        assert!(sentence.contains("= 9.90 s"), "{sentence}");
+    }
+}

@@ -15,7 +15,11 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// How much one read of a pipe takes.
-const READ_BYTES: usize = 64 << 10;
+const READ_BYTES: usize = 256 << 10;
+/// The prover's pipes are made this large (Linux's default is 64 KiB; an unprivileged process
+/// may go up to `fs.pipe-max-size`, 1 MiB by default): a prover that prints in bursts writes
+/// ahead while the relay passes the previous chunk on, instead of waiting for it.
+const PIPE_BYTES: libc::c_int = 1 << 20;
 /// Longest line sent to the viewer (its bytes still all pass through).
 const MAX_LINE: usize = crate::import::MAX_LINE;
 
@@ -225,6 +229,9 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
     CHILD.store(child.id() as i32, Ordering::Relaxed);
     forward_signals();
     chan.send_control(&Msg::Started { pid: child.id() });
+    // Where the bytes go on may be a pipe too (a `| tee`, a service manager's journal).
+    widen(&std::io::stdout());
+    widen(&std::io::stderr());
     let readers = start_readers(&mut child, &chan);
     let status = child.wait();
     for r in readers.into_iter().flatten() {
@@ -250,11 +257,19 @@ pub fn exit_byte(code: i32, signal: i32) -> u8 {
     }
 }
 
+/// Grows a pipe to [`PIPE_BYTES`] where the system allows (else, or when it is no pipe, it
+/// stays as it is).
+fn widen(pipe: &impl std::os::fd::AsRawFd) {
+    // SAFETY: fcntl on a pipe descriptor this process owns; a refusal changes nothing.
+    unsafe { libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_BYTES) };
+}
+
 fn start_readers(
     child: &mut std::process::Child,
     chan: &Arc<Channel>,
 ) -> [Option<std::thread::JoinHandle<()>>; 2] {
     let out = child.stdout.take().map(|p| {
+        widen(&p);
         let c = chan.clone();
         std::thread::Builder::new()
             .name("relay-stdout".into())
@@ -262,6 +277,7 @@ fn start_readers(
             .ok()
     });
     let err = child.stderr.take().map(|p| {
+        widen(&p);
         let c = chan.clone();
         std::thread::Builder::new()
             .name("relay-stderr".into())
