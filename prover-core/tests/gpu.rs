@@ -170,6 +170,7 @@ fn gpu_proofs_verify() {
                 dealloc: DeallocMode::Async,
                 verify: VerifyMode::Every,
                 stages: None,
+                ballast: Default::default(),
             })
             .unwrap();
             assert_eq!(

@@ -124,6 +124,7 @@ fn a_batch_is_split_across_two_devices_and_verifies() {
         dealloc: DeallocMode::Sync,
         verify: VerifyMode::Every,
         stages: None,
+        ballast: Default::default(),
     })
     .unwrap();
     assert_eq!(out.proofs.len(), 3);

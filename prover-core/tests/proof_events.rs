@@ -69,6 +69,7 @@ fn record(mode: DeallocMode) -> Recorded {
         dealloc: mode,
         verify: VerifyMode::Every,
         stages: None,
+        ballast: Default::default(),
     })
     .unwrap();
     assert_eq!(out.verification, Verification::Valid);

@@ -29,6 +29,7 @@ fn prove(
         dealloc: DeallocMode::Sync,
         verify: VerifyMode::Every,
         stages: None,
+        ballast: Default::default(),
     })
     .unwrap();
     (out.proofs, out.public_inputs, out.verification)

@@ -5,6 +5,7 @@
 use crate::analysis::GapRule;
 use crate::model::Retention;
 use crate::report::Format;
+use crate::source::tape::Speed;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -76,10 +77,16 @@ pub enum Command {
         /// FILE's, with bars (headless: use `proofscope diff FILE B`).
         #[arg(long, value_name = "B", conflicts_with = "headless")]
         compare: Option<PathBuf>,
-        /// Headless: report only the first N proofs of the recording (text and JSON; with
-        /// --slowest, the slowest of those).
+        /// Report only the first N proofs of the recording (text and JSON; with --slowest, the
+        /// slowest of those). Implies --headless.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         proofs: Option<u64>,
+        /// Dashboard: the replay's speed (`>` changes it).
+        #[arg(long, value_enum, default_value_t = Speed::X1)]
+        speed: Speed,
+        /// Dashboard: start at the end, every proof read, the last one shown (End does it later).
+        #[arg(long)]
+        from_end: bool,
         #[command(flatten)]
         report: ReportArgs,
         #[command(flatten)]
@@ -119,10 +126,10 @@ pub struct LiveArgs {
     /// Replace the --record file if it exists.
     #[arg(long, requires = "record")]
     pub force: bool,
-    /// Headless: stop after this many proofs completed after attaching.
+    /// Stop after this many proofs completed after attaching (implies --headless).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub proofs: Option<u64>,
-    /// Headless: stop after this many seconds.
+    /// Stop after this many seconds (implies --headless).
     #[arg(long, value_name = "SECS", value_parser = parse_duration)]
     pub duration: Option<Duration>,
 }
@@ -130,12 +137,13 @@ pub struct LiveArgs {
 /// Options of a report.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
-    /// Write a report and exit instead of showing the dashboard.
+    /// Write a report and exit instead of showing the dashboard (also when standard output is
+    /// not a terminal, when TERM=dumb, and with any option only a report has).
     #[arg(long)]
     pub headless: bool,
-    /// Report format with --headless.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// Report format (implies --headless) [default: text].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
     /// Write the report here instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -152,7 +160,7 @@ pub struct ReportArgs {
     /// Report only the N proofs that took longest (text and JSON).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub slowest: Option<u64>,
-    /// Headless: exit with status 3 when any gap exceeds PCT percent of its span.
+    /// Exit with status 3 when any gap exceeds PCT percent of its span (implies --headless).
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub fail_on_gap: Option<f64>,
     #[command(flatten)]
@@ -171,6 +179,29 @@ pub struct GapArgs {
     /// A GPU idle for more than PCT % of a proof is flagged (GPU provers).
     #[arg(long, value_name = "PCT", default_value_t = 50.0, value_parser = parse_percent)]
     pub gpu_idle_pct: f64,
+}
+
+impl ReportArgs {
+    pub fn format(&self) -> Format {
+        self.format.unwrap_or(Format::Text)
+    }
+
+    /// Whether an option was given that only a report has: it asks for the report.
+    pub fn asks_for_report(&self) -> bool {
+        self.format.is_some()
+            || self.output.is_some()
+            || self.summary
+            || self.full
+            || self.slowest.is_some()
+            || self.fail_on_gap.is_some()
+    }
+}
+
+impl LiveArgs {
+    /// `--proofs` and `--duration` end a headless run.
+    pub fn asks_for_report(&self) -> bool {
+        self.proofs.is_some() || self.duration.is_some()
+    }
 }
 
 impl GapArgs {
@@ -204,10 +235,15 @@ pub struct DiffArgs {
     /// `text` or `json`.
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
     pub format: DiffFormat,
-    /// Exit with status 4 when a phase's median grows by more than PCT % or the unaccounted
-    /// share by more than PCT points, with its 95 % interval above zero.
+    /// Exit with status 4 on a regression: a flagged gap in B that A has not, a phase's median
+    /// grown by more than PCT % (and --min-change), or the unaccounted share by more than PCT
+    /// points — the last two with their 95 % interval above zero.
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub fail_on_regression: Option<f64>,
+    /// A phase's change smaller than this many milliseconds is never a regression, whatever
+    /// its share (40 ns → 140 ns is +250 % and nothing).
+    #[arg(long, value_name = "MS", default_value_t = 1.0, value_parser = parse_millis)]
+    pub min_change: f64,
     #[command(flatten)]
     pub gap: GapArgs,
     #[command(flatten)]

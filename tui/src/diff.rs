@@ -331,13 +331,25 @@ pub fn diff(a: &Report, b: &Report) -> Diff {
 }
 
 impl Diff {
-    /// What `--fail-on-regression PCT` fails on: a phase whose median grew by more than PCT %,
-    /// or an unaccounted share that grew by more than PCT percentage points — each with its
-    /// interval above zero.
-    pub fn regressions(&self, pct: f64) -> Vec<String> {
+    /// What `--fail-on-regression PCT` fails on: a flagged gap that B has and A has not
+    /// (whatever the intervals: one proof a side is enough to see it); a phase whose median
+    /// grew by more than PCT % and by at least `min_change_s`; an unaccounted share that grew
+    /// by more than PCT percentage points — the last two with their interval above zero.
+    pub fn regressions(&self, pct: f64, min_change_s: f64) -> Vec<String> {
         let mut out = Vec::new();
+        for g in self
+            .flagged_gaps
+            .iter()
+            .filter(|g| g.in_a == 0 && g.in_b > 0)
+        {
+            out.push(format!(
+                "a flagged gap appeared: {} {} ({}) in {} of {} proofs",
+                g.span, g.place, g.kind, g.in_b, self.proofs_b
+            ));
+        }
         for (name, c) in &self.phases {
-            if c.significant() && c.diff > 0.0 && c.diff > c.median_a * pct / 100.0 {
+            let grew = c.diff > 0.0 && c.diff > c.median_a * pct / 100.0;
+            if c.significant() && grew && c.diff >= min_change_s {
                 out.push(format!(
                     "{name}: median {} → {} (+{:.1}%)",
                     dur_s(c.median_a),
@@ -365,6 +377,20 @@ fn dur_s(s: f64) -> String {
     }
 }
 
+/// `x` with its sign, the minus a real one (U+2212) as in [`signed_s`].
+fn signed(x: f64, decimals: usize) -> String {
+    let t = format!("{:.*}", decimals, x.abs());
+    // A value that rounds to zero has no sign.
+    if t.chars().all(|c| c == '0' || c == '.') {
+        return format!("±{t}");
+    }
+    if x < 0.0 {
+        format!("−{t}")
+    } else {
+        format!("+{t}")
+    }
+}
+
 fn signed_s(s: f64) -> String {
     let d = dur_s(s.abs());
     if s < 0.0 {
@@ -374,14 +400,12 @@ fn signed_s(s: f64) -> String {
     }
 }
 
-fn verdict(c: &Change) -> String {
+/// The verdict on one figure; one with too few proofs has none (the text says why once).
+pub fn verdict(c: &Change) -> &'static str {
     match c.interval {
-        None => format!(
-            "no interval ({} and {} proofs; {MIN_FOR_INTERVAL} a side needed)",
-            c.n_a, c.n_b
-        ),
-        Some(_) if c.significant() => "changed".to_owned(),
-        Some(_) => "within noise".to_owned(),
+        None => "",
+        Some(_) if c.significant() => "changed",
+        Some(_) => "within noise",
     }
 }
 
@@ -390,14 +414,14 @@ fn line(o: &mut String, name: &str, c: &Change) {
         .interval
         .map(|(lo, hi)| format!(" [{}, {}]", signed_s(lo), signed_s(hi)))
         .unwrap_or_default();
-    let _ = writeln!(
-        o,
+    let text = format!(
         "  {name:<14} {:>10} → {:<10} {:>11}{iv}  {}",
         dur_s(c.median_a),
         dur_s(c.median_b),
         signed_s(c.diff),
         verdict(c)
     );
+    let _ = writeln!(o, "{}", text.trim_end());
 }
 
 /// The diff as text.
@@ -410,6 +434,14 @@ pub fn text(d: &Diff) -> String {
         o,
         "medians, B − A with a 95 % bootstrap interval (at least {MIN_FOR_INTERVAL} proofs a side):"
     );
+    if d.prove_s.interval.is_none() {
+        let _ = writeln!(
+            o,
+            "  no interval: {} and {} complete proofs; no figure below is judged (only a \
+             flagged gap that appears is a regression)",
+            d.proofs_a, d.proofs_b
+        );
+    }
     let rate = |v: Option<f64>| v.map_or("-".to_owned(), |x| format!("{x:.2}"));
     let _ = writeln!(
         o,
@@ -423,13 +455,13 @@ pub fn text(d: &Diff) -> String {
     let u = &d.unaccounted_pct;
     let _ = writeln!(
         o,
-        "  {:<14} {:>10} → {:<10} {:>+11.1} points{}",
+        "  {:<14} {:>10} → {:<10} {:>11} points{}",
         "  share",
         format!("{:.1}%", u.median_a),
         format!("{:.1}%", u.median_b),
-        u.diff,
+        signed(u.diff, 1),
         u.interval
-            .map(|(lo, hi)| format!(" [{lo:+.1}, {hi:+.1}]"))
+            .map(|(lo, hi)| format!(" [{}, {}]", signed(lo, 1), signed(hi, 1)))
             .unwrap_or_default()
     );
     let _ = writeln!(o, "\n-- phases --");
@@ -488,12 +520,12 @@ pub fn text(d: &Diff) -> String {
     if b.n_a + b.n_b > 0 {
         let _ = writeln!(
             o,
-            "GPU busy share of each proof's window (median): {:.0}% → {:.0}%, {:+.0} points{}",
+            "GPU busy share of each proof's window (median): {:.0}% → {:.0}%, {} points{}",
             b.median_a,
             b.median_b,
-            b.diff,
+            signed(b.diff, 0),
             b.interval
-                .map(|(lo, hi)| format!(" [{lo:+.0}, {hi:+.0}]"))
+                .map(|(lo, hi)| format!(" [{}, {}]", signed(lo, 0), signed(hi, 0)))
                 .unwrap_or_default()
         );
     }

@@ -56,6 +56,26 @@ pub fn fit(text: &str, width: usize) -> String {
 }
 
 /// `+12.3 ms` from a proof's start; `+0` at it.
+/// `text` broken at spaces into lines of at most `width` characters (a word longer than that
+/// is cut with `…`); at least one line.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut out = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let need = line.chars().count() + usize::from(!line.is_empty()) + word.chars().count();
+        if !line.is_empty() && need > width {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&fit(word, width));
+    }
+    out.push(line);
+    out
+}
+
 pub fn offset(ns: u64) -> String {
     if ns == 0 {
         "+0".to_owned()

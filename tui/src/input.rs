@@ -1,6 +1,7 @@
 //! Keys → actions: one table ([`KEYS`]) from which the key handling, the help
 //! overlay and the footer are all made, so they cannot drift.
 
+use crate::view::Tab;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -8,6 +9,16 @@ pub enum Action {
     Quit,
     Help,
     NextTab,
+    PrevTab,
+    /// Show this panel.
+    Panel(Tab),
+    /// The first / the last proof (replay: the last frame too).
+    First,
+    Last,
+    /// Proof list: the next order (time, duration, unaccounted share, flagged first).
+    Sort,
+    /// Proof list: type a filter (phase, thread or diagnosis text).
+    Filter,
     Up,
     Down,
     Left,
@@ -63,7 +74,7 @@ pub struct Binding {
     pub footer: Option<&'static str>,
 }
 
-pub const KEYS: [Binding; 19] = [
+pub const KEYS: [Binding; 29] = [
     Binding {
         action: Action::Quit,
         codes: &[ch('q'), Key::Ctrl('c')],
@@ -84,9 +95,57 @@ pub const KEYS: [Binding; 19] = [
         action: Action::NextTab,
         codes: &[Key::Code(KeyCode::Tab)],
         keys: "tab",
-        what: "next panel: timeline, gaps, memory, GPU, stats",
+        what: "next / previous panel: timeline, gaps, memory, GPU, stats",
         when: When::Always,
         footer: Some("tab panel"),
+    },
+    Binding {
+        action: Action::PrevTab,
+        codes: &[Key::Code(KeyCode::BackTab)],
+        keys: "",
+        what: "",
+        when: When::Always,
+        footer: None,
+    },
+    Binding {
+        action: Action::Panel(Tab::Timeline),
+        codes: &[ch('1')],
+        keys: "1 … 5",
+        what: "that panel",
+        when: When::Always,
+        footer: None,
+    },
+    Binding {
+        action: Action::Panel(Tab::Gaps),
+        codes: &[ch('2')],
+        keys: "",
+        what: "",
+        when: When::Always,
+        footer: None,
+    },
+    Binding {
+        action: Action::Panel(Tab::Memory),
+        codes: &[ch('3')],
+        keys: "",
+        what: "",
+        when: When::Always,
+        footer: None,
+    },
+    Binding {
+        action: Action::Panel(Tab::Gpu),
+        codes: &[ch('4')],
+        keys: "",
+        what: "",
+        when: When::Always,
+        footer: None,
+    },
+    Binding {
+        action: Action::Panel(Tab::Stats),
+        codes: &[ch('5')],
+        keys: "",
+        what: "",
+        when: When::Always,
+        footer: None,
     },
     Binding {
         action: Action::Up,
@@ -135,6 +194,38 @@ pub const KEYS: [Binding; 19] = [
         what: "",
         when: When::Always,
         footer: None,
+    },
+    Binding {
+        action: Action::First,
+        codes: &[Key::Code(KeyCode::Home), ch('g')],
+        keys: "Home End  g G",
+        what: "the first / the last proof (replay: End reads to the end)",
+        when: When::Always,
+        footer: None,
+    },
+    Binding {
+        action: Action::Last,
+        codes: &[Key::Code(KeyCode::End), ch('G')],
+        keys: "",
+        what: "",
+        when: When::Always,
+        footer: None,
+    },
+    Binding {
+        action: Action::Sort,
+        codes: &[ch('s')],
+        keys: "s",
+        what: "sort the proofs: time, duration, unaccounted share, flagged first",
+        when: When::Always,
+        footer: Some("s sort"),
+    },
+    Binding {
+        action: Action::Filter,
+        codes: &[ch('/')],
+        keys: "/",
+        what: "filter the proofs by phase, thread or diagnosis (Enter keeps, Esc clears)",
+        when: When::Always,
+        footer: Some("/ find"),
     },
     Binding {
         action: Action::Follow,
@@ -194,8 +285,8 @@ pub const KEYS: [Binding; 19] = [
     },
     Binding {
         action: Action::Speed,
-        codes: &[ch('s')],
-        keys: "s",
+        codes: &[ch('>')],
+        keys: ">",
         what: "replay speed: 1×, 2×, 10×, max",
         when: When::Replay,
         footer: None,
@@ -232,6 +323,79 @@ pub fn footer(when: When) -> String {
         .join("  ")
 }
 
+/// The first key bound to `action`, as a user types it: for hints on screen.
+pub fn key_of(action: Action) -> String {
+    let Some(b) = bindings().find(|b| b.action == action) else {
+        return String::new();
+    };
+    match b.codes.first() {
+        Some(Key::Code(KeyCode::Char(' '))) => "space".into(),
+        Some(Key::Code(KeyCode::Char(c))) => c.to_string(),
+        Some(Key::Ctrl(c)) => format!("Ctrl-{c}"),
+        Some(Key::Code(KeyCode::Tab)) => "Tab".into(),
+        Some(Key::Code(c)) => format!("{c:?}"),
+        None => String::new(),
+    }
+}
+
+/// What the mouse did, where (terminal cells).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pointer {
+    Click { x: u16, y: u16 },
+    WheelUp { x: u16, y: u16 },
+    WheelDown { x: u16, y: u16 },
+}
+
+/// The mouse events the dashboard answers: a left click and the wheel.
+pub fn mouse(m: crossterm::event::MouseEvent) -> Option<Pointer> {
+    use crossterm::event::{MouseButton, MouseEventKind};
+    let (x, y) = (m.column, m.row);
+    match m.kind {
+        MouseEventKind::Down(MouseButton::Left) => Some(Pointer::Click { x, y }),
+        MouseEventKind::ScrollUp => Some(Pointer::WheelUp { x, y }),
+        MouseEventKind::ScrollDown => Some(Pointer::WheelDown { x, y }),
+        _ => None,
+    }
+}
+
+/// A key while the filter is typed (`/`).
+pub fn filter_key(key: KeyEvent) -> Option<crate::view::FilterKey> {
+    use crate::view::FilterKey;
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    match key.code {
+        KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => {
+            Some(FilterKey::Char(c))
+        }
+        KeyCode::Backspace => Some(FilterKey::Backspace),
+        KeyCode::Enter => Some(FilterKey::Enter),
+        KeyCode::Esc => Some(FilterKey::Escape),
+        _ => None,
+    }
+}
+
+/// [`footer`] in at most `width` columns: the keys in table order while they fit, `? help`
+/// always among them (it lists the rest).
+pub fn footer_fitting(when: When, width: usize) -> String {
+    let items: Vec<&str> = bindings()
+        .filter(|b| b.when == When::Always || b.when == when)
+        .filter_map(|b| b.footer)
+        .collect();
+    let mut out = String::new();
+    for item in items {
+        let need = out.chars().count() + 2 + item.chars().count();
+        if !out.is_empty() && need > width {
+            break;
+        }
+        if !out.is_empty() {
+            out.push_str("  ");
+        }
+        out.push_str(item);
+    }
+    out
+}
+
 /// The action for a key press (releases are ignored).
 pub fn map(key: KeyEvent) -> Option<Action> {
     if key.kind == KeyEventKind::Release {
@@ -252,6 +416,13 @@ mod tests {
 
     fn key(c: KeyCode) -> KeyEvent {
         KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn hints_name_the_key_the_map_knows() {
+        assert_eq!(key_of(Action::Panel(Tab::Gaps)), "2");
+        assert_eq!(map(key(KeyCode::Char('2'))), Some(Action::Panel(Tab::Gaps)));
+        assert_eq!(key_of(Action::NextTab), "Tab");
     }
 
     #[test]
@@ -281,7 +452,7 @@ mod tests {
         }
         assert_eq!(
             footer(When::Live),
-            "q quit  ? help  tab panel  ↑↓ proof  ←→ pan  +/- zoom  f follow  space pause  r rec"
+            "q quit  ? help  tab panel  ↑↓ proof  ←→ pan  +/- zoom  s sort  / find  f follow  space pause  r rec"
         );
         assert!(!footer(When::Replay).contains("rec"));
     }
@@ -295,6 +466,7 @@ mod tests {
                 "space" => KeyCode::Char(' '),
                 "esc" => KeyCode::Esc,
                 "PgUp" => KeyCode::PageUp,
+                "Home" => KeyCode::Home,
                 "↑" => KeyCode::Up,
                 "←" => KeyCode::Left,
                 s => KeyCode::Char(s.chars().next().unwrap()),

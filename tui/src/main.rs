@@ -210,11 +210,12 @@ fn diff(x: &proofscope::cli::DiffArgs) -> Result<Exit> {
     };
     std::io::stdout().write_all(out.as_bytes())?;
     if let Some(pct) = x.fail_on_regression {
-        let worse = d.regressions(pct);
+        let worse = d.regressions(pct, x.min_change / 1e3);
         if !worse.is_empty() {
             let _ = writeln!(
                 std::io::stderr(),
-                "regressions over {pct}% (interval above zero):\n  {}",
+                "regressions (over {pct}%, at least {} ms, interval above zero; or a new flagged gap):\n  {}",
+                x.min_change,
                 worse.join("\n  ")
             );
             return Ok(Exit::Regression);
@@ -223,13 +224,21 @@ fn diff(x: &proofscope::cli::DiffArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// B's phase statistics for `replay A --compare B`: B replayed headless, once.
-fn comparison(b: &std::path::Path, opts: &RunOpts) -> Result<proofscope::view::Comparison> {
+/// B's phase statistics for `replay A --compare B`, and `diff`'s verdicts on A → B: both
+/// replayed headless, once.
+fn comparison(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    opts: &RunOpts,
+) -> Result<proofscope::view::Comparison> {
+    let this = replayed(a, opts)?;
     let other = replayed(b, opts)?;
-    Ok(proofscope::view::Comparison {
-        label: b.display().to_string(),
-        stats: proofscope::analysis::phase_stats(other.model()),
-    })
+    Ok(proofscope::view::Comparison::new(
+        b.display().to_string(),
+        other.model(),
+        &this.report(),
+        &other.report(),
+    ))
 }
 
 /// `proofscope import LOG... -o FILE`.
@@ -300,6 +309,8 @@ fn export(x: &proofscope::cli::ExportArgs) -> Result<Exit> {
 
 /// What a headless run writes and how it exits.
 struct Headless<'a> {
+    /// A report instead of the dashboard ([`wants_report`]).
+    headless: bool,
     report: &'a ReportArgs,
     live: Option<&'a LiveArgs>,
     /// `replay --proofs N`: report the first N proofs.
@@ -316,6 +327,19 @@ impl From<Exit> for Ended {
     fn from(e: Exit) -> Ended {
         Ended::Exit(e)
     }
+}
+
+/// Whether to write a report instead of showing the dashboard: asked for (`--headless`, or an
+/// option only a report has), or no terminal to show it on — standard output a pipe or a file
+/// (`replay X | less`, a cron job), or `TERM=dumb`, which has no cursor addressing.
+fn wants_report(report: &ReportArgs, live: Option<&LiveArgs>, first_proofs: Option<u64>) -> bool {
+    use std::io::IsTerminal;
+    report.headless
+        || report.asks_for_report()
+        || live.is_some_and(LiveArgs::asks_for_report)
+        || first_proofs.is_some()
+        || !std::io::stdout().is_terminal()
+        || std::env::var_os("TERM").is_some_and(|t| t == "dumb")
 }
 
 fn run(cli: Cli) -> Result<Ended> {
@@ -335,6 +359,7 @@ fn run(cli: Cli) -> Result<Ended> {
             let opts = run_opts(report, memory, Some(live))?;
             let target = attach_target(socket.as_deref(), *wait)?;
             let how = Headless {
+                headless: wants_report(report, Some(live), None),
                 report,
                 live: Some(live),
                 first_proofs: None,
@@ -346,15 +371,29 @@ fn run(cli: Cli) -> Result<Ended> {
             logs,
             compare,
             proofs,
+            speed,
+            from_end,
             report,
             memory,
         } => {
             let opts = run_opts(report, memory, None)?;
+            let headless = wants_report(report, None, *proofs);
+            if headless && compare.is_some() {
+                bail!(
+                    "--compare is for the dashboard, and this run writes a report (no terminal, \
+                     or an option only a report has): `proofscope diff A B` compares two reports"
+                );
+            }
             let mut app = App::replay_with_logs(file.clone(), logs, &opts)?;
             if let Some(b) = compare {
-                app.view.compare = Some(comparison(b, &opts)?);
+                app.view.compare = Some(comparison(file, b, &opts)?);
+            }
+            app.set_speed(*speed);
+            if *from_end {
+                app.apply(proofscope::input::Action::Last);
             }
             let how = Headless {
+                headless,
                 report,
                 live: None,
                 first_proofs: *proofs,
@@ -369,13 +408,15 @@ fn run(cli: Cli) -> Result<Ended> {
             memory,
         } => {
             let opts = run_opts(report, memory, Some(live))?;
-            let stop_after = if report.headless {
+            let headless = wants_report(report, Some(live), None);
+            let stop_after = if headless {
                 live.proofs.or(Some(3))
             } else {
                 None
             };
             let child = proofscope::demo::start(demo, stop_after)?;
             let how = Headless {
+                headless,
                 report,
                 live: Some(live),
                 first_proofs: None,
@@ -389,8 +430,9 @@ fn run(cli: Cli) -> Result<Ended> {
 fn run_prover(x: &proofscope::cli::RunArgs) -> Result<Ended> {
     let opts = run_opts(&x.report, &x.memory, Some(&x.live))?;
     let preload = proofscope::run::find_preload(x.preload.as_deref())?;
+    let headless = wants_report(&x.report, Some(&x.live), None);
     // The dashboard owns the terminal: the prover's output goes to a file then.
-    let log = match (&x.log, x.report.headless) {
+    let log = match (&x.log, headless) {
         (Some(l), _) => Some(l.clone()),
         (None, true) => None,
         (None, false) => Some(
@@ -407,6 +449,7 @@ fn run_prover(x: &proofscope::cli::RunArgs) -> Result<Ended> {
     };
     let app = App::run(plan, &opts)?;
     let how = Headless {
+        headless,
         report: &x.report,
         live: Some(&x.live),
         first_proofs: None,
@@ -416,7 +459,7 @@ fn run_prover(x: &proofscope::cli::RunArgs) -> Result<Ended> {
 
 /// The dashboard, or a headless run and its report.
 fn watch(mut app: App, how: &Headless<'_>) -> Result<Ended> {
-    if !how.report.headless {
+    if !how.headless {
         app::run_tui_then(&mut app)?;
         return Ok(match app.session.child().and_then(|c| c.exit) {
             Some(code) => Ended::Child(code),
@@ -442,7 +485,7 @@ fn write_report(app: &App, how: &Headless<'_>) -> Result<f64> {
     let report = how.report;
     // The Chrome trace is written from the model; the report is built only when something
     // reads it (its per-proof tables are most of a long session's size again).
-    let needs_report = report.format != Format::Chrome || report.fail_on_gap.is_some();
+    let needs_report = report.format() != Format::Chrome || report.fail_on_gap.is_some();
     let rep = needs_report.then(|| {
         let mut r = app.report();
         if let Some(n) = how.first_proofs {
@@ -464,7 +507,7 @@ fn write_report(app: &App, how: &Headless<'_>) -> Result<f64> {
         }
     };
     let write = |w: &mut dyn Write| -> std::io::Result<()> {
-        match report.format {
+        match report.format() {
             Format::Text => w.write_all(rep.as_ref().map(text).unwrap_or_default().as_bytes()),
             Format::Json => w.write_all(
                 rep.as_ref()

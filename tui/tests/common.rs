@@ -37,7 +37,10 @@ pub fn opts() -> RunOpts {
 
 /// A replay of `name`, fully ingested, labelled with a stable source name.
 pub fn replayed(name: &str) -> App {
-    let mut app = App::replay(recording(name), &opts()).unwrap();
+    // Relative to the package root (cargo runs every test there): a log's path is part of its
+    // report (calls name their lines), and an absolute one would differ on every checkout.
+    let path = Path::new("../recordings").join(name);
+    let mut app = App::replay(path, &opts()).unwrap();
     app.relabel(&format!("recordings/{name}"));
     // A replay's wait reads it through at full speed.
     app.wait(std::time::Duration::ZERO);

@@ -101,3 +101,47 @@ fn a_regression_beyond_noise_fails_the_gate_with_status_4() {
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(t.contains("GONE") && t.contains("changed"), "{t}");
 }
+
+/// One proof a side has no interval, yet a flagged gap that appears is plain: the ghost
+/// coming back (async → sync on the H200) fails the gate, and "no interval" is said once.
+#[test]
+fn a_flagged_gap_that_appears_is_a_regression_whatever_the_intervals() {
+    let (a, b) = (
+        common::recording("h200-ghost-async.psrec"),
+        common::recording("h200-ghost-sync.psrec"),
+    );
+    let o = diff(&a, &b, &["--fail-on-regression", "5"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(err.contains("a flagged gap appeared: prove"), "{err}");
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(t.matches("no interval").count(), 1, "{t}");
+    // The fix the other way round passes.
+    let o = diff(&b, &a, &["--fail-on-regression", "5"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// A phase of nanoseconds that grew by 250 % is no regression: below --min-change (1 ms by
+/// default) no change counts; with the floor at 0 the same pair fails.
+#[test]
+fn a_change_below_the_floor_is_never_a_regression() {
+    let (a, b) = (
+        common::recording("cpp-c2-async.psrec"),
+        common::recording("cpp-c2-sync.psrec"),
+    );
+    let o = diff(&a, &b, &["--fail-on-regression", "5"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("epilogue"), "{err}");
+    let o = diff(&a, &b, &["--fail-on-regression", "5", "--min-change", "0"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(err.contains("epilogue"), "{err}");
+    let t = String::from_utf8_lossy(&o.stdout);
+    // One minus sign: the real one.
+    assert!(!t.contains("[-") && !t.contains(", -"), "{t}");
+}

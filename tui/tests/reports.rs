@@ -246,7 +246,7 @@ fn h200_ghost_recordings_tell_the_story_at_scale() {
             assert!(
                 f.contains(&format!("GPU {} idle", u.device))
                     && f.contains("while synthesis ran on main")
-                    && f.contains("overlap synthesis of the next batch"),
+                    && f.contains("keep the GPU fed while synthesis runs"),
                 "{f}"
             );
         }

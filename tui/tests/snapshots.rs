@@ -118,7 +118,10 @@ fn the_timeline_of_every_recording_shows_all_phases_and_the_unaccounted_line() {
                 "{name} at {w}x{h}: no unaccounted line\n{screen}"
             );
             if name == "h200-ghost-sync.psrec" {
-                assert!(screen.contains(", 1 flagged"), "{screen}");
+                // Flagged, what it is, and the key to the whole diagnosis: on the first screen.
+                assert!(screen.contains("), 1 of "), "{screen}");
+                assert!(screen.contains("! tail gap 1.39 s"), "{screen}");
+                assert!(screen.contains("press 2 for the diagnosis"), "{screen}");
             }
         }
     }
@@ -154,10 +157,12 @@ fn two_gpus_keep_their_legends_at_120x36() {
 fn stats_compare_the_ghost_fixed_with_the_ghost() {
     let mut app = common::replayed("h200-ghost-sync.psrec");
     let b = common::replayed("h200-ghost-async.psrec");
-    app.view.compare = Some(proofscope::view::Comparison {
-        label: "recordings/h200-ghost-async.psrec".into(),
-        stats: proofscope::analysis::phase_stats(b.model()),
-    });
+    app.view.compare = Some(proofscope::view::Comparison::new(
+        "recordings/h200-ghost-async.psrec".into(),
+        b.model(),
+        &app.report(),
+        &b.report(),
+    ));
     app.view.tab = Tab::Stats;
     let screen = render(&app, 120, 36);
     insta::assert_snapshot!("stats_compare_120x36", screen);
@@ -177,5 +182,5 @@ fn stats_compare_the_ghost_fixed_with_the_ghost() {
         lines[prove + 1].contains("15.5 s") && lines[prove + 1].contains('▒'),
         "{screen}"
     );
-    assert!(lines[prove].contains("-19."), "the change: {screen}");
+    assert!(lines[prove].contains("−19."), "the change: {screen}");
 }

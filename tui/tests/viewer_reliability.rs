@@ -308,7 +308,7 @@ fn a_corrupt_frame_is_counted_and_named() {
     );
 }
 
-/// A headless run that captured nothing says why and exits 1: no prover at the socket, or a
+/// A headless run that captured nothing says why and exits 1: no socket at the path, or a
 /// demo prover that died before sending anything (the GPU backend on a machine without one).
 #[test]
 fn a_headless_run_that_captured_nothing_exits_1_with_the_reason() {
@@ -322,8 +322,9 @@ fn a_headless_run_that_captured_nothing_exits_1_with_the_reason() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
+    // A socket path that does not exist fails at once, saying so.
     assert!(
-        err.contains("nothing captured: cannot connect to") && err.contains("none.sock"),
+        err.contains("no prover socket at") && err.contains("none.sock"),
         "{err}"
     );
 

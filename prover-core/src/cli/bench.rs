@@ -5,7 +5,7 @@
 use super::common::{ProverArgs, select_backend};
 use super::overhead::{Pairs, Side, order};
 use crate::groth16::circuits::AnyCircuit;
-use crate::groth16::pipeline::{BatchRequest, VerifyMode, prove_batch, verify};
+use crate::groth16::pipeline::{Ballast, BatchRequest, VerifyMode, prove_batch, verify};
 use crate::probe::{Probe, ProbeConfig, SessionInfo};
 use anyhow::{Context, Result, bail};
 use blstrs::Scalar;
@@ -82,6 +82,7 @@ impl Bench<'_> {
     /// Proves `circuits` with this pipeline; the wall time of the proof (its verification,
     /// with real parameters, outside it).
     fn ours(&self, circuits: Vec<(AnyCircuit, Vec<Scalar>)>) -> Result<Duration> {
+        let ballast = Ballast::written(self.args.prover.ballast_bytes());
         let t = Instant::now();
         let out = prove_batch(BatchRequest {
             params: &self.ps,
@@ -90,6 +91,7 @@ impl Bench<'_> {
             dealloc: self.args.prover.dealloc(),
             verify: VerifyMode::Off,
             stages: None,
+            ballast,
         })?;
         let el = t.elapsed();
         crate::groth16::dealloc::flush();

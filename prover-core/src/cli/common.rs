@@ -132,14 +132,21 @@ pub struct ProverArgs {
     /// Circuits per batch (one proof each).
     #[arg(long, value_name = "K", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub circuits: u32,
-    /// How the proving vectors are released at the end of a proof.
-    #[arg(long, value_enum, default_value_t = DeallocArg::Async)]
-    pub dealloc: DeallocArg,
+    /// How the proving vectors are released at the end of a proof [default: async; sync under
+    /// `proofscope demo`, whose point is the release that nobody timed]
+    #[arg(long, value_enum)]
+    pub dealloc: Option<DeallocArg>,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// Which proofs to verify.
     #[arg(long, value_enum, default_value_t = VerifyArg::Every)]
     pub verify: VerifyArg,
+    /// MiB each batch holds beside its own vectors, written during synthesis and released
+    /// with them: what C2-sized vectors add to a small circuit, so that their release takes
+    /// the time it takes in C2 [default: 0; under `proofscope demo` an eighth of this
+    /// machine's available memory, at most 2048]
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(0..=1 << 20))]
+    pub ballast_mib: Option<u64>,
 }
 
 impl ProverArgs {
@@ -149,14 +156,23 @@ impl ProverArgs {
         a.extend([
             "--circuits".into(),
             self.circuits.to_string(),
-            "--dealloc".into(),
-            val(&self.dealloc),
             "--backend".into(),
             val(&self.backend),
             "--verify".into(),
             val(&self.verify),
         ]);
+        if let Some(d) = &self.dealloc {
+            a.extend(["--dealloc".into(), val(d)]);
+        }
+        if let Some(m) = self.ballast_mib {
+            a.extend(["--ballast-mib".into(), m.to_string()]);
+        }
         a
+    }
+
+    /// [`Self::ballast_mib`] in bytes.
+    pub fn ballast_bytes(&self) -> u64 {
+        self.ballast_mib.unwrap_or(0) << 20
     }
 
     pub fn size(&self) -> Result<CircuitSize> {
@@ -168,7 +184,7 @@ impl ProverArgs {
     }
 
     pub fn dealloc(&self) -> DeallocMode {
-        match self.dealloc {
+        match self.dealloc.unwrap_or(DeallocArg::Async) {
             DeallocArg::Sync => DeallocMode::Sync,
             DeallocArg::Async => DeallocMode::Async,
         }

@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-pub use common::{BackendChoice, ParamsArgs, ProbeArgs, ProverArgs, select_backend};
+pub use common::{BackendChoice, DeallocArg, ParamsArgs, ProbeArgs, ProverArgs, select_backend};
 
 /// A Groth16 prover over BLS12-381, shaped like Filecoin's C2, carrying the proofscope probe.
 #[derive(Debug, Parser)]

@@ -1,7 +1,7 @@
 //! `prover prove`: one batch, a phase table, and optionally the artefacts for another verifier.
 
 use super::common::{ProbeArgs, ProverArgs, select_backend};
-use crate::groth16::pipeline::{BatchOutput, BatchRequest, prove_batch};
+use crate::groth16::pipeline::{Ballast, BatchOutput, BatchRequest, prove_batch};
 use crate::probe::SocketChoice;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -90,6 +90,7 @@ pub fn run(args: ProveArgs) -> Result<()> {
         dealloc: args.prover.dealloc(),
         verify: args.prover.verify(),
         stages: None,
+        ballast: Ballast::written(args.prover.ballast_bytes()),
     })?;
     crate::groth16::dealloc::flush();
     crate::outln!(

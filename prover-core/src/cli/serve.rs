@@ -8,7 +8,9 @@ use super::signals;
 use crate::groth16::backend::Backend;
 use crate::groth16::overlap::{Overlap, available_memory, synthesis_pool};
 use crate::groth16::params::ParamSet;
-use crate::groth16::pipeline::{BatchOutput, BatchRequest, ProveError, Stages, prove_batch};
+use crate::groth16::pipeline::{
+    Ballast, BatchOutput, BatchRequest, ProveError, Stages, prove_batch,
+};
 use crate::probe::SocketChoice;
 use anyhow::Result;
 use clap::Args;
@@ -121,6 +123,7 @@ impl Run<'_> {
             dealloc: self.args.prover.dealloc(),
             verify: self.args.prover.verify(),
             stages,
+            ballast: Ballast::written(self.args.prover.ballast_bytes()),
         })
     }
 

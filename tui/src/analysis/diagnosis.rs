@@ -54,6 +54,41 @@ pub struct Diagnosis {
     pub sched: Option<SchedEvidence>,
 }
 
+impl Diagnosis {
+    /// The finding in a few words, for a line that also names the gap: what was freed where,
+    /// or what the thread was doing.
+    pub fn headline(&self) -> String {
+        let r = &self.releases;
+        if r.count > 0 {
+            let sync = if self.kind == DiagnosisKind::SynchronousRelease {
+                "synchronous release: "
+            } else {
+                ""
+            };
+            return format!(
+                "{sync}{} freed in {} large release{} on {} ({} inside free)",
+                crate::format::bytes(r.bytes),
+                r.count,
+                if r.count == 1 { "" } else { "s" },
+                r.threads.first().map_or("?", String::as_str),
+                crate::format::dur(r.inside_ns),
+            );
+        }
+        match self.kind {
+            DiagnosisKind::SynchronousRelease | DiagnosisKind::Releases => "large releases",
+            DiagnosisKind::GpuIdle => "the GPU idle",
+            DiagnosisKind::GpuBusy => "the GPU busy with work no span covers",
+            DiagnosisKind::DroppedEvents => "events were dropped: spans may be missing",
+            DiagnosisKind::WaitingForCpu => "the thread waited for a CPU",
+            DiagnosisKind::RunningUninstrumented => "the thread ran code no span covers",
+            DiagnosisKind::Blocked => "the thread was blocked (a lock, I/O or a sleep)",
+            DiagnosisKind::WaitingOnOtherThreads => "the thread waited on other threads",
+            DiagnosisKind::NoEvidence => "no evidence",
+        }
+        .to_owned()
+    }
+}
+
 /// Frees longer than this are not plausible: how far before a gap a release may start.
 const RELEASE_LOOKBACK_NS: u64 = 60_000_000_000;
 /// A drop report this close to the gap counts: a collector cycle may report drops late.

@@ -54,6 +54,16 @@ impl Place {
             Place::Whole => "no children",
         }
     }
+
+    /// The gap in plain words: "tail gap", "gap between phases".
+    pub fn words(self) -> &'static str {
+        match self {
+            Place::BeforeFirst => "head gap",
+            Place::Between => "gap between phases",
+            Place::AfterLast => "tail gap",
+            Place::Whole => "whole span unaccounted",
+        }
+    }
 }
 
 /// One unaccounted interval.

@@ -8,7 +8,7 @@
 //! rest — and the summary never holds a gap longer than one that is listed (a 620 µs gap is not
 //! folded into "smaller gaps" under a listed 17 µs one): those are listed too.
 
-use super::{Diagnosis, Gap, GapRule, Place, diagnose, proof_gaps};
+use super::{Diagnosis, Gap, GapRule, Interval, Place, diagnose, proof_gaps};
 use crate::model::{Proof, Session, Span};
 
 /// A gap shown on a line of its own.
@@ -20,6 +20,44 @@ pub struct ListedGap {
     /// That span's length (at least 1).
     pub span_len: u64,
     pub diagnosis: Diagnosis,
+    /// The phases either side of it: the last to end before it, the first to start after.
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+impl ListedGap {
+    /// Where it is, in plain words: "tail gap after epilogue", "gap between synthesis and
+    /// prep_msm", "head gap before synthesis".
+    pub fn words(&self) -> String {
+        let (b, a) = (self.before.as_deref(), self.after.as_deref());
+        match (self.gap.place, b, a) {
+            (Place::Between, Some(b), Some(a)) => format!("gap between {b} and {a}"),
+            (Place::AfterLast, Some(b), _) => format!("tail gap after {b}"),
+            (Place::BeforeFirst, _, Some(a)) => format!("head gap before {a}"),
+            (place, _, _) => place.words().to_owned(),
+        }
+    }
+}
+
+/// The names of the children of `span` that end last before `at` and start first after it.
+fn neighbours(
+    s: &Session,
+    p: &Proof,
+    span: &Span,
+    at: Interval,
+) -> (Option<String>, Option<String>) {
+    let now = s.now();
+    let before = p
+        .children(span.id)
+        .filter(|c| c.end_or(now) <= at.start)
+        .max_by_key(|c| c.end_or(now))
+        .map(|c| s.name(c.name).to_owned());
+    let after = p
+        .children(span.id)
+        .filter(|c| c.start >= at.end)
+        .min_by_key(|c| c.start)
+        .map(|c| s.name(c.name).to_owned());
+    (before, after)
 }
 
 /// The gaps summed on one line.
@@ -32,7 +70,7 @@ pub struct Summed {
     pub tail_ns: Option<u64>,
 }
 
-/// The proof's gaps, listed (in time order) and summed. The outer span's total unaccounted
+/// The proof's gaps, listed (flagged first, then by length) and summed. The outer span's total unaccounted
 /// time is the third value.
 pub fn gap_listing(s: &Session, p: &Proof, rule: &GapRule) -> (Vec<ListedGap>, Summed, u64) {
     let outer = p.outer().map(|o| o.id);
@@ -47,12 +85,15 @@ pub fn gap_listing(s: &Session, p: &Proof, rule: &GapRule) -> (Vec<ListedGap>, S
         let span_len = sg.span.len_at(s.now()).max(1);
         for g in sg.gaps.iter().filter(|g| is_outer || g.flagged) {
             let diagnosis = diagnose(s, p, &sg.span, g.at);
+            let (before, after) = neighbours(s, p, &sg.span, g.at);
             let big = g.at.len() >= 1_000_000 || g.at.len() as f64 >= span_len as f64 * 0.005;
             let item = ListedGap {
                 span: sg.span,
                 gap: *g,
                 span_len,
                 diagnosis,
+                before,
+                after,
             };
             if g.flagged || big || item.diagnosis.releases.count > 0 {
                 listed.push(item);
@@ -68,7 +109,14 @@ pub fn gap_listing(s: &Session, p: &Proof, rule: &GapRule) -> (Vec<ListedGap>, S
         listed.extend(longer);
         rest = shorter;
     }
-    listed.sort_by_key(|l| (l.gap.at.start, l.gap.at.end));
+    // Flagged first, then the longest: what matters most is read first.
+    listed.sort_by_key(|l| {
+        (
+            !l.gap.flagged,
+            std::cmp::Reverse(l.gap.at.len()),
+            l.gap.at.start,
+        )
+    });
     let summed = Summed {
         count: rest.len(),
         total_ns: rest.iter().map(|r| r.gap.at.len()).sum(),

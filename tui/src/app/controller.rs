@@ -74,6 +74,10 @@ impl Controller {
         self.take(said)
     }
 
+    pub fn set_speed(&mut self, speed: crate::source::tape::Speed) {
+        self.feed.set_speed(speed);
+    }
+
     pub fn status(&self) -> LinkStatus {
         self.feed.status(&self.model)
     }

@@ -241,12 +241,31 @@ impl App {
                     self.view.follow_latest();
                 }
             }
+            // A replay reads to its end first; the view then shows the last proof.
+            Action::Last => {
+                let said = self.session.control(a);
+                self.take(said);
+                let model = self.session.model();
+                self.view.apply(a, model);
+            }
             view_action => {
                 let model = self.session.model();
                 self.view.apply(view_action, model);
             }
         }
         false
+    }
+
+    /// `replay --speed`.
+    pub fn set_speed(&mut self, speed: crate::source::tape::Speed) {
+        self.session.set_speed(speed);
+    }
+
+    /// A click or the wheel on a terminal of `screen`'s size.
+    pub fn point(&mut self, p: crate::input::Pointer, screen: ratatui::layout::Rect) {
+        self.dirty = true;
+        let model = self.session.model();
+        self.view.point(p, screen, model);
     }
 
     /// Stops the source and the demo prover.

@@ -22,7 +22,11 @@ pub fn run_tui(mut app: App) -> Result<()> {
 /// The dashboard; the app is left for its caller to ask how it ended (a prover's exit).
 pub fn run_tui_then(app: &mut App) -> Result<()> {
     let mut terminal = ratatui::try_init()?;
+    // Mouse reporting is an extra: a terminal without it still gets the dashboard.
+    let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture);
+    app.view.monochrome = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let result = event_loop(&mut terminal, app);
+    let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
     ratatui::restore();
     app.finish();
     if let Some(d) = &app.demo {
@@ -81,9 +85,21 @@ fn handle_input(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> Resul
         return Ok(false);
     }
     match event::read()? {
+        Event::Key(k) if app.view.editing => {
+            if let Some(f) = input::filter_key(k) {
+                app.view.edit_filter(f);
+                app.mark_dirty();
+            }
+        }
         Event::Key(k) => {
             if let Some(a) = input::map(k) {
                 return Ok(app.apply(a));
+            }
+        }
+        Event::Mouse(m) => {
+            if let Some(p) = input::mouse(m) {
+                let size = terminal.size()?;
+                app.point(p, ratatui::layout::Rect::new(0, 0, size.width, size.height));
             }
         }
         Event::Resize(..) => {

@@ -112,6 +112,8 @@ pub trait Source: std::fmt::Debug {
     fn lost_since(&self) -> Option<Instant> {
         None
     }
+    /// A replay's speed (`replay --speed`); other sources have none.
+    fn set_speed(&mut self, _speed: crate::source::tape::Speed) {}
     /// Names the source in the header (tests give recordings stable names).
     fn relabel(&mut self, _label: String) {}
     /// The prover this source started (`run`): how it stands.

@@ -82,10 +82,12 @@ impl ReplaySource {
 
 impl ReplaySource {
     /// The transport line: state, speed, position, frame, proofs, keys.
-    fn transport(&self, model: &Model) -> String {
+    /// (The proofs are counted once, in the header.)
+    fn transport(&self, _model: &Model) -> String {
+        use crate::input::key_of;
         let r = &self.replay;
         format!(
-            "{} {}  │  +{} of {}  │  frame {}/{}  │  {} proofs  │  s speed  [ ] proof  space pause",
+            "{} {}  │  +{} of {}  │  frame {}/{}  │  {} speed  {} {} proof  {} end  {} pause",
             if r.paused {
                 "⏸"
             } else if r.done() {
@@ -98,7 +100,11 @@ impl ReplaySource {
             crate::format::dur(r.end()),
             r.next,
             r.frame_count(),
-            model.proof_keys().len()
+            key_of(Action::Speed),
+            key_of(Action::PrevProof),
+            key_of(Action::NextProof),
+            key_of(Action::Last),
+            key_of(Action::Pause),
         )
     }
 }
@@ -133,6 +139,10 @@ impl Source for ReplaySource {
                     return self.seek(i, model);
                 }
             }
+            Action::Last => {
+                let last = r.frame_count().saturating_sub(1);
+                return self.seek(last, model);
+            }
             Action::Record => {
                 return Said {
                     message: Some("a replay is already a recording".into()),
@@ -166,6 +176,10 @@ impl Source for ReplaySource {
 
     fn relabel(&mut self, label: String) {
         self.replay.file = label;
+    }
+
+    fn set_speed(&mut self, speed: crate::source::tape::Speed) {
+        self.replay.set_speed(speed);
     }
 
     fn finish(&mut self) -> Option<String> {

@@ -20,10 +20,13 @@ pub struct ReplayFrame {
 }
 
 /// Replay speeds, in the order the speed key cycles through them.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, clap::ValueEnum)]
 pub enum Speed {
+    #[value(name = "1")]
     X1,
+    #[value(name = "2")]
     X2,
+    #[value(name = "10")]
     X10,
     Max,
 }

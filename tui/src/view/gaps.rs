@@ -2,7 +2,7 @@
 //! phases, with where it lies, its length and its diagnosis.
 
 use super::{ViewState, bold, dim, warn};
-use crate::analysis::{Place, gap_listing};
+use crate::analysis::gap_listing;
 use crate::format::dur;
 use crate::model::Model;
 use ratatui::buffer::Buffer;
@@ -32,26 +32,20 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let (listed, summed, _) = gap_listing(s, p, &state.rule);
     let any = !listed.is_empty() || summed.count > 0;
     for l in listed {
-        let (g, d) = (l.gap, l.diagnosis);
+        let (g, d) = (l.gap, &l.diagnosis);
         let style = if g.flagged {
             warn()
         } else {
             Style::default().fg(Color::Yellow)
         };
-        let place = match g.place {
-            Place::BeforeFirst => "head",
-            Place::Between => "between",
-            Place::AfterLast => "tail",
-            Place::Whole => "whole",
-        };
         lines.push(Line::from(vec![
             Span::styled(if g.flagged { "! " } else { "  " }, style),
-            Span::styled(format!("{:<11}", s.name(l.span.name)), bold()),
             Span::styled(format!("{:>9}", dur(g.at.len())), style),
             Span::raw(format!(
-                " {:>5.1}% {:<7} at +{}",
+                " {:>5.1}% of {}: {} at +{}",
                 g.at.len() as f64 / l.span_len as f64 * 100.0,
-                place,
+                s.name(l.span.name),
+                l.words(),
                 dur(g.at.start - t0),
             )),
         ]));

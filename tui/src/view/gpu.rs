@@ -18,9 +18,12 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             .and_then(|h| h.gpu_unavailable_reason.as_deref())
             .map(|r| crate::format::gpu_reason(r).into_owned())
             .unwrap_or_else(|| "no GPU samples".into());
-        Paragraph::new(format!("no GPU telemetry: {why}"))
-            .style(dim())
-            .render(area, buf);
+        Paragraph::new(crate::format::fit(
+            &format!("no GPU telemetry: {why}"),
+            area.width as usize,
+        ))
+        .style(dim())
+        .render(area, buf);
         return;
     }
     let proof_range = state
@@ -99,7 +102,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
                 pts.len()
             )
         };
-        Paragraph::new(text).render(info, buf);
+        Paragraph::new(crate::format::fit(&text, info.width as usize)).render(info, buf);
         let t = |ts: u64| ts.saturating_sub(from) as f64 / 1e9;
         let util: Vec<(f64, f64)> = pts
             .iter()

@@ -100,5 +100,9 @@ pub fn render(model: &Model, state: &ViewState, status: &LinkStatus, area: Rect,
             Style::default().fg(Color::Yellow),
         ));
     }
-    Paragraph::new(vec![Line::from(l1), Line::from(l2)]).render(area, buf);
+    Paragraph::new(super::fit_lines(
+        vec![Line::from(l1), Line::from(l2)],
+        area.width,
+    ))
+    .render(area, buf);
 }

@@ -43,24 +43,27 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let rss = samples.iter().map(|x| x.rss_bytes).max().filter(|&r| r > 0);
     let or_none =
         |v: Option<u64>| v.map_or("no samples".to_owned(), |b| format!("peak {}", bytes(b)));
-    Paragraph::new(vec![
-        Line::from(vec![
-            Span::styled("live ", Style::default().fg(Color::Cyan)),
-            Span::raw(format!("{}  ", or_none(peak))),
-            Span::styled("rss ", Style::default().fg(Color::Magenta)),
-            Span::raw(or_none(rss)),
-        ]),
-        Line::from(vec![
-            Span::styled("releases ", Style::default().fg(Color::Red)),
-            Span::raw(format!(
-                "{} freeing {} in {} large frees ({} on the proving thread){top}",
-                bytes(freed),
-                dur(freeing),
-                releases.len(),
-                dur(on_proving)
-            )),
-        ]),
-    ])
+    Paragraph::new(super::fit_lines(
+        vec![
+            Line::from(vec![
+                Span::styled("live ", Style::default().fg(Color::Cyan)),
+                Span::raw(format!("{}  ", or_none(peak))),
+                Span::styled("rss ", Style::default().fg(Color::Magenta)),
+                Span::raw(or_none(rss)),
+            ]),
+            Line::from(vec![
+                Span::styled("releases ", Style::default().fg(Color::Red)),
+                Span::raw(format!(
+                    "{} freeing {} in {} large frees ({} on the proving thread){top}",
+                    bytes(freed),
+                    dur(freeing),
+                    releases.len(),
+                    dur(on_proving)
+                )),
+            ]),
+        ],
+        summary.width,
+    ))
     .render(summary, buf);
     if samples.is_empty() {
         Paragraph::new("no allocator samples in this window")

@@ -13,11 +13,26 @@ use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let block = Block::default().borders(Borders::RIGHT).border_style(dim());
-    let inner = block.inner(area);
     block.render(area, buf);
-    let keys = model.proof_keys();
     let shown = state.shown(model);
+    let inner = entries_area(area);
+    render_title(
+        state,
+        Rect {
+            y: area.y,
+            height: 1,
+            ..inner
+        },
+        buf,
+    );
+    let keys = state.listed(model);
     let rows = inner.height as usize;
+    if keys.is_empty() && !state.filter.is_empty() {
+        Paragraph::new(crate::format::fit("no proof matches", inner.width as usize))
+            .style(dim())
+            .render(inner, buf);
+        return;
+    }
     if keys.is_empty() {
         // The prover's status line (a progress bar) is shown whole in the main panel: wrapped
         // into this narrow list it was unreadable.
@@ -27,15 +42,8 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         return;
     }
     // Keep the shown proof visible; following, keep the newest (the one in progress) too.
-    let pos = match state.selected {
-        None => keys.len() - 1,
-        Some(_) => shown
-            .and_then(|k| keys.iter().position(|x| *x == k))
-            .unwrap_or(keys.len() - 1),
-    };
-    let first = (pos + 1)
-        .saturating_sub(rows)
-        .min(keys.len().saturating_sub(rows));
+    let pos = shown_row(&keys, shown);
+    let first = first_row(keys.len(), pos, rows);
     let multi = model.sessions().len() > 1;
     let mut lines = Vec::new();
     for k in keys.iter().skip(first).take(rows) {
@@ -75,4 +83,50 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         lines.push(line);
     }
     Paragraph::new(lines).render(inner, buf);
+}
+
+/// The shown proof's entry, else the last.
+pub(crate) fn shown_row(
+    keys: &[crate::model::ProofKey],
+    shown: Option<crate::model::ProofKey>,
+) -> usize {
+    shown
+        .and_then(|k| keys.iter().position(|x| *x == k))
+        .unwrap_or(keys.len().saturating_sub(1))
+}
+
+/// The first list entry on screen when entry `pos` must be visible in `rows` rows.
+pub(crate) fn first_row(len: usize, pos: usize, rows: usize) -> usize {
+    (pos + 1).saturating_sub(rows).min(len.saturating_sub(rows))
+}
+
+/// Where the entries are drawn inside the list's area: under its title, left of its border.
+pub(crate) fn entries_area(list: Rect) -> Rect {
+    Rect {
+        x: list.x,
+        y: list.y + 1,
+        width: list.width.saturating_sub(1),
+        height: list.height.saturating_sub(1),
+    }
+}
+
+/// The list's first line: its order and its filter (the cursor while it is typed).
+fn render_title(state: &ViewState, area: Rect, buf: &mut Buffer) {
+    let mut text = format!("proofs {}", state.order.label());
+    if state.editing {
+        text = format!("/{}▏", state.filter);
+    } else if !state.filter.is_empty() {
+        text = format!("{text}  /{}", state.filter);
+    }
+    let style = if state.editing {
+        Style::default().add_modifier(Modifier::BOLD)
+    } else {
+        dim()
+    };
+    buf.set_string(
+        area.x,
+        area.y,
+        crate::format::fit(&text, area.width as usize),
+        style,
+    );
 }

@@ -48,9 +48,13 @@ pub fn render(model: &Model, area: Rect, buf: &mut Buffer) {
             bytes(releases.iter().map(|r| r.bytes).sum())
         ),
     };
-    Paragraph::new(Line::from(Span::styled(head, bold()))).render(Rect { height: 1, ..area }, buf);
+    Paragraph::new(super::fit_line(
+        Line::from(Span::styled(head, bold())),
+        area.width,
+    ))
+    .render(Rect { height: 1, ..area }, buf);
     let memory = memory_line(s, from, to);
-    Paragraph::new(memory).render(
+    Paragraph::new(super::fit_line(memory, area.width)).render(
         Rect {
             y: area.y + 1,
             height: 1,

@@ -2,6 +2,7 @@
 //! and how the view's keys change it. Everything the views need besides the model and the
 //! link's status.
 
+use super::order::{ProofOrder, listed};
 use crate::analysis::GapRule;
 use crate::input::Action;
 use crate::model::{Model, Proof, ProofKey, Session};
@@ -31,8 +32,16 @@ impl Tab {
     }
 
     pub fn next(self) -> Tab {
+        self.step(1)
+    }
+
+    pub fn prev(self) -> Tab {
+        self.step(Tab::ALL.len() - 1)
+    }
+
+    fn step(self, by: usize) -> Tab {
         let i = Tab::ALL.iter().position(|t| *t == self).unwrap_or(0);
-        Tab::ALL[(i + 1) % Tab::ALL.len()]
+        Tab::ALL[(i + by) % Tab::ALL.len()]
     }
 }
 
@@ -65,6 +74,16 @@ pub struct ViewState {
     pub scroll: usize,
     /// `replay --compare B`: B's phase statistics, shown beside these in the Stats panel.
     pub compare: Option<super::stats::Comparison>,
+    /// The proof list's order (`s`).
+    pub order: ProofOrder,
+    /// The proof list shows only proofs matching this (`/`); empty: all.
+    pub filter: String,
+    /// The filter is being typed: keys go to it.
+    pub editing: bool,
+    /// No colour (`NO_COLOR`): what colour told is told by glyph, bold or reverse alone.
+    pub monochrome: bool,
+    /// Help overlay: lines scrolled off its top.
+    pub help_scroll: usize,
 }
 
 impl Default for ViewState {
@@ -82,6 +101,11 @@ impl Default for ViewState {
             expand: false,
             scroll: 0,
             compare: None,
+            order: ProofOrder::Time,
+            filter: String::new(),
+            editing: false,
+            monochrome: false,
+            help_scroll: 0,
         }
     }
 }
@@ -124,12 +148,23 @@ impl ViewState {
     /// Applies a key of the view (the link's keys go to the source).
     pub fn apply(&mut self, a: Action, model: &Model) {
         match a {
-            Action::Help => self.help = !self.help,
+            Action::Help => {
+                self.help = !self.help;
+                self.help_scroll = 0;
+            }
             Action::Escape => {
                 self.help = false;
                 self.message = None;
             }
             Action::NextTab => self.tab = self.tab.next(),
+            Action::PrevTab => self.tab = self.tab.prev(),
+            Action::Panel(t) => self.tab = t,
+            Action::First => self.select_at(0, model),
+            Action::Last => self.select_at(usize::MAX, model),
+            Action::Sort => self.order = self.order.next(),
+            Action::Filter => self.editing = true,
+            Action::Up if self.help => self.help_scroll = self.help_scroll.saturating_sub(1),
+            Action::Down if self.help => self.help_scroll += 1,
             Action::Up => self.select(-1, model),
             Action::Down => self.select(1, model),
             Action::Left => self.pan = (self.pan - PAN_STEP).max(0.0),
@@ -145,6 +180,10 @@ impl ViewState {
                 self.expand = !self.expand;
                 self.scroll = 0;
             }
+            Action::ScrollUp if self.help => {
+                self.help_scroll = self.help_scroll.saturating_sub(SCROLL_STEP)
+            }
+            Action::ScrollDown if self.help => self.help_scroll += SCROLL_STEP,
             Action::ScrollUp => self.scroll = self.scroll.saturating_sub(SCROLL_STEP),
             Action::ScrollDown => {
                 let rows = super::timeline::rows_of(model, self);
@@ -160,20 +199,113 @@ impl ViewState {
         }
     }
 
-    /// Moves the selection `delta` proofs; leaving the newest stops following.
+    /// The proofs the list shows, in its order.
+    pub fn listed(&self, model: &Model) -> Vec<ProofKey> {
+        listed(model, self.order, &self.filter, &self.rule)
+    }
+
+    /// Moves the selection `delta` rows of the list; leaving the newest stops following.
     fn select(&mut self, delta: isize, model: &Model) {
-        let keys = model.proof_keys();
-        if keys.is_empty() {
+        let keys = self.listed(model);
+        let Some(last) = keys.len().checked_sub(1) else {
             return;
-        }
+        };
         let cur = self
             .shown(model)
             .and_then(|k| keys.iter().position(|x| *x == k))
-            .unwrap_or(keys.len() - 1) as isize;
-        let next = (cur + delta).clamp(0, keys.len() as isize - 1) as usize;
-        self.selected = Some(keys[next]);
-        if next != keys.len() - 1 {
-            self.follow = false;
+            .unwrap_or(last) as isize;
+        self.select_at((cur + delta).clamp(0, last as isize) as usize, model);
+    }
+
+    /// Selects row `row` of the list (past the end: the last); the newest in time order
+    /// follows new proofs again.
+    pub fn select_at(&mut self, row: usize, model: &Model) {
+        let keys = self.listed(model);
+        let Some(last) = keys.len().checked_sub(1) else {
+            return;
+        };
+        let row = row.min(last);
+        self.selected = Some(keys[row]);
+        self.follow = row == last && self.order == ProofOrder::Time && self.filter.is_empty();
+        if self.follow {
+            self.selected = None;
+        }
+    }
+
+    /// A key while the filter is typed: a character, Backspace, Enter (keep), Esc (clear).
+    pub fn edit_filter(&mut self, key: FilterKey) {
+        match key {
+            FilterKey::Char(c) => self.filter.push(c),
+            FilterKey::Backspace => {
+                self.filter.pop();
+            }
+            FilterKey::Enter => self.editing = false,
+            FilterKey::Escape => {
+                self.filter.clear();
+                self.editing = false;
+            }
+        }
+    }
+}
+
+/// What typing the filter does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterKey {
+    Char(char),
+    Backspace,
+    Enter,
+    Escape,
+}
+
+impl ViewState {
+    /// Where the shown proof is in the list's order, and the first entry drawn.
+    fn list_window(&self, model: &Model, rows: usize) -> (Vec<ProofKey>, usize) {
+        let keys = self.listed(model);
+        let pos = super::proofs::shown_row(&keys, self.shown(model));
+        let first = super::proofs::first_row(keys.len(), pos, rows);
+        (keys, first)
+    }
+
+    /// A click or the wheel at a cell of a `screen`-sized terminal: a tab, a proof, scrolling.
+    pub fn point(
+        &mut self,
+        p: crate::input::Pointer,
+        screen: ratatui::layout::Rect,
+        model: &Model,
+    ) {
+        use crate::input::Pointer;
+        let Some(a) = super::areas(screen) else {
+            return;
+        };
+        let inside = |r: ratatui::layout::Rect, x: u16, y: u16| {
+            r.contains(ratatui::layout::Position { x, y })
+        };
+        match p {
+            Pointer::Click { x, y } if inside(a.tabs, x, y) => {
+                if let Some(t) = super::tab_at(a.tabs, x) {
+                    self.tab = t;
+                }
+            }
+            Pointer::Click { x, y } => {
+                let entries = super::proofs::entries_area(a.list);
+                if inside(entries, x, y) {
+                    let (keys, first) = self.list_window(model, entries.height as usize);
+                    let row = first + (y - entries.y) as usize;
+                    if row < keys.len() {
+                        self.select_at(row, model);
+                    }
+                }
+            }
+            Pointer::WheelUp { x, y } | Pointer::WheelDown { x, y } => {
+                let up = matches!(p, Pointer::WheelUp { .. });
+                let action = match (self.help, inside(a.list, x, y), up) {
+                    (false, true, true) => Action::Up,
+                    (false, true, false) => Action::Down,
+                    (_, _, true) => Action::ScrollUp,
+                    (_, _, false) => Action::ScrollDown,
+                };
+                self.apply(action, model);
+            }
         }
     }
 }

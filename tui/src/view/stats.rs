@@ -16,6 +16,57 @@ pub struct Comparison {
     /// What B is (its file).
     pub label: String,
     pub stats: Vec<PhaseStats>,
+    /// `proofscope diff`'s verdict on each phase's median (A → B): the same words on screen as
+    /// in the diff, so that the two never disagree.
+    pub verdicts: Vec<(String, Verdict)>,
+}
+
+impl Comparison {
+    /// B (`label`, its model and report) beside A (its report), with `diff`'s verdicts.
+    pub fn new(
+        label: String,
+        b: &Model,
+        a_report: &crate::report::Report,
+        b_report: &crate::report::Report,
+    ) -> Comparison {
+        let d = crate::diff::diff(a_report, b_report);
+        Comparison {
+            label,
+            stats: phase_stats(b),
+            verdicts: d
+                .phases
+                .iter()
+                .map(|(n, c)| (n.clone(), Verdict::of(c)))
+                .collect(),
+        }
+    }
+}
+
+/// What `diff` says of a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Changed,
+    WithinNoise,
+    /// Too few proofs a side for an interval.
+    NoInterval,
+}
+
+impl Verdict {
+    pub fn of(c: &crate::diff::Change) -> Verdict {
+        match crate::diff::verdict(c) {
+            "changed" => Verdict::Changed,
+            "within noise" => Verdict::WithinNoise,
+            _ => Verdict::NoInterval,
+        }
+    }
+
+    fn glyph(self) -> &'static str {
+        match self {
+            Verdict::Changed => "!",
+            Verdict::WithinNoise => "≈",
+            Verdict::NoInterval => "?",
+        }
+    }
 }
 
 pub fn render(model: &Model, compare: Option<&Comparison>, area: Rect, buf: &mut Buffer) {
@@ -92,9 +143,16 @@ fn compared(a: &[PhaseStats], c: &Comparison, area: Rect, buf: &mut Buffer) {
         };
     let rows = names.iter().map(|n| {
         let (x, y) = (find(a, n), find(&c.stats, n));
+        let verdict = c
+            .verdicts
+            .iter()
+            .find(|(p, _)| p == n)
+            .map_or("", |(_, v)| v.glyph());
         let change = match (&x, &y) {
             (Some(x), Some(y)) if x.p50_ns > 0 => {
-                format!("{:+.1}%", (y.p50_ns as f64 / x.p50_ns as f64 - 1.0) * 100.0)
+                let pct = (y.p50_ns as f64 / x.p50_ns as f64 - 1.0) * 100.0;
+                let sign = if pct < 0.0 { "−" } else { "+" };
+                format!("{sign}{:.1}% {verdict}", pct.abs())
             }
             _ => String::new(),
         };
@@ -113,10 +171,17 @@ fn compared(a: &[PhaseStats], c: &Comparison, area: Rect, buf: &mut Buffer) {
     });
     let [legend, area] =
         ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
-    Paragraph::new(Line::from(vec![
-        Span::styled("█ A: this recording   ", A_STYLE),
-        Span::styled(format!("▒ B: {}", c.label), B_STYLE),
-    ]))
+    Paragraph::new(super::fit_line(
+        Line::from(vec![
+            Span::styled("█ A: this recording   ", A_STYLE),
+            Span::styled(format!("▒ B: {}", c.label), B_STYLE),
+            Span::styled(
+                "   ! changed  ≈ within noise  ? too few proofs (as diff)",
+                dim(),
+            ),
+        ]),
+        legend.width,
+    ))
     .render(legend, buf);
     let header = Row::new(["phase", "count", "p50", "p95", "B vs A", "p50 bars"].map(Cell::from))
         .style(bold());

@@ -59,8 +59,12 @@ fn fill(buf: &mut Buffer, y: u16, cols: (u16, u16), ch: &str, style: Style) {
 }
 
 fn label(buf: &mut Buffer, area: Rect, y: u16, text: &str, style: Style) {
-    let t: String = text.chars().take(LABEL as usize - 1).collect();
-    buf.set_string(area.x, y, t, style);
+    buf.set_string(
+        area.x,
+        y,
+        crate::format::fit(text, LABEL as usize - 1),
+        style,
+    );
 }
 
 /// "ntt_msm_h:1" for `ntt_msm_h` on thread `gpu-1` (the thread's number, else its name),
@@ -71,8 +75,7 @@ fn phase_on_thread(name: &str, thread: &str) -> String {
         _ => thread,
     };
     let room = (LABEL as usize - 1).saturating_sub(suffix.chars().count() + 1);
-    let short: String = name.chars().take(room).collect();
-    format!("{short}:{suffix}")
+    format!("{}:{suffix}", crate::format::fit(name, room))
 }
 
 /// A row to draw: its label, the intervals on it, its style, whether it is a sub-row, and
@@ -276,7 +279,8 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         return;
     };
     let Some(outer) = p.outer().copied() else {
-        Paragraph::new(format!("proof {} has no outer span yet", p.id())).render(area, buf);
+        let text = format!("proof {} has no outer span yet", p.id());
+        Paragraph::new(crate::format::fit(&text, area.width as usize)).render(area, buf);
         return;
     };
     let (a, b) = (outer.start, outer.end_or(s.now()));
@@ -305,7 +309,8 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     if let Some(e) = p.end() {
         title.push(TSpan::raw(format!("  {}", e.verification.as_str())));
     }
-    Paragraph::new(Line::from(title)).render(Rect { height: 1, ..area }, buf);
+    Paragraph::new(super::fit_line(Line::from(title), area.width))
+        .render(Rect { height: 1, ..area }, buf);
     // Axis line: ticks at round offsets from the proof's start, labelled where they fit.
     let y_axis = area.y + 1;
     label(buf, area, y_axis, "", dim());
@@ -340,21 +345,22 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             let Some(c) = axis.cols(g.at.start, g.at.end) else {
                 continue;
             };
-            let style = if g.flagged {
-                Style::default().fg(Color::Red)
+            // Flagged and not differ in glyph as well as colour (NO_COLOR, colour blindness).
+            let (glyph, style) = if g.flagged {
+                (FLAGGED, Style::default().fg(Color::Red))
             } else {
-                Style::default().fg(Color::Yellow)
+                (UNFLAGGED, Style::default().fg(Color::Yellow))
             };
-            fill(buf, y0, c, "░", style);
+            fill(buf, y0, c, glyph, style);
             let text = dur(g.at.len()).to_string();
-            if (c.1 - c.0) as usize >= text.len() + 2 {
-                let x = c.0 + (c.1 - c.0 - text.len() as u16) / 2;
-                buf.set_string(
-                    x,
-                    y0,
-                    &text,
-                    style.add_modifier(ratatui::style::Modifier::BOLD),
-                );
+            let tw = text.chars().count() as u16;
+            let bold = style.add_modifier(ratatui::style::Modifier::BOLD);
+            if c.1 - c.0 >= tw + 2 {
+                let x = c.0 + (c.1 - c.0 - tw) / 2;
+                buf.set_string(x, y0, &text, bold);
+            } else if g.flagged && c.0 > axis.x + tw {
+                // Too narrow to hold its length: the length beside it, over the outer bar.
+                buf.set_string(c.0 - tw - 1, y0, format!("{text} "), bold);
             }
         }
     }
@@ -362,7 +368,8 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     // summary always, the legend when there is room for it and a few rows.
     let bottom = area.y + area.height;
     let legend = area.height >= 12;
-    let reserved = 1 + u16::from(legend);
+    let worst = worst_flagged(s, p, &outer, outer_gaps);
+    let reserved = 1 + u16::from(legend) + 2 * u16::from(worst.is_some());
     let avail = bottom.saturating_sub(y0 + 1 + reserved) as usize;
     // Collapsed (the default), the phases come first: their summary sub-rows only if all fit.
     let all = if state.expand {
@@ -437,25 +444,75 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         let total = (b - a).max(1);
         let flagged = og.gaps.iter().filter(|g| g.flagged).count();
         let text = format!(
-            "unaccounted {} ({:.1}% of prove), {} gap{}, {} flagged (≥ {})",
+            "unaccounted {} ({:.1}% of {}), {flagged} of {} gap{} flagged (≥ {})",
             dur(og.unaccounted_ns),
             og.unaccounted_ns as f64 / total as f64 * 100.0,
+            s.name(outer.name),
             og.gaps.len(),
             if og.gaps.len() == 1 { "" } else { "s" },
-            flagged,
             dur(state.rule.threshold(total)),
         );
         let style = if flagged > 0 { warn() } else { dim() };
-        buf.set_string(area.x, y_sum, text, style);
+        let w = area.width as usize;
+        buf.set_string(area.x, y_sum, crate::format::fit(&text, w), style);
+    }
+    let mut y = y_sum + 1;
+    if let Some((finding, key)) = &worst {
+        let w = area.width as usize;
+        buf.set_string(area.x, y, crate::format::fit(finding, w), warn());
+        buf.set_string(area.x, y + 1, crate::format::fit(key, w), bold());
+        y += 2;
     }
     if legend {
+        let outer_name = s.name(outer.name);
+        let wide = format!(
+            "█ phase  ▬ its threads / GPU streams  ▔ {outer_name}  {UNFLAGGED} unaccounted  {FLAGGED} flagged"
+        );
+        let text = if wide.chars().count() <= area.width as usize {
+            wide
+        } else {
+            format!("█ phase ▬ threads ▔ {outer_name} {UNFLAGGED} unaccounted {FLAGGED} flagged")
+        };
         buf.set_string(
             area.x,
-            y_sum + 1,
-            "█ phase  ▬ its threads / GPU streams  ▔ prove  ░ unaccounted (red: flagged)",
+            y,
+            crate::format::fit(&text, area.width as usize),
             dim(),
         );
     }
+}
+
+/// Unaccounted time under the threshold, and over it.
+const UNFLAGGED: &str = "░";
+const FLAGGED: &str = "▓";
+
+/// The first-sight lines under the chart when a gap of the outer span is flagged: the largest
+/// and what the diagnosis found; then the key to the whole of it.
+fn worst_flagged(
+    s: &Session,
+    p: &Proof,
+    outer: &crate::model::Span,
+    gaps: Option<&crate::analysis::SpanGaps>,
+) -> Option<(String, String)> {
+    let g = gaps?
+        .gaps
+        .iter()
+        .filter(|g| g.flagged)
+        .max_by_key(|g| g.at.len())?;
+    let d = crate::analysis::diagnose(s, p, outer, g.at);
+    let t0 = outer.start;
+    let finding = format!(
+        "! {} {} at +{}: {}",
+        g.place.words(),
+        dur(g.at.len()),
+        dur(g.at.start.saturating_sub(t0)),
+        d.headline(),
+    );
+    let key = format!(
+        "  press {} for the diagnosis (who freed it, from where)",
+        crate::input::key_of(crate::input::Action::Panel(super::Tab::Gaps))
+    );
+    Some((finding, key))
 }
 
 /// How far the timeline can scroll: its rows for the shown proof, at `expand`.
