@@ -426,6 +426,17 @@ pub mod tmux {
             self.run(&["capture-pane", "-p", "-t", &self.name])
         }
 
+        /// The screen with its escape codes (colours, bold, reverse) as tmux keeps them.
+        pub fn screen_with_escapes(&self) -> String {
+            self.run(&["capture-pane", "-e", "-p", "-t", &self.name])
+        }
+
+        /// Resizes the window (the dashboard redraws at the new size).
+        pub fn resize(&self, width: u16, height: u16) {
+            let (w, h) = (width.to_string(), height.to_string());
+            self.run(&["resize-window", "-t", &self.name, "-x", &w, "-y", &h]);
+        }
+
         /// Sends one key (tmux's names: `q`, `Tab`, `Space`, `C-c`).
         pub fn key(&self, k: &str) {
             self.run(&["send-keys", "-t", &self.name, k]);

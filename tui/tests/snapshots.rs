@@ -184,3 +184,99 @@ fn stats_compare_the_ghost_fixed_with_the_ghost() {
     );
     assert!(lines[prove].contains("−19."), "the change: {screen}");
 }
+
+/// One number, one definition: the header's proof count and rate are the JSON report's, for
+/// every recording.
+#[test]
+fn the_screens_figures_are_the_reports() {
+    for name in common::all_recordings() {
+        let app = common::replayed(&name);
+        let screen = render(&app, 160, 48);
+        let json: serde_json::Value =
+            serde_json::from_str(&proofscope::report::json(&app.report())).unwrap();
+        let last = json["sessions"]
+            .as_array()
+            .and_then(|s| s.last())
+            .cloned()
+            .unwrap_or_default();
+        let done: usize = json["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                s["proofs"]
+                    .as_array()
+                    .map_or(0, |p| p.iter().filter(|p| p["complete"] == true).count())
+            })
+            .sum();
+        let header = screen.lines().nth(1).unwrap_or_default();
+        let evicted = json["evicted_proofs"].as_u64().unwrap_or(0) as usize;
+        assert!(
+            header.contains(&format!("proofs {} ", done + evicted))
+                || header.contains(&format!("proofs {} (", done + evicted)),
+            "{name}: the header's count is not the report's {done} (+{evicted} evicted):\n{header}"
+        );
+        let t = &last["throughput"];
+        if t["proofs"].as_u64().unwrap_or(0) >= 2 {
+            let rate = format!("({:.1}/min)", t["per_minute"].as_f64().unwrap());
+            assert!(
+                header.contains(&rate),
+                "{name}: rate {rate} not on screen:\n{header}"
+            );
+        }
+    }
+}
+
+/// Text that does not fit ends in `…`: at every size, on every panel of every recording, the
+/// last column of the screen (and of the proof list, in the body) never ends a word cut short:
+/// what ends there is a blank, an ellipsis, a border or chart glyph, or a whole figure
+/// ("662.2 ms", "41%") set flush right.
+#[test]
+fn no_line_is_cut_without_an_ellipsis() {
+    let glyph = |c: char| !c.is_alphanumeric() && c != '(' && c != '[';
+    let figure = |tok: &str| {
+        let units = [
+            "ns", "µs", "ms", "s", "B", "KB", "MB", "GB", "TB", "%", "W", "J", "min",
+        ];
+        let t = tok
+            .trim_start_matches(['+', '−', '-', '('])
+            .trim_end_matches(')');
+        units.contains(&t)
+            || t.trim_end_matches(|c: char| c.is_alphabetic() || c == '%')
+                .parse::<f64>()
+                .is_ok()
+    };
+    let mut bad = Vec::new();
+    for name in common::all_recordings() {
+        let mut app = common::replayed(&name);
+        for tab in Tab::ALL {
+            app.view.tab = tab;
+            for (w, h) in [(120u16, 36u16), (80, 24), (200, 60)] {
+                let screen = render(&app, w, h);
+                let list_w = if w >= 120 { 30 } else { 20 };
+                for (y, line) in screen.lines().enumerate() {
+                    let cells: Vec<char> = line.trim_matches('"').chars().collect();
+                    let body = y >= 2 && y + 1 < h as usize;
+                    let edges = [Some(w as usize - 1), body.then_some(list_w - 2)];
+                    for x in edges.into_iter().flatten() {
+                        let Some(&c) = cells.get(x) else { continue };
+                        if glyph(c) {
+                            continue;
+                        }
+                        let start = cells[..=x].iter().rposition(|c| *c == ' ' || *c == '│');
+                        let tok: String = cells[start.map_or(0, |s| s + 1)..=x].iter().collect();
+                        if !figure(&tok) {
+                            bad.push(format!("{name} {tab:?} {w}x{h} row {y} `{tok}`: {line}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} lines cut without …:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}

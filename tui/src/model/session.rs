@@ -230,15 +230,6 @@ impl Session {
         self.defs_refused
     }
 
-    /// Completed proofs per minute over the session so far.
-    pub fn proofs_per_min(&self) -> Option<f64> {
-        let (a, b) = (self.first_end?, self.last_end?);
-        if self.proofs_done < 2 || b <= a {
-            return None;
-        }
-        Some((self.proofs_done - 1) as f64 / ((b - a) as f64 / 60e9))
-    }
-
     pub fn gpu_names(&self) -> Vec<String> {
         self.hello
             .as_ref()

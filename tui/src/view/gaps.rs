@@ -73,7 +73,12 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     if !any {
         lines.push(Line::from(Span::styled("no unaccounted time", dim())));
     }
+    // Wrapped one column short of the edge: text that touches the edge is text that was cut.
+    let inner = Rect {
+        width: area.width.saturating_sub(1),
+        ..area
+    };
     Paragraph::new(lines)
         .wrap(Wrap { trim: false })
-        .render(area, buf);
+        .render(inner, buf);
 }

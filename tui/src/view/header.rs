@@ -59,8 +59,12 @@ pub fn render(model: &Model, state: &ViewState, status: &LinkStatus, area: Rect,
     let done = model.proofs_done();
     l2.push(Span::styled(" │ ", dim()));
     l2.push(Span::raw(format!("proofs {done}")));
-    if let Some(r) = s.and_then(|s| s.proofs_per_min()) {
-        l2.push(Span::raw(format!(" ({r:.1}/min)")));
+    // The report's figure, by the report's function: the screen and the report agree.
+    let rate = s
+        .and_then(crate::analysis::throughput::session_throughput)
+        .filter(|t| t.proofs >= 2);
+    if let Some(t) = rate {
+        l2.push(Span::raw(format!(" ({:.1}/min)", t.per_minute)));
     }
     // Live: whether the newest proof is followed (`f` toggles it).
     if status.is_live() {
