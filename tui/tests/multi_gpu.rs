@@ -161,8 +161,8 @@ fn two_gpus_appear_in_the_timeline_the_gpu_panel_and_the_report() {
             .unwrap_or("")
             .to_owned()
     };
-    assert!(line("gpu0: busy").contains("util avg 80%"), "{gpu}");
-    assert!(line("gpu1: busy").contains("util avg 81%"), "{gpu}");
+    assert!(line("gpu0: busy").contains("NVML util 80%"), "{gpu}");
+    assert!(line("gpu1: busy").contains("NVML util 81%"), "{gpu}");
 
     let r = proofscope::report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
     let threads: Vec<&str> = r.sessions[0].proofs[0]
@@ -186,7 +186,8 @@ fn a_real_two_gpu_recording_shows_both_devices() {
     }
     let gpu = render(&app, Tab::Gpu);
     assert!(
-        gpu.contains("gpu0: busy 10% (!)") && gpu.contains("gpu1: busy 10% (!)"),
+        gpu.contains("gpu0: busy 10% (GPU spans) (!)")
+            && gpu.contains("gpu1: busy 10% (GPU spans) (!)"),
         "{gpu}"
     );
 
@@ -210,6 +211,43 @@ fn a_real_two_gpu_recording_shows_both_devices() {
             !p.gaps.iter().any(|g| g.flagged && g.span == "prove"),
             "{:?}",
             p.gaps
+        );
+    }
+}
+
+/// NVML's reading speaks for the time before it (`analysis::nvml`): on the H200 recording,
+/// proof 2's own GPU phases read their kernels' utilisation and its synthesis reads the idle
+/// GPU. Placed at read time, proof 1's kernels showed as a hump in proof 2's synthesis.
+#[test]
+fn proof_twos_gpu_phases_read_their_own_utilisation() {
+    use proofscope::analysis::{Interval, nvml};
+    let app = common::replayed("h200-multi-gpu.psrec");
+    let model = app.model();
+    let s = &model.sessions()[0];
+    let key = model.proof_keys()[1];
+    let p = model.proof(key).expect("proof 2");
+    let mean = |dev: u32, name: &str| -> f64 {
+        let (mut sum, mut n) = (0.0, 0.0);
+        for ph in p.phases().filter(|ph| s.name(ph.name) == name) {
+            let iv = Interval::new(ph.start, ph.end_or(s.now()));
+            if let Some(u) = nvml::mean_util(s, dev, iv) {
+                sum += u * iv.len() as f64;
+                n += iv.len() as f64;
+            }
+        }
+        assert!(n > 0.0, "no NVML reading over {name} on gpu{dev}");
+        sum / n
+    };
+    for dev in [0, 1] {
+        let synthesis = mean(dev, "synthesis");
+        let gpu = mean(dev, "ntt_msm_h").max(mean(dev, "batch_add"));
+        assert!(
+            synthesis <= 10.0,
+            "gpu{dev}: synthesis reads {synthesis:.0}%"
+        );
+        assert!(
+            gpu >= 20.0 && gpu >= 3.0 * synthesis.max(1.0),
+            "gpu{dev}: GPU phases {gpu:.0}% vs synthesis {synthesis:.0}%"
         );
     }
 }

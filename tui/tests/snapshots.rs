@@ -146,8 +146,8 @@ fn two_gpus_keep_their_legends_at_120x36() {
     insta::assert_snapshot!("multi_gpu_120x36", screen);
     assert_eq!(screen.matches("util %").count(), 2, "{screen}");
     assert!(
-        screen.contains("gpu0: busy 10% (!)  util avg")
-            && screen.contains("gpu1: busy 10% (!)  util avg"),
+        screen.contains("gpu0: busy 10% (GPU spans) (!)  NVML util")
+            && screen.contains("gpu1: busy 10% (GPU spans) (!)  NVML util"),
         "{screen}"
     );
 }

@@ -146,15 +146,10 @@ fn release_evidence(session: &Session, thread: ThreadId, gap: Interval) -> Relea
     e
 }
 
-/// The average NVML utilisation over the gap, of every device with samples in it.
+/// NVML's utilisation over the gap, of every device with readings for it (each placed over
+/// the window it averages: [`super::nvml`]).
 fn gpu_utilisation(session: &Session, gap: Interval) -> Option<f64> {
-    let samples: Vec<f64> = session
-        .gpu_samples()
-        .values()
-        .flat_map(|s| s.range(gap.start, gap.end))
-        .filter_map(|s| s.util_pct.map(f64::from))
-        .collect();
-    (!samples.is_empty()).then(|| samples.iter().sum::<f64>() / samples.len() as f64)
+    super::nvml::mean_util_any(session, gap)
 }
 
 /// Spans of the proof on other threads that overlap a tenth of the gap or more: (thread,

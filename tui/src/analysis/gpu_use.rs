@@ -125,27 +125,17 @@ fn busy_from_spans(proof: &Proof, others: &[&Proof], device: u32, range: Interva
 /// NVML's utilisation below this counts a sample's period as idle.
 const IDLE_UTIL_PCT: u8 = 10;
 
-/// From NVML: each sample speaks for the period since the previous one; `None` without
-/// samples in the window.
+/// From NVML: each reading over the window it averages ([`super::nvml`]); `None` without
+/// readings for the range.
 fn busy_from_nvml(session: &Session, device: u32, range: Interval) -> Option<Busy> {
-    let series = session.gpu_samples().get(&device)?;
-    let period = session
-        .hello()
-        .map_or(100_000_000, |h| h.gpu_sample_interval_ns.max(1));
-    let samples: Vec<_> = series
-        .range(range.start, range.end)
-        .iter()
-        .filter_map(|s| s.util_pct.map(|u| (s.ts, u)))
-        .collect();
-    if samples.is_empty() {
-        return None;
-    }
-    let mean = samples.iter().map(|s| f64::from(s.1)).sum::<f64>() / samples.len() as f64;
+    let readings = super::nvml::readings(session, device, range);
+    let mean = super::nvml::mean_util(session, device, range)?;
     let busy_ns = (range.len() as f64 * mean / 100.0) as u64;
-    let idle = samples
+    let idle = readings
         .iter()
-        .filter(|s| s.1 < IDLE_UTIL_PCT)
-        .map(|s| Interval::new(s.0.saturating_sub(period).max(range.start), s.0))
+        .filter(|r| r.1 < IDLE_UTIL_PCT)
+        .map(|r| Interval::new(r.0.start.max(range.start), r.0.end.min(range.end)))
+        .filter(|i| !i.is_empty())
         .collect();
     Some(Busy {
         source: BusySource::Nvml,

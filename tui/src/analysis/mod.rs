@@ -16,6 +16,7 @@ pub mod structure;
 pub mod throughput;
 
 pub use diagnosis::{Diagnosis, DiagnosisKind, ReleaseEvidence, diagnose};
+pub mod nvml;
 pub use gaps::{Gap, GapRule, Interval, Place, SpanGaps, proof_gaps, unaccounted};
 pub use gpu_use::{BusySource, GpuUse, gpu_use};
 pub use listing::{ListedGap, Summed, gap_listing};

@@ -1,13 +1,14 @@
 //! GPU panel: utilisation, memory, power and clocks of each device on the proof's time axis.
 
 use super::{ViewState, dim};
+use crate::analysis::{Interval, nvml};
 use crate::format::bytes;
 use crate::model::Model;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::symbols::Marker;
-use ratatui::text::Line;
+use ratatui::text::{Line, Span as TSpan};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Widget};
 
 pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
@@ -51,11 +52,19 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             (last.saturating_sub(30_000_000_000), last)
         });
         let pts = series.range(from, to.saturating_add(1));
-        let [info, chart] =
-            Layout::vertical([Constraint::Length(1), Constraint::Min(2)]).areas(*part);
-        // Over the window shown (the selected proof): average and peak, not the session's
-        // last sample.
-        let utils: Vec<u8> = pts.iter().filter_map(|g| g.util_pct).collect();
+        let shown = Interval::new(from, to);
+        let phase_line = proof_range.is_some() && part.height >= 6;
+        let legend_line = part.height >= 5;
+        let [info, phases, legend, chart] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Length(u16::from(phase_line)),
+            Constraint::Length(u16::from(legend_line)),
+            Constraint::Min(2),
+        ])
+        .areas(*part);
+        // Over the window shown (the selected proof), each reading over the time it averages.
+        let readings = nvml::readings(s, *dev, shown);
+        let utils: Vec<u8> = readings.iter().map(|r| r.1).collect();
         let powers: Vec<u32> = pts.iter().filter_map(|g| g.power_mw).collect();
         let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
         let text = if pts.is_empty() {
@@ -65,10 +74,9 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             let util = if utils.is_empty() {
                 "util ?".to_owned()
             } else {
-                let u: Vec<f64> = utils.iter().map(|&u| f64::from(u)).collect();
                 format!(
-                    "util avg {:.0}% peak {}%",
-                    avg(&u),
+                    "NVML util {:.0}% (peak {}%)",
+                    nvml::mean_util(s, *dev, shown).unwrap_or(0.0),
                     utils.iter().max().copied().unwrap_or(0)
                 )
             };
@@ -86,8 +94,12 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
                 .iter()
                 .find(|u| u.device == *dev)
                 .map_or(String::new(), |u| {
+                    let by = match u.source {
+                        crate::analysis::BusySource::GpuSpans => "GPU spans",
+                        crate::analysis::BusySource::Nvml => "from NVML",
+                    };
                     format!(
-                        "busy {:.0}%{}  ",
+                        "busy {:.0}% ({by}){}  ",
                         u.device_busy_share * 100.0,
                         if u.finding.is_some() { " (!)" } else { "" }
                     )
@@ -103,10 +115,20 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             )
         };
         Paragraph::new(crate::format::fit(&text, info.width as usize)).render(info, buf);
+        if phase_line {
+            let text = phase_utils(model, state, *dev);
+            Paragraph::new(crate::format::fit(&text, phases.width as usize))
+                .style(dim())
+                .render(phases, buf);
+        }
+        if legend_line {
+            Paragraph::new(super::fit_line(legend_of(), legend.width)).render(legend, buf);
+        }
         let t = |ts: u64| ts.saturating_sub(from) as f64 / 1e9;
-        let util: Vec<(f64, f64)> = pts
+        // Each reading drawn at the middle of the time it averages.
+        let util: Vec<(f64, f64)> = readings
             .iter()
-            .filter_map(|g| Some((t(g.ts), g.util_pct? as f64)))
+            .map(|(w, u)| (t(w.start + w.len() / 2), f64::from(*u)))
             .collect();
         let mem: Vec<(f64, f64)> = pts
             .iter()
@@ -149,14 +171,67 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             ],
             None => vec![Line::from("0"), Line::from(format!("{span:.2}s"))],
         }))
-        // The legend stays when the panel is shared by several GPUs (ratatui hides it above a
-        // quarter of the chart's height by default).
-        .hidden_legend_constraints((Constraint::Ratio(1, 2), Constraint::Ratio(1, 1)))
+        // The legend is a line above the plot: inside, it would sit over the proof's end.
+        .legend_position(None)
         .y_axis(
             Axis::default()
                 .bounds([0.0, 100.0])
                 .labels(vec![Line::from("0"), Line::from("100")]),
         )
         .render(chart, buf);
+    }
+}
+
+/// The chart's series, named in their colours.
+fn legend_of() -> Line<'static> {
+    let item = |name: &'static str, color: Color| {
+        [
+            TSpan::styled("━ ", Style::default().fg(color)),
+            TSpan::styled(name, Style::default().fg(color)),
+            TSpan::raw("  "),
+        ]
+    };
+    Line::from(
+        [
+            item(
+                "util % (NVML, at the time each reading averages)",
+                Color::Green,
+            ),
+            item("mem %", Color::Cyan),
+            item("W/10", Color::Yellow),
+        ]
+        .concat(),
+    )
+}
+
+/// NVML's utilisation during each phase of the shown proof, longest phases first: a proof's
+/// GPU phases read their own kernels, its synthesis the idle GPU.
+fn phase_utils(model: &Model, state: &ViewState, device: u32) -> String {
+    let Some((s, p)) = state.shown_proof(model) else {
+        return String::new();
+    };
+    let now = s.now();
+    let mut seen: Vec<(String, u64, f64)> = Vec::new();
+    for ph in p.phases() {
+        let iv = Interval::new(ph.start, ph.end_or(now));
+        let Some(u) = nvml::mean_util(s, device, iv) else {
+            continue;
+        };
+        let name = s.name(ph.name).to_owned();
+        match seen.iter_mut().find(|x| x.0 == name) {
+            Some(x) if x.1 < iv.len() => *x = (name, iv.len(), u),
+            Some(_) => {}
+            None => seen.push((name, iv.len(), u)),
+        }
+    }
+    seen.sort_by_key(|x| std::cmp::Reverse(x.1));
+    let parts: Vec<String> = seen
+        .iter()
+        .map(|(n, _, u)| format!("{n} {u:.0}%"))
+        .collect();
+    if parts.is_empty() {
+        "NVML util by phase: no readings".to_owned()
+    } else {
+        format!("NVML util by phase: {}", parts.join("  "))
     }
 }

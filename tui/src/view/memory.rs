@@ -21,23 +21,45 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let [summary, chart] =
         Layout::vertical([Constraint::Length(2), Constraint::Min(3)]).areas(area);
     let samples = s.alloc_samples().range(from, to.saturating_add(1));
-    let releases = s.releases().range(from, to.saturating_add(1));
-    let outer_thread = p.outer().map(|o| o.thread);
-    let freeing: u64 = releases.iter().map(|r| r.inside_ns).sum();
-    let on_proving: u64 = releases
-        .iter()
-        .filter(|r| Some(r.thread) == outer_thread)
-        .map(|r| r.inside_ns)
-        .sum();
-    let freed: u64 = releases.iter().map(|r| r.bytes).sum();
-    // Who freed most of the window's bytes, from the releases' call stacks.
+    // The proof's releases as the report counts them (one function, one definition): the
+    // chart shows the window, the line says what the proof freed and where.
+    let rel = crate::analysis::releases::proof_releases(
+        s,
+        p,
+        crate::analysis::releases::next_start(s, p.id()),
+    );
+    let groups = rel.places();
+    let count: usize = groups.iter().map(|g| g.1.count).sum();
+    let freed: u64 = groups.iter().map(|g| g.1.bytes).sum();
+    let freeing: u64 = groups.iter().map(|g| g.1.inside_ns).sum();
     let mut by: Vec<(String, u64)> = Vec::new();
-    for r in releases {
-        crate::analysis::frames::tally(&mut by, s, r);
+    for (who, b) in groups.iter().flat_map(|g| g.1.freed_by.iter()) {
+        match by.iter_mut().find(|x| x.0 == *who) {
+            Some(x) => x.1 += b,
+            None => by.push((who.clone(), *b)),
+        }
     }
+    by.sort_by_key(|x| std::cmp::Reverse(x.1));
     let top = by
         .first()
         .map_or(String::new(), |(w, b)| format!("; {} by {w}", bytes(*b)));
+    let places = [
+        ("outside phases", &rel.in_outer_outside_phases),
+        ("in phases", &rel.in_phases),
+        ("other threads", &rel.elsewhere_during),
+        ("after it", &rel.after_outer),
+    ]
+    .iter()
+    .filter(|(_, g)| g.count > 0)
+    .map(|(w, g)| format!("{} {w}", g.count))
+    .collect::<Vec<_>>()
+    .join(", ");
+    let places = if places.is_empty() {
+        String::new()
+    } else {
+        format!(" ({places})")
+    };
+    let releases = s.releases().range(from, to.saturating_add(1));
     // A window without samples has no peak: saying "0 B" would be a measurement.
     let peak = samples.iter().map(|x| x.live_bytes).max();
     let rss = samples.iter().map(|x| x.rss_bytes).max().filter(|&r| r > 0);
@@ -54,11 +76,9 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             Line::from(vec![
                 Span::styled("releases ", Style::default().fg(Color::Red)),
                 Span::raw(format!(
-                    "{} freeing {} in {} large frees ({} on the proving thread){top}",
+                    "of this proof: {} in {count} large frees{places}, {} inside free{top}",
                     bytes(freed),
                     dur(freeing),
-                    releases.len(),
-                    dur(on_proving)
                 )),
             ]),
         ],
@@ -116,8 +136,11 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             .style(Style::default().fg(Color::Red))
             .data(&marks),
     ];
-    // The x axis is in the proof's offsets, as the timeline's is (also when panned).
+    // The x axis is in the proof's offsets, as the timeline's is (also when panned). The
+    // summary's coloured words are the legend: a legend box would sit over the proof's end,
+    // where the ghost is.
     Chart::new(datasets)
+        .legend_position(None)
         .x_axis(Axis::default().bounds([0.0, span.max(1e-9)]).labels(vec![
             Line::from(format!("+{}", dur(from.saturating_sub(a)))),
             Line::from(Span::styled(

@@ -309,8 +309,11 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     if let Some(e) = p.end() {
         title.push(TSpan::raw(format!("  {}", e.verification.as_str())));
     }
-    Paragraph::new(super::fit_line(Line::from(title), area.width.saturating_sub(1)))
-        .render(Rect { height: 1, ..area }, buf);
+    Paragraph::new(super::fit_line(
+        Line::from(title),
+        area.width.saturating_sub(1),
+    ))
+    .render(Rect { height: 1, ..area }, buf);
     // Axis line: ticks at round offsets from the proof's start, labelled where they fit.
     let y_axis = area.y + 1;
     label(buf, area, y_axis, "", dim());
