@@ -161,8 +161,8 @@ fn two_gpus_appear_in_the_timeline_the_gpu_panel_and_the_report() {
             .unwrap_or("")
             .to_owned()
     };
-    assert!(line("gpu0: busy").contains("NVML util 80%"), "{gpu}");
-    assert!(line("gpu1: busy").contains("NVML util 81%"), "{gpu}");
+    assert!(line("gpu0 in proof 1: busy").contains("NVML util 80%"), "{gpu}");
+    assert!(line("gpu1 in proof 1: busy").contains("NVML util 81%"), "{gpu}");
 
     let r = proofscope::report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
     let threads: Vec<&str> = r.sessions[0].proofs[0]
@@ -186,8 +186,8 @@ fn a_real_two_gpu_recording_shows_both_devices() {
     }
     let gpu = render(&app, Tab::Gpu);
     assert!(
-        gpu.contains("gpu0: busy 10% (GPU spans) (!)")
-            && gpu.contains("gpu1: busy 10% (GPU spans) (!)"),
+        gpu.contains("gpu0 in proof 2: busy 10% (GPU spans) (!)")
+            && gpu.contains("gpu1 in proof 2: busy 10% (GPU spans) (!)"),
         "{gpu}"
     );
 

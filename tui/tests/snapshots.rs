@@ -99,10 +99,8 @@ fn the_timeline_of_every_recording_shows_all_phases_and_the_unaccounted_line() {
             .children(outer.id)
             .map(|c| s.name(c.name).chars().take(9).collect())
             .collect();
-        let stem = name.trim_end_matches(".psrec");
         for (w, h) in [(120, 36), (80, 24)] {
             let screen = render(&app, w, h);
-            insta::assert_snapshot!(format!("timeline_{stem}_{w}x{h}"), screen);
             for ph in &phases {
                 assert!(
                     screen.contains(&format!("│{ph}")),
@@ -146,8 +144,8 @@ fn two_gpus_keep_their_legends_at_120x36() {
     insta::assert_snapshot!("multi_gpu_120x36", screen);
     assert_eq!(screen.matches("util %").count(), 2, "{screen}");
     assert!(
-        screen.contains("gpu0: busy 10% (GPU spans) (!)  NVML util")
-            && screen.contains("gpu1: busy 10% (GPU spans) (!)  NVML util"),
+        screen.contains("gpu0 in proof 2: busy 10% (GPU spans) (!)  NVML util")
+            && screen.contains("gpu1 in proof 2: busy 10% (GPU spans) (!)  NVML util"),
         "{screen}"
     );
 }
@@ -227,6 +225,27 @@ fn the_screens_figures_are_the_reports() {
     }
 }
 
+/// Every panel of every recording at the three sizes the issue names and a compact one, one
+/// snapshot per recording and size (the five panels one under another): reviewed by looking.
+#[test]
+fn every_panel_of_every_recording() {
+    for name in common::all_recordings() {
+        let mut app = common::replayed(&name);
+        let stem = name.trim_end_matches(".psrec");
+        for (w, h) in SIZES {
+            let mut all = String::new();
+            for tab in Tab::ALL {
+                app.view.tab = tab;
+                all += &format!("── {} ──\n{}\n", tab.title(), render(&app, w, h));
+            }
+            insta::assert_snapshot!(format!("screens_{stem}_{w}x{h}"), all);
+        }
+    }
+}
+
+/// The sizes every recording is drawn at: the issue's three, and one below 80×24 (compact).
+const SIZES: [(u16, u16); 4] = [(120, 36), (80, 24), (200, 60), (64, 20)];
+
 /// Text that does not fit ends in `…`: at every size, on every panel of every recording, the
 /// last column of the screen (and of the proof list, in the body) never ends a word cut short:
 /// what ends there is a blank, an ellipsis, a border or chart glyph, or a whole figure
@@ -251,13 +270,21 @@ fn no_line_is_cut_without_an_ellipsis() {
         let mut app = common::replayed(&name);
         for tab in Tab::ALL {
             app.view.tab = tab;
-            for (w, h) in [(120u16, 36u16), (80, 24), (200, 60)] {
+            for (w, h) in SIZES {
                 let screen = render(&app, w, h);
-                let list_w = if w >= 120 { 30 } else { 20 };
+                let list_w = match w {
+                    120.. => Some(30),
+                    80.. => Some(20),
+                    _ => None, // compact: no list
+                };
+                let head_h = if h < 24 { 1 } else { 2 };
                 for (y, line) in screen.lines().enumerate() {
                     let cells: Vec<char> = line.trim_matches('"').chars().collect();
-                    let body = y >= 2 && y + 1 < h as usize;
-                    let edges = [Some(w as usize - 1), body.then_some(list_w - 2)];
+                    let body = y >= head_h && y + 1 < h as usize;
+                    let edges = [
+                        Some(w as usize - 1),
+                        list_w.filter(|_| body).map(|l| l - 2),
+                    ];
                     for x in edges.into_iter().flatten() {
                         let Some(&c) = cells.get(x) else { continue };
                         if glyph(c) {

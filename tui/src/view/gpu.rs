@@ -31,6 +31,11 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         .shown(model)
         .and_then(|k| model.proof(k).and_then(|p| p.range(s.now())));
     let range = proof_range.map(|(a, b)| state.window(a, b));
+    // What each line covers: the shown proof, else the session's last 30 s.
+    let covers = match state.shown(model).and_then(|k| model.proof(k)) {
+        Some(p) if proof_range.is_some() => format!("in proof {}", p.id()),
+        _ => "the last 30 s".to_owned(),
+    };
     // Offsets from the proof's start, as on the timeline.
     let origin = proof_range.map(|(a, _)| a);
     // Each GPU's busy share of the shown proof (GPU spans, else NVML): the idle-GPU finding.
@@ -68,7 +73,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         let powers: Vec<u32> = pts.iter().filter_map(|g| g.power_mw).collect();
         let avg = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
         let text = if pts.is_empty() {
-            format!("gpu{dev}: no samples in this window")
+            format!("gpu{dev} {covers}: no samples")
         } else {
             let total = pts.iter().find_map(|g| g.mem_total_bytes);
             let util = if utils.is_empty() {
@@ -105,7 +110,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
                     )
                 });
             format!(
-                "gpu{dev}: {busy}{util}  mem peak {} / {}  {power}  ({} samples)",
+                "gpu{dev} {covers}: {busy}{util}  mem peak {} / {}  {power}  ({} samples)",
                 pts.iter()
                     .filter_map(|g| g.mem_used_bytes)
                     .max()

@@ -68,6 +68,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     Paragraph::new(super::fit_lines(
         vec![
             Line::from(vec![
+                Span::styled(format!("proof {}: ", p.id()), bold()),
                 Span::styled("live ", Style::default().fg(Color::Cyan)),
                 Span::raw(format!("{}  ", or_none(peak))),
                 Span::styled("rss ", Style::default().fg(Color::Magenta)),
@@ -76,7 +77,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             Line::from(vec![
                 Span::styled("releases ", Style::default().fg(Color::Red)),
                 Span::raw(format!(
-                    "of this proof: {} in {count} large frees{places}, {} inside free{top}",
+                    "{} in {count} large frees{places}, {} inside free{top}",
                     bytes(freed),
                     dur(freeing),
                 )),

@@ -115,13 +115,18 @@ pub struct Areas {
     pub foot: Rect,
 }
 
+/// Below this the layout is compact: no proof list (`[` `]` still choose the proof, each
+/// panel's title names it) under 80 columns, a one-line header under 24 rows.
+pub const FULL_LAYOUT: (u16, u16) = (80, 24);
+
 /// The screen's parts for a terminal of `area`; `None` when it is too small to draw.
 pub fn areas(area: Rect) -> Option<Areas> {
     if area.width < 20 || area.height < 6 {
         return None;
     }
+    let head_h = if area.height < FULL_LAYOUT.1 { 1 } else { 2 };
     let [head, body, foot] = Layout::vertical([
-        Constraint::Length(2),
+        Constraint::Length(head_h),
         Constraint::Min(3),
         Constraint::Length(1),
     ])
@@ -129,8 +134,8 @@ pub fn areas(area: Rect) -> Option<Areas> {
     // Narrow terminals give the panel the room; the list keeps ids and durations.
     let list_w = match area.width {
         120.. => 30,
-        80.. => 20,
-        _ => 16,
+        w if w >= FULL_LAYOUT.0 => 20,
+        _ => 0,
     };
     let [list, right] =
         Layout::horizontal([Constraint::Length(list_w), Constraint::Min(10)]).areas(body);

@@ -78,34 +78,60 @@ pub fn render(model: &Model, compare: Option<&Comparison>, area: Rect, buf: &mut
         return;
     }
     match compare {
-        None => table(&stats, area, buf),
+        None => table(&stats, completed(model), area, buf),
         Some(c) => compared(&stats, c, area, buf),
     }
 }
 
-fn table(stats: &[PhaseStats], area: Rect, buf: &mut Buffer) {
-    let header = Row::new(["phase", "count", "p50", "p95", "max"].map(Cell::from)).style(bold());
+/// The table's columns, widest first to go when the panel is narrow (a cut figure would
+/// read as another figure).
+const COLUMNS: [(&str, u16); 5] = [
+    ("phase", 14),
+    ("count", 6),
+    ("p50", 10),
+    ("p95", 10),
+    ("max", 10),
+];
+
+/// The complete proofs the statistics are over.
+fn completed(model: &Model) -> usize {
+    model
+        .sessions()
+        .iter()
+        .map(|s| s.proofs().filter(|p| p.done()).count())
+        .sum()
+}
+
+fn table(stats: &[PhaseStats], proofs: usize, area: Rect, buf: &mut Buffer) {
+    let [title, area] =
+        ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
+    Paragraph::new(super::fit_line(
+        Line::from(Span::styled(
+            format!("phase durations over all {proofs} complete proofs"),
+            dim(),
+        )),
+        title.width,
+    ))
+    .render(title, buf);
+    let mut shown = COLUMNS.len();
+    while shown > 2 && COLUMNS[..shown].iter().map(|c| c.1).sum::<u16>() > area.width {
+        shown -= 1;
+    }
+    let name_w = COLUMNS[0].1.min(area.width).saturating_sub(1) as usize;
+    let header = Row::new(COLUMNS[..shown].iter().map(|c| Cell::from(c.0))).style(bold());
     let rows = stats.iter().map(|s| {
-        Row::new(vec![
-            Cell::from(s.name.clone()),
-            Cell::from(s.count.to_string()),
-            Cell::from(dur(s.p50_ns)),
-            Cell::from(dur(s.p95_ns)),
-            Cell::from(dur(s.max_ns)),
-        ])
+        let cells = [
+            crate::format::fit(&s.name, name_w),
+            s.count.to_string(),
+            dur(s.p50_ns),
+            dur(s.p95_ns),
+            dur(s.max_ns),
+        ];
+        Row::new(cells.into_iter().take(shown).map(Cell::from))
     });
-    Table::new(
-        rows,
-        [
-            Constraint::Length(14),
-            Constraint::Length(6),
-            Constraint::Length(10),
-            Constraint::Length(10),
-            Constraint::Length(10),
-        ],
-    )
-    .header(header)
-    .render(area, buf);
+    Table::new(rows, COLUMNS[..shown].iter().map(|c| Constraint::Length(c.1)))
+        .header(header)
+        .render(area, buf);
 }
 
 const A_STYLE: Style = Style::new().fg(Color::Cyan);
