@@ -161,8 +161,14 @@ fn two_gpus_appear_in_the_timeline_the_gpu_panel_and_the_report() {
             .unwrap_or("")
             .to_owned()
     };
-    assert!(line("gpu0 in proof 1: busy").contains("NVML util 80%"), "{gpu}");
-    assert!(line("gpu1 in proof 1: busy").contains("NVML util 81%"), "{gpu}");
+    assert!(
+        line("gpu0 in proof 1: busy").contains("NVML util 80%"),
+        "{gpu}"
+    );
+    assert!(
+        line("gpu1 in proof 1: busy").contains("NVML util 81%"),
+        "{gpu}"
+    );
 
     let r = proofscope::report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
     let threads: Vec<&str> = r.sessions[0].proofs[0]

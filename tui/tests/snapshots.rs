@@ -229,9 +229,9 @@ fn the_screens_figures_are_the_reports() {
 /// snapshot per recording and size (the five panels one under another): reviewed by looking.
 #[test]
 fn every_panel_of_every_recording() {
-    for name in common::all_recordings() {
+    for name in viewed() {
         let mut app = common::replayed(&name);
-        let stem = name.trim_end_matches(".psrec");
+        let stem = name.trim_end_matches(".psrec").replace('/', "-");
         for (w, h) in SIZES {
             let mut all = String::new();
             for tab in Tab::ALL {
@@ -241,6 +241,21 @@ fn every_panel_of_every_recording() {
             insta::assert_snapshot!(format!("screens_{stem}_{w}x{h}"), all);
         }
     }
+}
+
+/// What a user opens: every recording, the supraseal captures (a preloaded prover: frees, no
+/// proofs) and the log (imported on the fly).
+fn viewed() -> Vec<String> {
+    let mut names = common::all_recordings();
+    names.extend(
+        [
+            "supraseal/fork-k22x4.psrec",
+            "supraseal/upstream-k22x4.psrec",
+            "logs/cuzk-c2-3-partitions.log",
+        ]
+        .map(String::from),
+    );
+    names
 }
 
 /// The sizes every recording is drawn at: the issue's three, and one below 80×24 (compact).
@@ -266,7 +281,7 @@ fn no_line_is_cut_without_an_ellipsis() {
                 .is_ok()
     };
     let mut bad = Vec::new();
-    for name in common::all_recordings() {
+    for name in viewed() {
         let mut app = common::replayed(&name);
         for tab in Tab::ALL {
             app.view.tab = tab;
@@ -281,10 +296,7 @@ fn no_line_is_cut_without_an_ellipsis() {
                 for (y, line) in screen.lines().enumerate() {
                     let cells: Vec<char> = line.trim_matches('"').chars().collect();
                     let body = y >= head_h && y + 1 < h as usize;
-                    let edges = [
-                        Some(w as usize - 1),
-                        list_w.filter(|_| body).map(|l| l - 2),
-                    ];
+                    let edges = [Some(w as usize - 1), list_w.filter(|_| body).map(|l| l - 2)];
                     for x in edges.into_iter().flatten() {
                         let Some(&c) = cells.get(x) else { continue };
                         if glyph(c) {

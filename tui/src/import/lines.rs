@@ -35,6 +35,23 @@ pub enum LogLine {
     JobTotals(String, Vec<(String, u64)>),
 }
 
+impl LogLine {
+    /// The prover that prints this line, where only one does (a synthesis timer is printed by
+    /// both bellperson and cuzk).
+    pub fn prover(&self) -> Option<&'static str> {
+        match self {
+            LogLine::Timing(_)
+            | LogLine::Info(_)
+            | LogLine::NttH(_)
+            | LogLine::Timeline { .. }
+            | LogLine::JobTotals(..)
+            | LogLine::Wrapper(Wrapper::GpuMs, _) => Some("curio cuzk"),
+            LogLine::Wrapper(Wrapper::GpuProveTime | Wrapper::ProverTime, _) => Some("bellperson"),
+            LogLine::Synthesis(_) => None,
+        }
+    }
+}
+
 /// Which wrapper timer a line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Wrapper {

@@ -22,6 +22,9 @@ pub use emit::LOG_NOTE;
 pub use lines::{MAX_TIMER_MS, strip_ansi};
 pub use place::Lane;
 
+/// Why an imported session has no GPU or allocator samples: the views say it in these words.
+pub const NO_TELEMETRY: &str = "a log carries no telemetry";
+
 /// The `clock` of an imported session's `Hello`: its times are the log's own timers (ms),
 /// placed by the pipeline's order (docs/PROTOCOL.md).
 pub const IMPORTED_CLOCK: &str = "reconstructed from log timers (ms)";
@@ -36,9 +39,31 @@ pub struct LineCounts {
     pub unknown: usize,
     /// Per format: how many did not read, and the first (`file:line: why: text`).
     pub malformed: Vec<(&'static str, usize, String)>,
+    /// Known lines by the prover that prints them ([`lines::LogLine::prover`]).
+    pub provers: Vec<(&'static str, usize)>,
 }
 
 impl LineCounts {
+    /// Who printed the log: the provers its known lines come from, most lines first.
+    pub fn prover_name(&self) -> String {
+        let mut by = self.provers.clone();
+        by.sort_by_key(|p| std::cmp::Reverse(p.1));
+        let names: Vec<&str> = by.iter().map(|p| p.0).collect();
+        if names.is_empty() {
+            "a prover".to_owned()
+        } else {
+            names.join(" + ")
+        }
+    }
+
+    fn printed_by(&mut self, prover: Option<&'static str>) {
+        let Some(prover) = prover else { return };
+        match self.provers.iter_mut().find(|p| p.0 == prover) {
+            Some(p) => p.1 += 1,
+            None => self.provers.push((prover, 1)),
+        }
+    }
+
     pub fn malformed_total(&self) -> usize {
         self.malformed.iter().map(|m| m.1).sum()
     }
@@ -167,6 +192,7 @@ fn file_line(
         }
         Some(Ok(p)) => {
             counts.known += 1;
+            counts.printed_by(p.line.prover());
             // A line stamped as it arrived is exact; a logger's stamp as fine as it is written.
             let res = if wall.is_some() { 0 } else { p.wall_res_ns };
             calls.push(p.line, at, wall.or(p.wall), res);
@@ -205,7 +231,16 @@ pub fn import(paths: &[PathBuf]) -> Result<Imported> {
     out.warnings.push(summary(&counts, &out));
     for (seg, origin) in origins.iter().enumerate().take(out.sessions) {
         let mine: Vec<&place::Placed> = placed.iter().filter(|p| p.segment == seg).collect();
-        session_events(&mut out.events, paths, seg, *origin, &mine, &out.warnings);
+        let who = counts.prover_name();
+        session_events(
+            &mut out.events,
+            paths,
+            seg,
+            *origin,
+            &mine,
+            &out.warnings,
+            &who,
+        );
     }
     out.counts = counts;
     Ok(out)
@@ -244,6 +279,7 @@ fn session_events(
     origin: Option<u64>,
     placed: &[&place::Placed],
     warnings: &[String],
+    prover: &str,
 ) {
     let mut e = emit::Emitter::standalone();
     // The import's warnings travel in the recording, so its report names them too.
@@ -255,7 +291,7 @@ fn session_events(
     let end_ts = timed.iter().map(|t| t.0).max().unwrap_or(0);
     let gpu = placed.iter().any(|p| p.gpu);
     out.push(Event::Hello(Box::new(imported_hello(
-        paths, segment, origin, gpu,
+        paths, segment, origin, gpu, prover,
     ))));
     out.push(Event::LiveStart { ts: 0 });
     out.append(&mut e.take_defs());
@@ -268,12 +304,19 @@ fn session_events(
 }
 
 /// The `Hello` of an imported session (docs/PROTOCOL.md, "Imported sessions"): no process
-/// (pid 0), no host; time 0 at `origin` on the wall clock when the log says.
-fn imported_hello(paths: &[PathBuf], segment: usize, origin: Option<u64>, gpu: bool) -> Hello {
+/// (pid 0), no host; time 0 at `origin` on the wall clock when the log says; the prover named
+/// by the lines it printed ("curio cuzk (its log)").
+fn imported_hello(
+    paths: &[PathBuf],
+    segment: usize,
+    origin: Option<u64>,
+    gpu: bool,
+    prover: &str,
+) -> Hello {
     Hello {
         protocol_major: probe_protocol::PROTOCOL_MAJOR,
         protocol_minor: probe_protocol::PROTOCOL_MINOR,
-        prover_name: "imported log".into(),
+        prover_name: format!("{prover} (its log)"),
         prover_version: if segment > 0 {
             format!("after restart {segment}")
         } else {
@@ -284,7 +327,7 @@ fn imported_hello(paths: &[PathBuf], segment: usize, origin: Option<u64>, gpu: b
         clock: IMPORTED_CLOCK.into(),
         backend: if gpu { "gpu" } else { "unknown" }.into(),
         backend_reason: "imported from a log".into(),
-        gpu_unavailable_reason: Some("imported from a log: no GPU telemetry".into()),
+        gpu_unavailable_reason: Some(NO_TELEMETRY.into()),
         command_line: std::iter::once("proofscope import".to_owned())
             .chain(paths.iter().map(|p| p.display().to_string()))
             .collect(),

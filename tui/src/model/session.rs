@@ -65,6 +65,14 @@ impl Session {
         self.hello.as_ref()
     }
 
+    /// Whether the session was made from a log (`import`, `replay LOG`): no process, no host,
+    /// no telemetry; its times the log's own.
+    pub fn from_log(&self) -> bool {
+        self.hello
+            .as_ref()
+            .is_some_and(|h| h.pid == 0 && h.clock == crate::import::IMPORTED_CLOCK)
+    }
+
     /// The prover as the session names it.
     pub fn prover_name(&self) -> &str {
         self.hello.as_ref().map_or("", |h| h.prover_name.as_str())

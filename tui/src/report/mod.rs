@@ -302,19 +302,25 @@ fn stated_warnings(model: &Model) -> Vec<String> {
     let many = model.sessions().len() > 1;
     let mut out = Vec::new();
     for (i, s) in model.sessions().iter().enumerate() {
-        for m in s.loose().marks() {
-            if markers::meaning(s.name(m.name)) != Meaning::Warning {
-                continue;
-            }
-            let text = m.text.as_deref().unwrap_or("(no text)");
+        for text in session_warnings(s) {
             out.push(if many {
                 format!("session {}: {text}", i + 1)
             } else {
-                text.to_owned()
+                text
             });
         }
     }
     out
+}
+
+/// The warnings one session's source stated outside every proof (the header shows them).
+pub fn session_warnings(s: &crate::model::Session) -> Vec<String> {
+    s.loose()
+        .marks()
+        .iter()
+        .filter(|m| markers::meaning(s.name(m.name)) == Meaning::Warning)
+        .map(|m| m.text.as_deref().unwrap_or("(no text)").to_owned())
+        .collect()
 }
 
 /// Builds the report of everything the model retains.

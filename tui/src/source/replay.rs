@@ -12,6 +12,8 @@ use std::time::Duration;
 #[derive(Debug)]
 pub struct ReplaySource {
     replay: Replay,
+    /// Made from a log: there is nothing to play, the log is drawn whole.
+    from_log: bool,
 }
 
 impl ReplaySource {
@@ -25,7 +27,13 @@ impl ReplaySource {
         let r = Replay::open(path, index_budget)?;
         model.count_bad_frames(r.bad_frames());
         let warnings = r.warnings.clone();
-        Ok((ReplaySource { replay: r }, warnings))
+        Ok((
+            ReplaySource {
+                replay: r,
+                from_log: false,
+            },
+            warnings,
+        ))
     }
 
     /// Imports a log (`import`'s formats) and replays what it made, from memory.
@@ -33,9 +41,17 @@ impl ReplaySource {
         let imp = crate::import::import(&[log.to_owned()])?;
         let tape = MemoryTape::new(imp.events, crate::import::EVENTS_PER_FRAME);
         let label = format!("{} (imported log)", log.display());
-        let r = Replay::of(label, Box::new(tape), index_budget)?;
+        let mut r = Replay::of(label, Box::new(tape), index_budget)?;
+        r.set_speed(Speed::Max);
+        // The import's warnings are stated in the session (the header shows them).
         let warnings = r.warnings.clone();
-        Ok((ReplaySource { replay: r }, warnings))
+        Ok((
+            ReplaySource {
+                replay: r,
+                from_log: true,
+            },
+            warnings,
+        ))
     }
 
     /// A recording with logs captured beside it joined in (`replay REC --log LOG`): the logs'
@@ -62,7 +78,13 @@ impl ReplaySource {
         let r = Replay::of(label, Box::new(tape), index_budget)?;
         model.count_bad_frames(r.bad_frames());
         let warnings = r.warnings.clone();
-        Ok((ReplaySource { replay: r }, warnings))
+        Ok((
+            ReplaySource {
+                replay: r,
+                from_log: false,
+            },
+            warnings,
+        ))
     }
 
     /// Ingests up to frame `idx` (into a fresh model when going back).
@@ -86,6 +108,14 @@ impl ReplaySource {
     fn transport(&self, _model: &Model) -> String {
         use crate::input::key_of;
         let r = &self.replay;
+        if self.from_log {
+            return format!(
+                "from a log: {} of the log's time, drawn whole  │  {} {} proof",
+                crate::format::dur(r.end()),
+                key_of(Action::PrevProof),
+                key_of(Action::NextProof),
+            );
+        }
         format!(
             "{} {}  │  +{} of {}  │  frame {}/{}  │  {} speed  {} {} proof  {} end  {} pause",
             if r.paused {

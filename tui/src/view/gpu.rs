@@ -19,8 +19,13 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             .and_then(|h| h.gpu_unavailable_reason.as_deref())
             .map(|r| crate::format::gpu_reason(r).into_owned())
             .unwrap_or_else(|| "no GPU samples".into());
+        let hint = if s.from_log() {
+            " (a recording beside it has it: replay REC --log LOG)"
+        } else {
+            ""
+        };
         Paragraph::new(crate::format::fit(
-            &format!("no GPU telemetry: {why}"),
+            &format!("no GPU telemetry: {why}{hint}"),
             area.width as usize,
         ))
         .style(dim())

@@ -16,12 +16,29 @@ pub fn render(model: &Model, state: &ViewState, status: &LinkStatus, area: Rect,
     match hello {
         Some(h) => {
             l1.push(Span::styled(
-                format!("{} {}", h.prover_name, h.prover_version),
+                format!("{} {}", h.prover_name, h.prover_version)
+                    .trim_end()
+                    .to_owned(),
                 bold(),
             ));
-            l1.push(Span::raw(format!(" pid {} on {}", h.pid, h.hostname)));
-            l1.push(Span::styled(" │ ", dim()));
-            l1.push(Span::raw(format!("backend {}", h.backend)));
+            if s.is_some_and(|s| s.from_log()) {
+                // No process, no host: when the log says, its first time stamp.
+                l1.push(Span::raw(if h.session_start_unix_ns > 0 {
+                    format!(
+                        " from {}",
+                        crate::format::wall_clock(h.session_start_unix_ns)
+                    )
+                } else {
+                    " (times from its start; no wall clock)".to_owned()
+                }));
+            } else {
+                l1.push(Span::raw(format!(" pid {} on {}", h.pid, h.hostname)));
+            }
+            // A preloaded prover has no backend to state.
+            if !h.backend.is_empty() {
+                l1.push(Span::styled(" │ ", dim()));
+                l1.push(Span::raw(format!("backend {}", h.backend)));
+            }
             l1.push(Span::styled(" │ ", dim()));
             if h.gpus.is_empty() {
                 let why = h
@@ -51,10 +68,14 @@ pub fn render(model: &Model, state: &ViewState, status: &LinkStatus, area: Rect,
         LinkState::Ended(why) => (format!("■ {why}"), dim()),
     };
     let mut l2 = vec![Span::styled(link, style)];
-    l2.push(Span::styled(" │ ", dim()));
-    match &status.recording {
-        Some(p) => l2.push(Span::styled(format!("● rec {p}"), warn())),
-        None => l2.push(Span::styled("rec off", dim())),
+    // A log has no stream to record or to drop from: its line is the proofs and warnings.
+    let from_log = s.is_some_and(|s| s.from_log());
+    if !from_log {
+        l2.push(Span::styled(" │ ", dim()));
+        match &status.recording {
+            Some(p) => l2.push(Span::styled(format!("● rec {p}"), warn())),
+            None => l2.push(Span::styled("rec off", dim())),
+        }
     }
     let done = model.proofs_done();
     l2.push(Span::styled(" │ ", dim()));
@@ -79,10 +100,11 @@ pub fn render(model: &Model, state: &ViewState, status: &LinkStatus, area: Rect,
         }
     }
     let dropped = model.dropped_total();
-    l2.push(Span::styled(" │ ", dim()));
     if dropped > 0 {
+        l2.push(Span::styled(" │ ", dim()));
         l2.push(Span::styled(format!("dropped {dropped}"), warn()));
-    } else {
+    } else if !from_log {
+        l2.push(Span::styled(" │ ", dim()));
         l2.push(Span::styled("dropped 0", dim()));
     }
     if let Some(h) = status.paused {
@@ -101,6 +123,20 @@ pub fn render(model: &Model, state: &ViewState, status: &LinkStatus, area: Rect,
     if let Some(g) = s.and_then(|s| s.history_gap()) {
         l2.push(Span::styled(
             format!(" │ {} older events evicted by the prover", g.evicted_events),
+            Style::default().fg(Color::Yellow),
+        ));
+    }
+    // What the source warned of (an imported log's malformed lines, its import summary): the
+    // first on screen, the rest in the report.
+    let warnings = s.map(crate::report::session_warnings).unwrap_or_default();
+    if let Some(first) = warnings.first() {
+        l2.push(Span::styled(" │ ⚠ ", Style::default().fg(Color::Yellow)));
+        let more = match warnings.len() {
+            1 => String::new(),
+            n => format!(" (+{} more in the report)", n - 1),
+        };
+        l2.push(Span::styled(
+            format!("{first}{more}"),
             Style::default().fg(Color::Yellow),
         ));
     }

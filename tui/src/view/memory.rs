@@ -18,6 +18,15 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         return;
     };
     let (from, to) = state.window(a, b);
+    if s.alloc_samples().is_empty() && s.releases().is_empty() {
+        Paragraph::new(crate::format::fit(
+            &no_allocator_data(s),
+            area.width as usize,
+        ))
+        .style(dim())
+        .render(area, buf);
+        return;
+    }
     let [summary, chart] =
         Layout::vertical([Constraint::Length(2), Constraint::Min(3)]).areas(area);
     let samples = s.alloc_samples().range(from, to.saturating_add(1));
@@ -155,4 +164,16 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
                 .labels(vec![Line::from("0"), Line::from(format!("{top:.1}{unit}"))]),
         )
         .render(chart, buf);
+}
+
+/// One line for a session with no allocator data at all, saying why and what would give it.
+fn no_allocator_data(s: &crate::model::Session) -> String {
+    if s.from_log() {
+        format!(
+            "no allocator data: {} (a recording beside it has the frees: replay REC --log LOG)",
+            crate::import::NO_TELEMETRY
+        )
+    } else {
+        "no allocator data in this session: no samples, no large frees (the probe's allocator hook or the preload under proofscope run gives them)".to_owned()
+    }
 }

@@ -147,7 +147,7 @@ fn draw_row(buf: &mut Buffer, area: Rect, axis: Axis, y: u16, name: &str, marks:
         }
     }
     let total: u64 = marks.iter().map(|m| m.bytes).sum();
-    let text = format!(" {} freed", bytes(total));
+    let text = format!(" freed {}", bytes(total));
     let x = (axis.x + axis.width).saturating_sub(text.chars().count() as u16);
     buf.set_string(x, y, text, dim());
 }

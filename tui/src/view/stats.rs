@@ -129,9 +129,12 @@ fn table(stats: &[PhaseStats], proofs: usize, area: Rect, buf: &mut Buffer) {
         ];
         Row::new(cells.into_iter().take(shown).map(Cell::from))
     });
-    Table::new(rows, COLUMNS[..shown].iter().map(|c| Constraint::Length(c.1)))
-        .header(header)
-        .render(area, buf);
+    Table::new(
+        rows,
+        COLUMNS[..shown].iter().map(|c| Constraint::Length(c.1)),
+    )
+    .header(header)
+    .render(area, buf);
 }
 
 const A_STYLE: Style = Style::new().fg(Color::Cyan);
