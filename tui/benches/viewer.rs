@@ -200,11 +200,7 @@ fn viewer(c: &mut Criterion) {
     g.sample_size(10);
     g.bench_function("text report of a 1 M-event recording", |b| {
         b.iter(|| {
-            let opts = proofscope::app::RunOpts {
-                retention: Retention::default(),
-                rule: GapRule::default(),
-                record: None,
-            };
+            let opts = proofscope::app::RunOpts::default();
             let mut app = proofscope::app::App::replay(path.clone(), &opts).unwrap();
             proofscope::app::run_headless(&mut app, proofscope::app::Until::default());
             let r = proofscope::report::build(app.model(), &GapRule::default(), "bench", vec![]);

@@ -3,10 +3,11 @@
 //! one is a usage error (exit 2) that says what was expected.
 
 use crate::analysis::GapRule;
+use crate::exit::Exit;
 use crate::model::Retention;
 use crate::report::Format;
 use crate::source::tape::Speed;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -54,7 +55,26 @@ pub enum Command {
     /// session. Its output passes through unchanged; its exit status is run's.
     Run(RunArgs),
     /// List running provers (stale sockets found on the way are removed).
-    List,
+    List {
+        /// One JSON object per socket, in an array: state, prover, pid, path.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell's completion script for proofscope.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write one per subcommand with --dir.
+    Man {
+        /// Write proofscope.1 and proofscope-SUBCOMMAND.1 into DIR (created if missing).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Replace pages that exist in DIR.
+        #[arg(long, requires = "dir")]
+        force: bool,
+    },
     /// Watch every prover on this host and serve Prometheus/OpenMetrics metrics (docs/FLEET.md).
     Export(ExportArgs),
     /// Compare two recordings, before (A) and after (B): phases, unaccounted time, flagged gaps,
@@ -119,13 +139,17 @@ pub struct RunArgs {
 
 /// Options of a live session.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Live session")]
 pub struct LiveArgs {
-    /// Record the session to this file (the socket stream, replayable).
+    /// Record the session to this file from its first frame (the socket stream, replayable;
+    /// an existing file needs --force).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
-    /// Replace the --record file if it exists.
-    #[arg(long, requires = "record")]
-    pub force: bool,
+    /// Where the `r` key starts a recording: a new file named by the prover and the time
+    /// (proofscope-PROVER-20261203T074512Z.psrec), never one that exists [default:
+    /// $XDG_DATA_HOME/proofscope/recordings or ~/.local/share/proofscope/recordings].
+    #[arg(long, value_name = "DIR")]
+    pub record_dir: Option<PathBuf>,
     /// Stop after this many proofs completed after attaching (implies --headless).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub proofs: Option<u64>,
@@ -136,6 +160,7 @@ pub struct LiveArgs {
 
 /// Options of a report.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Report")]
 pub struct ReportArgs {
     /// Write a report and exit instead of showing the dashboard (also when standard output is
     /// not a terminal, when TERM=dumb, and with any option only a report has).
@@ -144,9 +169,12 @@ pub struct ReportArgs {
     /// Report format (implies --headless) [default: text].
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// Write the report here instead of standard output.
+    /// Write the report here instead of standard output (an existing file needs --force).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace the files this command writes (--record, -o) if they exist.
+    #[arg(long)]
+    pub force: bool,
     /// Text report: the summary (statistics, the worst proofs, every flagged gap) even when
     /// the whole report is short [default: the summary above 60,000 characters].
     #[arg(long, conflicts_with = "full")]
@@ -169,6 +197,7 @@ pub struct ReportArgs {
 
 /// When a gap is flagged (the same rule for the dashboard, reports, `diff` and `export`).
 #[derive(Debug, Clone, Copy, Args)]
+#[command(next_help_heading = "Gap rule")]
 pub struct GapArgs {
     /// A gap is flagged at this fraction of its span …
     #[arg(long, value_name = "FRACTION", default_value_t = 0.05, value_parser = parse_fraction)]
@@ -216,6 +245,7 @@ impl GapArgs {
 
 /// What the viewer keeps in memory.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Memory")]
 pub struct MemoryArgs {
     /// Keep at most this many proofs in memory.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
@@ -303,6 +333,223 @@ impl MemoryArgs {
         }
     }
 }
+
+/// The command line as `proofscope` parses it: [`Cli`] with each subcommand's examples and
+/// exit statuses after its options (the top level: a few of each, and every status).
+pub fn command() -> clap::Command {
+    let top = with_examples(&EXAMPLES.top, Exit::help(None));
+    Cli::command()
+        .max_term_width(MAX_HELP_WIDTH)
+        .after_help(top)
+        .mut_subcommands(|sub| {
+            let name = sub.get_name().to_owned();
+            let examples = EXAMPLES.of(&name);
+            sub.after_help(with_examples(examples, Exit::help(Some(&name))))
+        })
+}
+
+/// Help wraps to the terminal, but no wider than this: long lines read badly.
+const MAX_HELP_WIDTH: usize = 110;
+
+fn with_examples(examples: &[(&str, &str)], exits: String) -> String {
+    let mut out = String::new();
+    if !examples.is_empty() {
+        out.push_str("Examples:\n");
+        for (what, cmd) in examples {
+            out.push_str(&format!("  # {what}\n  {cmd}\n"));
+        }
+        out.push('\n');
+    }
+    out + exits.trim_end()
+}
+
+/// Each subcommand's examples: what it shows, then the command.
+struct Examples {
+    top: [(&'static str, &'static str); 5],
+    sub: &'static [(&'static str, &'static [(&'static str, &'static str)])],
+}
+
+impl Examples {
+    fn of(&self, sub: &str) -> &'static [(&'static str, &'static str)] {
+        self.sub
+            .iter()
+            .find(|(name, _)| *name == sub)
+            .map_or(&[], |(_, e)| e)
+    }
+}
+
+const EXAMPLES: Examples = Examples {
+    top: [
+        (
+            "the built-in prover, its ghost flagged within seconds",
+            "proofscope demo",
+        ),
+        (
+            "a prover you cannot change, allocator and log in one view",
+            "proofscope run -- ./my-prover --its-flags",
+        ),
+        ("the one prover running on this host", "proofscope attach"),
+        (
+            "a recording, every proof read, the last one shown",
+            "proofscope replay recordings/h200-ghost-sync.psrec --from-end",
+        ),
+        (
+            "a gate in CI: B slower than A by 5 % is a failure",
+            "proofscope diff before.psrec after.psrec --fail-on-regression 5",
+        ),
+    ],
+    sub: &[
+        (
+            "demo",
+            &[
+                (
+                    "the release nobody timed, flagged and diagnosed",
+                    "proofscope demo",
+                ),
+                (
+                    "the fix: the vectors dropped on another thread",
+                    "proofscope demo --dealloc async",
+                ),
+                (
+                    "five proofs, then the report as JSON",
+                    "proofscope demo --proofs 5 --format json -o demo.json",
+                ),
+                (
+                    "a larger circuit on the GPU",
+                    "proofscope demo --backend gpu --log-size 18 --srs synthetic",
+                ),
+            ],
+        ),
+        (
+            "attach",
+            &[
+                (
+                    "the one prover running, recorded from now on",
+                    "proofscope attach --record c2.psrec",
+                ),
+                (
+                    "a named socket, waiting for the prover to start",
+                    "proofscope attach --wait 60 $XDG_RUNTIME_DIR/proofscope/prover-4242.sock",
+                ),
+                (
+                    "ten minutes of a server, then the text report",
+                    "proofscope attach --duration 600 -o report.txt",
+                ),
+            ],
+        ),
+        (
+            "run",
+            &[
+                (
+                    "a C2 prover, unmodified: its frees and its CUZK_TIMING phases joined",
+                    "proofscope run -- ./c2",
+                ),
+                (
+                    "a wrapper script, recorded: the prover it starts is followed",
+                    "proofscope run --record c2.psrec --log c2.log -- ./start-prover.sh",
+                ),
+                (
+                    "no dashboard: the prover's output here, the report in a file",
+                    "proofscope run --headless -o c2.txt -- ./c2",
+                ),
+            ],
+        ),
+        (
+            "list",
+            &[
+                ("the provers running here", "proofscope list"),
+                (
+                    "their sockets, for a script",
+                    "proofscope list --json | jq -r '.[].path'",
+                ),
+            ],
+        ),
+        (
+            "completions",
+            &[
+                (
+                    "bash, for this user",
+                    "proofscope completions bash > ~/.local/share/bash-completion/completions/proofscope",
+                ),
+                ("zsh", "proofscope completions zsh > ~/.zfunc/_proofscope"),
+                (
+                    "fish",
+                    "proofscope completions fish > ~/.config/fish/completions/proofscope.fish",
+                ),
+            ],
+        ),
+        (
+            "man",
+            &[
+                ("read it now", "proofscope man | man -l -"),
+                (
+                    "install a page per subcommand",
+                    "proofscope man --dir ~/.local/share/man/man1",
+                ),
+            ],
+        ),
+        (
+            "export",
+            &[
+                (
+                    "every prover on this host, for Prometheus on this host",
+                    "proofscope export",
+                ),
+                (
+                    "scraped from other hosts",
+                    "proofscope export --listen 0.0.0.0:9464",
+                ),
+            ],
+        ),
+        (
+            "diff",
+            &[
+                (
+                    "what changed, phase by phase",
+                    "proofscope diff before.psrec after.psrec",
+                ),
+                (
+                    "a CI gate that ignores changes under 2 ms",
+                    "proofscope diff before.psrec after.psrec --fail-on-regression 5 --min-change 2",
+                ),
+            ],
+        ),
+        (
+            "import",
+            &[
+                (
+                    "a cuzk log as a recording",
+                    "proofscope import cuzk.log -o cuzk.psrec",
+                ),
+                (
+                    "a log split over files, replacing an older import",
+                    "proofscope import c2.log.1 c2.log -o c2.psrec --force",
+                ),
+            ],
+        ),
+        (
+            "replay",
+            &[
+                (
+                    "at ten times the speed",
+                    "proofscope replay c2.psrec --speed 10",
+                ),
+                (
+                    "a preload recording joined to the prover's stderr",
+                    "proofscope replay c2.psrec --log c2.stderr",
+                ),
+                (
+                    "the five slowest proofs, as text",
+                    "proofscope replay c2.psrec --slowest 5 | less",
+                ),
+                (
+                    "before and after, side by side",
+                    "proofscope replay a.psrec --compare b.psrec",
+                ),
+            ],
+        ),
+    ],
+};
 
 /// A finite number from `s`, or what was wrong with it.
 fn finite(s: &str) -> Result<f64, String> {

@@ -16,6 +16,7 @@ const MAX_BALLAST_MIB: u64 = 2048;
 const MIN_BALLAST_MIB: u64 = 256;
 
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Prover")]
 pub struct DemoArgs {
     #[command(flatten)]
     pub prover: ProverArgs,

@@ -74,6 +74,10 @@ pub struct Binding {
     pub footer: Option<&'static str>,
 }
 
+/// What the mouse does (the help and docs/CLI.md say it from here).
+pub const MOUSE: &str =
+    "click a tab or a proof; the wheel moves through the proof list or scrolls the panel";
+
 pub const KEYS: [Binding; 29] = [
     Binding {
         action: Action::Quit,
@@ -94,7 +98,7 @@ pub const KEYS: [Binding; 29] = [
     Binding {
         action: Action::NextTab,
         codes: &[Key::Code(KeyCode::Tab)],
-        keys: "tab",
+        keys: "tab  S-tab",
         what: "next / previous panel: timeline, gaps, memory, GPU, stats",
         when: When::Always,
         footer: Some("tab panel"),
@@ -247,7 +251,7 @@ pub const KEYS: [Binding; 29] = [
         action: Action::Record,
         codes: &[ch('r')],
         keys: "r",
-        what: "start / stop recording (live)",
+        what: "start / stop recording (live): a new dated file in --record-dir",
         when: When::Live,
         footer: Some("r rec"),
     },

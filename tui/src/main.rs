@@ -1,7 +1,7 @@
 //! `proofscope`: see `proofscope --help` and docs/CLI.md.
 
 use anyhow::{Context, Result, bail};
-use clap::Parser;
+use clap::FromArgMatches;
 use probe_protocol::discovery as discover;
 use proofscope::app::{self, App, RunOpts, Until};
 use proofscope::cli::{Cli, Command, LiveArgs, MemoryArgs, ReportArgs};
@@ -31,13 +31,18 @@ fn main() -> ExitCode {
     if args.get(1).is_some_and(|a| a == "help")
         && args.iter().skip(2).any(|a| a == "--help" || a == "-h")
     {
-        use clap::CommandFactory;
-        let _ = Cli::command().print_help();
+        let _ = proofscope::cli::command().print_help();
         return Exit::Ok.into();
     }
-    match run(Cli::parse()) {
+    let cli = match Cli::from_arg_matches(&proofscope::cli::command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match run(cli) {
         Ok(Ended::Exit(code)) => code.into(),
         Ok(Ended::Child(code)) => ExitCode::from(code),
+        // `proofscope man | head`: the reader has what it wanted; no error to tell.
+        Err(e) if is_broken_pipe(&e) => Exit::Ok.into(),
         Err(e) if e.is::<Usage>() => {
             let _ = writeln!(std::io::stderr(), "error: {e}");
             Exit::Usage.into()
@@ -47,6 +52,13 @@ fn main() -> ExitCode {
             Exit::Failure.into()
         }
     }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// `proofscope prover …` is the built-in prover (used by `demo`).
@@ -145,41 +157,108 @@ fn run_opts(report: &ReportArgs, memory: &MemoryArgs, live: Option<&LiveArgs>) -
             r.display()
         )));
     }
-    if let (Some(r), Some(l)) = (&record, live)
-        && !l.force
-        && r.exists()
-    {
-        return Err(usage(format!(
-            "{} exists; pass --force to replace it, or record to another file",
-            r.display()
-        )));
+    if report.force && record.is_none() && report.output.is_none() {
+        return Err(usage(
+            "--force replaces the files named by --record or -o, and neither was given",
+        ));
+    }
+    for file in record.iter().chain(&report.output) {
+        refuse_to_replace(file, report.force)?;
     }
     Ok(RunOpts {
         retention: memory.retention(),
         rule: report.gap.rule(),
         record,
+        record_dir: live
+            .and_then(|l| l.record_dir.clone())
+            .unwrap_or_else(proofscope::source::record::default_record_dir),
     })
 }
 
-fn list() -> Result<Exit> {
+/// The one overwrite rule: a file this command writes may replace another only with `--force`
+/// (checked before anything starts, so a refusal loses nothing).
+fn refuse_to_replace(file: &std::path::Path, force: bool) -> Result<()> {
+    if file.exists() && !force {
+        return Err(usage(format!(
+            "{} exists; pass --force to replace it, or name another file",
+            file.display()
+        )));
+    }
+    Ok(())
+}
+
+fn list(json: bool) -> Result<Exit> {
     let found = discover::find();
     let mut out = std::io::stdout().lock();
+    let state = |f: &discover::Found| match (f.alive, f.removed) {
+        (true, _) => "running",
+        (false, true) => "stale, removed",
+        (false, false) => "stale",
+    };
+    if json {
+        let rows: Vec<_> = found
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "state": state(f),
+                    "prover": f.prover,
+                    "pid": f.pid,
+                    "path": f.path.display().to_string(),
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+        return Ok(Exit::Ok);
+    }
     if found.is_empty() {
         writeln!(out, "no prover sockets in {}", socket_dirs())?;
     }
-    for f in found {
+    for f in &found {
         writeln!(
             out,
             "{:<15} {:<12} pid {:<8} {}",
-            match (f.alive, f.removed) {
-                (true, _) => "running",
-                (false, true) => "stale, removed",
-                (false, false) => "stale",
-            },
+            state(f),
             f.prover,
             f.pid.map_or("?".into(), |p| p.to_string()),
             f.path.display()
         )?;
+    }
+    Ok(Exit::Ok)
+}
+
+/// `proofscope completions SHELL`: the script on stdout.
+fn completions(shell: clap_complete::Shell) -> Result<Exit> {
+    let mut cmd = proofscope::cli::command();
+    // Into memory first: clap_complete panics on a write error (`… | head`).
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "proofscope", &mut script);
+    std::io::stdout().write_all(&script)?;
+    Ok(Exit::Ok)
+}
+
+/// `proofscope man [--dir DIR]`: the top page on stdout, or every page into DIR.
+fn man(dir: Option<&std::path::Path>, force: bool) -> Result<Exit> {
+    let cmd = proofscope::cli::command();
+    let Some(dir) = dir else {
+        clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+        return Ok(Exit::Ok);
+    };
+    // Built as clap_mangen::generate_to builds it: subcommands named `proofscope-demo`.
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
+    let pages: Vec<clap_mangen::Man> = std::iter::once(cmd.clone())
+        .chain(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned())
+        .map(clap_mangen::Man::new)
+        .collect();
+    for page in &pages {
+        refuse_to_replace(&dir.join(page.get_filename()), force)?;
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for page in pages {
+        let path = page
+            .generate_to(dir)
+            .with_context(|| format!("writing {}", dir.join(page.get_filename()).display()))?;
+        eprintln!("wrote {}", path.display());
     }
     Ok(Exit::Ok)
 }
@@ -197,7 +276,7 @@ fn diff(x: &proofscope::cli::DiffArgs) -> Result<Exit> {
     let opts = RunOpts {
         retention: x.memory.retention(),
         rule: x.gap.rule(),
-        record: None,
+        ..RunOpts::default()
     };
     let (a, b) = (
         replayed(&x.a, &opts)?.report(),
@@ -244,12 +323,7 @@ fn comparison(
 /// `proofscope import LOG... -o FILE`.
 fn import(x: &proofscope::cli::ImportArgs) -> Result<Exit> {
     use proofscope::import;
-    if x.output.exists() && !x.force {
-        return Err(usage(format!(
-            "{} exists; pass --force to replace it, or import to another file",
-            x.output.display()
-        )));
-    }
+    refuse_to_replace(&x.output, x.force)?;
     if let Some(log) = x.logs.iter().find(|l| **l == x.output) {
         return Err(usage(format!(
             "{} is both a log and the output: the import would replace its own input",
@@ -344,7 +418,9 @@ fn wants_report(report: &ReportArgs, live: Option<&LiveArgs>, first_proofs: Opti
 
 fn run(cli: Cli) -> Result<Ended> {
     match &cli.command {
-        Command::List => list().map(Ended::from),
+        Command::List { json } => list(*json).map(Ended::from),
+        Command::Completions { shell } => completions(*shell).map(Ended::from),
+        Command::Man { dir, force } => man(dir.as_deref(), *force).map(Ended::from),
         Command::Diff(x) => diff(x).map(Ended::from),
         Command::Import(x) => import(x).map(Ended::from),
         Command::Export(x) => export(x).map(Ended::from),
@@ -446,6 +522,7 @@ fn run_prover(x: &proofscope::cli::RunArgs) -> Result<Ended> {
         preload,
         log,
         record: opts.record.clone(),
+        record_dir: opts.record_dir.clone(),
     };
     let app = App::run(plan, &opts)?;
     let how = Headless {

@@ -3,9 +3,7 @@ use probe_protocol::{
     AllocSample, Event, FrameBuilder, Hello, ProofBegin, ProofEnd, RecordingWriter, SpanBegin,
     SpanEnd,
 };
-use proofscope::analysis::GapRule;
 use proofscope::app::{App, RunOpts};
-use proofscope::model::Retention;
 use std::path::{Path, PathBuf};
 
 pub fn recording(name: &str) -> PathBuf {
@@ -28,11 +26,7 @@ pub fn all_recordings() -> Vec<String> {
 }
 
 pub fn opts() -> RunOpts {
-    RunOpts {
-        retention: Retention::default(),
-        rule: GapRule::default(),
-        record: None,
-    }
+    RunOpts::default()
 }
 
 /// A replay of `name`, fully ingested, labelled with a stable source name.

@@ -2,7 +2,6 @@
 //! some, and applies what it held on resume.
 
 use probe_protocol::{Event, Hello, SpanBegin, SpanEnd, encode_frame};
-use proofscope::analysis::GapRule;
 use proofscope::app::{App, RunOpts};
 use proofscope::input::Action;
 use proofscope::model::Retention;
@@ -71,8 +70,7 @@ fn a_paused_view_holds_within_its_bound_and_catches_up_on_resume() {
             max_proofs: 1000,
             max_bytes: budget,
         },
-        rule: GapRule::default(),
-        record: None,
+        ..RunOpts::default()
     };
     let mut app = App::live(Target::Socket(sock), &opts).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);

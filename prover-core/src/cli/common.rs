@@ -28,7 +28,9 @@ pub enum DeallocArg {
 pub enum BackendChoice {
     /// The GPU backend when a usable GPU is found, else the CPU (the reason is reported).
     Auto,
+    /// The CPU (rayon) backend, whatever GPU there is.
     Cpu,
+    /// The CUDA backend; refuse to start without a usable GPU.
     Gpu,
 }
 
@@ -46,11 +48,13 @@ pub enum VerifyArg {
     Every,
     /// Verify the first proof of each batch.
     One,
+    /// Verify nothing.
     Off,
 }
 
 /// What the parameters are for: the circuit, its size, the SRS and where it is cached.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Prover")]
 pub struct ParamsArgs {
     /// Which circuit to prove.
     #[arg(long, value_enum, default_value_t = CircuitArg::Sha256)]
@@ -59,6 +63,8 @@ pub struct ParamsArgs {
     /// smallest (sha256: 15, squaring: 12).
     #[arg(long = "log-size", value_name = "N")]
     pub log_size: Option<u32>,
+    /// Where the parameters come from: a real setup (proofs verify) or random points of the
+    /// same shape (no setup to wait for; proofs do not verify).
     #[arg(long, value_enum, default_value_t = SrsArg::Real)]
     pub srs: SrsArg,
     /// Parameter cache directory [default: $PROOFSCOPE_CACHE, $XDG_CACHE_HOME/proofscope or ~/.cache/proofscope].
@@ -126,6 +132,7 @@ impl ParamsArgs {
 
 /// How a batch is proved: its parameters, its size, where, and what happens after.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Prover")]
 pub struct ProverArgs {
     #[command(flatten)]
     pub params: ParamsArgs,
@@ -136,6 +143,7 @@ pub struct ProverArgs {
     /// `proofscope demo`, whose point is the release that nobody timed]
     #[arg(long, value_enum)]
     pub dealloc: Option<DeallocArg>,
+    /// Where the proof's MSMs and NTTs run.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// Which proofs to verify.

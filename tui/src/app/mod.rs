@@ -28,7 +28,21 @@ use std::time::Duration;
 pub struct RunOpts {
     pub retention: Retention,
     pub rule: GapRule,
+    /// `--record`: recorded from the first frame.
     pub record: Option<PathBuf>,
+    /// `--record-dir`: where `r` starts a new dated recording.
+    pub record_dir: PathBuf,
+}
+
+impl Default for RunOpts {
+    fn default() -> RunOpts {
+        RunOpts {
+            retention: Retention::default(),
+            rule: GapRule::default(),
+            record: None,
+            record_dir: crate::source::record::default_record_dir(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -62,7 +76,7 @@ impl App {
             Target::Socket(p) | Target::Discovered(p) => p.display().to_string(),
         };
         let model = Model::new(opts.retention);
-        let feed = LiveSource::start(target, opts.record.clone(), &model)?;
+        let feed = LiveSource::start(target, opts.record.clone(), opts.record_dir.clone(), &model)?;
         Ok(App::with(
             opts,
             Controller::new(model, Box::new(feed), label),

@@ -70,6 +70,8 @@ pub struct RunPlan {
     /// Where the prover's output goes; `None`: the viewer's own stdout and stderr.
     pub log: Option<PathBuf>,
     pub record: Option<PathBuf>,
+    /// Where `r` records.
+    pub record_dir: PathBuf,
 }
 
 /// The child's `LD_PRELOAD`: the probe first, the user's own after it.
@@ -127,5 +129,6 @@ pub fn launch(plan: RunPlan) -> Result<source::Launch> {
             .collect(),
         log: plan.log,
         record: plan.record,
+        record_dir: plan.record_dir,
     })
 }

@@ -54,6 +54,7 @@ pub struct Launch {
     /// Where the prover's output goes, when not to the viewer's own stdout/stderr.
     pub log: Option<PathBuf>,
     pub record: Option<PathBuf>,
+    pub record_dir: PathBuf,
 }
 
 #[derive(Debug)]
@@ -62,6 +63,7 @@ pub struct RunSource {
     live: Option<LiveSource>,
     socket: PathBuf,
     record: Option<PathBuf>,
+    record_dir: PathBuf,
     /// Said before the probe's source exists (the prover could not start).
     pending_said: Said,
     relay: Option<Child>,
@@ -104,6 +106,7 @@ impl RunSource {
             live: None,
             socket: l.socket,
             record: l.record,
+            record_dir: l.record_dir,
             pending_said: Said::default(),
             relay: Some(l.relay),
             channel,
@@ -168,6 +171,7 @@ impl RunSource {
         let live = LiveSource::start(
             Target::Socket(self.socket_of(pid)),
             self.record.take(),
+            self.record_dir.clone(),
             model,
         )?;
         self.live = Some(live);

@@ -12,7 +12,7 @@ use anyhow::Result;
 use probe_protocol::{Event, encode_frames};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 #[derive(Debug)]
 pub struct LiveSource {
@@ -21,8 +21,8 @@ pub struct LiveSource {
     live: Option<Connection>,
     link: LinkState,
     recorder: Option<Recorder>,
-    /// Where `r` records (`--record`), else a name with the time.
-    record_path: Option<PathBuf>,
+    /// Where `r` starts a new dated recording (`--record-dir`).
+    record_dir: PathBuf,
     paused: bool,
     /// Frames that arrived while the view was paused.
     hold: Hold,
@@ -31,20 +31,25 @@ pub struct LiveSource {
 
 impl LiveSource {
     /// Connects (in the background) and, with `record`, records from the first frame.
-    pub fn start(target: Target, record: Option<PathBuf>, model: &Model) -> Result<LiveSource> {
+    pub fn start(
+        target: Target,
+        record: Option<PathBuf>,
+        record_dir: PathBuf,
+        model: &Model,
+    ) -> Result<LiveSource> {
         let (tx, rx) = channel();
         let mut a = LiveSource {
             rx,
             live: Some(socket::connect(target, tx)?),
             link: LinkState::Idle,
             recorder: None,
-            record_path: record.clone(),
+            record_dir,
             paused: false,
             hold: Hold::default(),
             lost_since: None,
         };
         if let Some(p) = record {
-            a.start_recording(p, model)?;
+            a.recorder = Some(Recorder::create(&p, model.current())?);
         }
         Ok(a)
     }
@@ -64,9 +69,12 @@ impl LiveSource {
         Ok(())
     }
 
-    fn start_recording(&mut self, path: PathBuf, model: &Model) -> Result<()> {
-        self.recorder = Some(Recorder::create(&path, model.current())?);
-        Ok(())
+    /// `r`: a new dated recording in the record directory, from here on.
+    fn start_recording(&mut self, model: &Model) -> Result<String> {
+        let rec = Recorder::create_in(&self.record_dir, model.current(), SystemTime::now())?;
+        let path = rec.path.clone();
+        self.recorder = Some(rec);
+        Ok(path)
     }
 
     /// Closes the recording; its path, and an error message if closing failed.
@@ -197,14 +205,8 @@ impl Source for LiveSource {
                 said.message = Some(if let Some((path, err)) = self.stop_recording() {
                     err.unwrap_or(format!("recording saved to {path}"))
                 } else {
-                    let path = self.record_path.clone().unwrap_or_else(|| {
-                        let secs = std::time::SystemTime::now()
-                            .duration_since(std::time::UNIX_EPOCH)
-                            .map_or(0, |d| d.as_secs());
-                        PathBuf::from(format!("proofscope-{secs}.psrec"))
-                    });
-                    match self.start_recording(path, model) {
-                        Ok(()) => "recording (r stops)".into(),
+                    match self.start_recording(model) {
+                        Ok(path) => format!("recording to {path} (r stops)"),
                         Err(e) => format!("cannot record: {e:#}"),
                     }
                 });

@@ -37,6 +37,15 @@ fn lines(width: usize) -> Vec<(String, bool)> {
     for k in KEYS.iter().filter(shown).filter(|k| k.when != When::Replay) {
         binding_lines(k, width, &mut out);
     }
+    binding_lines(
+        &crate::input::Binding {
+            keys: "mouse",
+            what: crate::input::MOUSE,
+            ..KEYS[0]
+        },
+        width,
+        &mut out,
+    );
     out.push(("replay".to_owned(), true));
     for k in KEYS.iter().filter(shown).filter(|k| k.when == When::Replay) {
         binding_lines(k, width, &mut out);

@@ -1,0 +1,250 @@
+//! What the viewer writes and where (#26): one overwrite rule (`--force`) for every file a
+//! command writes, `r` recording into `--record-dir` under a dated name that never replaces
+//! another, `list --json`, shell completions and man pages, examples and exit statuses in every
+//! subcommand's help, and an attach to a socket that does not exist failing at once.
+
+mod common;
+
+use common::BIN;
+use probe_protocol::{Event, Hello, SpanBegin, SpanEnd, encode_frame};
+use proofscope::app::{App, RunOpts};
+use proofscope::input::Action;
+use proofscope::source::Target;
+use std::io::{Read, Write};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn an_existing_report_file_is_kept_without_force_and_replaced_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report.txt");
+    std::fs::write(&out, "mine").unwrap();
+    let rec = common::recording("cpu-sha256-sync.psrec");
+    let refused = Command::new(BIN)
+        .arg("replay")
+        .arg(&rec)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("pass --force"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "mine");
+    let replaced = Command::new(BIN)
+        .arg("replay")
+        .arg(&rec)
+        .arg("-o")
+        .arg(&out)
+        .arg("--force")
+        .output()
+        .unwrap();
+    assert!(replaced.status.success(), "{}", stderr(&replaced));
+    assert!(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .contains("proofscope")
+    );
+    // --force with nothing to replace is a mistake, said as one.
+    let nothing = Command::new(BIN)
+        .arg("replay")
+        .arg(&rec)
+        .arg("--force")
+        .output()
+        .unwrap();
+    assert_eq!(nothing.status.code(), Some(2), "{}", stderr(&nothing));
+}
+
+#[test]
+fn attaching_to_a_socket_that_does_not_exist_fails_at_once() {
+    let t = Instant::now();
+    let out = Command::new(BIN)
+        .args(["attach", "/nonexistent/nope.sock", "--headless"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no prover socket at"),
+        "{}",
+        stderr(&out)
+    );
+    // Not the 10 s a vanished prover is given (a loaded machine still starts in well under 5).
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}
+
+#[test]
+fn list_json_is_an_array_of_sockets() {
+    let dir = tempfile::tempdir().unwrap();
+    // A stale socket: a file nobody listens on, where viewers look first.
+    std::fs::create_dir(dir.path().join("proofscope")).unwrap();
+    let stale = dir.path().join("proofscope/ghost-4242.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    let out = Command::new(BIN)
+        .args(["list", "--json"])
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v.as_array().expect("an array");
+    let ghost = rows
+        .iter()
+        .find(|r| r["path"] == stale.display().to_string())
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(ghost["state"], "stale, removed", "{v}");
+    assert_eq!(ghost["prover"], "ghost", "{v}");
+    assert_eq!(ghost["pid"], 4242, "{v}");
+}
+
+#[test]
+fn completions_and_man_pages_cover_every_subcommand() {
+    let subs = [
+        "demo", "attach", "run", "list", "export", "diff", "import", "replay",
+    ];
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = Command::new(BIN)
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        let script = String::from_utf8_lossy(&out.stdout);
+        for sub in subs {
+            assert!(script.contains(sub), "{shell} completes no {sub}");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let man = dir.path().join("man1");
+    let write = || {
+        Command::new(BIN)
+            .arg("man")
+            .arg("--dir")
+            .arg(&man)
+            .output()
+            .unwrap()
+    };
+    let first = write();
+    assert!(first.status.success(), "{}", stderr(&first));
+    for sub in subs {
+        let page = std::fs::read_to_string(man.join(format!("proofscope-{sub}.1"))).unwrap();
+        assert!(
+            page.contains(".TH") && page.contains("Exit status"),
+            "{sub}"
+        );
+    }
+    let again = write();
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+}
+
+/// Every subcommand's help has examples that parse and the exit statuses it can end with.
+#[test]
+fn every_subcommand_shows_examples_that_parse_and_its_exit_statuses() {
+    let mut cmd = proofscope::cli::command();
+    cmd.build();
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        let help = sub.clone().render_long_help().to_string();
+        let name = sub.get_name();
+        assert!(help.contains("Examples:"), "{name} has no examples");
+        assert!(help.contains("Exit status:\n  0  done"), "{name}:\n{help}");
+        assert_eq!(help.contains("  4  "), name == "diff", "{name}: {help}");
+        let examples = help
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("proofscope "));
+        for ex in examples {
+            // The command itself: up to a pipe or a redirection.
+            let words: Vec<&str> = ex
+                .split_whitespace()
+                .take_while(|w| !matches!(*w, "|" | ">"))
+                .collect();
+            let parsed = proofscope::cli::command().try_get_matches_from(&words);
+            assert!(parsed.is_ok(), "{ex}: {}", parsed.unwrap_err());
+        }
+    }
+}
+
+/// A fake prover: Hello and one span, then silence until the test ends.
+fn quiet_prover(sock: &std::path::Path) -> std::thread::JoinHandle<()> {
+    let listener = std::os::unix::net::UnixListener::bind(sock).unwrap();
+    std::thread::Builder::new()
+        .name("quiet-prover".into())
+        .spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut sub = [0u8; 256];
+            let _ = s.read(&mut sub);
+            let hello = Event::Hello(Box::new(Hello {
+                protocol_major: 1,
+                prover_name: "quiet prover".into(),
+                pid: 7,
+                ..Default::default()
+            }));
+            let span = [
+                Event::SpanBegin(SpanBegin {
+                    ts: 10,
+                    span: 1,
+                    parent: None,
+                    proof: None,
+                    name: 1,
+                    thread: 1,
+                }),
+                Event::SpanEnd(SpanEnd { ts: 20, span: 1 }),
+            ];
+            let _ = s.write_all(&encode_frame(0, &[hello, Event::LiveStart { ts: 0 }]).unwrap());
+            let _ = s.write_all(&encode_frame(1, &span).unwrap());
+            // Until the viewer hangs up.
+            let _ = s.read(&mut sub);
+        })
+        .unwrap()
+}
+
+#[test]
+fn r_records_into_the_record_dir_under_new_dated_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("quiet.sock");
+    let server = quiet_prover(&sock);
+    let records = dir.path().join("not/yet/made");
+    let opts = RunOpts {
+        record_dir: records.clone(),
+        ..RunOpts::default()
+    };
+    let mut app = App::live(Target::Socket(sock), &opts).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while app.model().current().is_none_or(|s| s.hello().is_none()) {
+        assert!(Instant::now() < deadline, "no Hello arrived");
+        app.pump(Duration::from_millis(20));
+    }
+    let mut saved = Vec::new();
+    for _ in 0..2 {
+        app.apply(Action::Record);
+        let started = app.view.message.clone().unwrap_or_default();
+        assert!(started.starts_with("recording to "), "{started}");
+        app.pump(Duration::from_millis(50));
+        app.apply(Action::Record);
+        let said = app.view.message.clone().unwrap_or_default();
+        let path = said
+            .strip_prefix("recording saved to ")
+            .unwrap_or_else(|| panic!("{said}"));
+        saved.push(std::path::PathBuf::from(path));
+    }
+    app.finish();
+    drop(app);
+    server.join().unwrap();
+    assert_ne!(
+        saved[0], saved[1],
+        "the second recording replaced the first"
+    );
+    for p in &saved {
+        assert_eq!(p.parent(), Some(records.as_path()));
+        let name = p.file_name().unwrap().to_string_lossy();
+        assert!(name.starts_with("proofscope-quiet-prover-20"), "{name}");
+        assert!(name.ends_with(".psrec"), "{name}");
+        let replayed = App::replay(p.clone(), &RunOpts::default()).unwrap();
+        drop(replayed);
+    }
+}
