@@ -176,9 +176,10 @@ fn run_opts(report: &ReportArgs, memory: &MemoryArgs, live: Option<&LiveArgs>) -
 }
 
 /// The one overwrite rule: a file this command writes may replace another only with `--force`
-/// (checked before anything starts, so a refusal loses nothing).
+/// (checked before anything starts, so a refusal loses nothing). `/dev/null`, a pipe or a
+/// terminal is written to, not replaced.
 fn refuse_to_replace(file: &std::path::Path, force: bool) -> Result<()> {
-    if file.exists() && !force {
+    if std::fs::metadata(file).is_ok_and(|m| m.is_file()) && !force {
         return Err(usage(format!(
             "{} exists; pass --force to replace it, or name another file",
             file.display()

@@ -53,14 +53,40 @@ fn exporter(dir: &Path, extra: &[&str]) -> (Running, String) {
 
 /// `GET path` over HTTP/1.0; the body.
 fn get(addr: &str, path: &str) -> String {
+    let (_, body) = get_with(addr, path, "");
+    String::from_utf8(body).unwrap()
+}
+
+/// `GET path` with extra header lines (each ending in \r\n); the head and the raw body.
+fn get_with(addr: &str, path: &str, headers: &str) -> (String, Vec<u8>) {
     let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n{headers}\r\n").unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let split = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(out.len());
+    let head = String::from_utf8_lossy(&out[..split]).into_owned();
     assert!(head.contains(" 200 "), "GET {path}: {head}");
-    body.to_owned()
+    (head, out.get(split + 4..).unwrap_or_default().to_vec())
+}
+
+/// `promtool check metrics` on `text`: its exit status and what it said.
+fn promtool_check(text: &[u8]) -> (i32, String) {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package has it)");
+    child.stdin.take().unwrap().write_all(text).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), said)
 }
 
 fn urlencode(s: &str) -> String {
@@ -337,7 +363,42 @@ fn prometheus_scrapes_the_fleet_and_every_dashboard_and_alert_query_runs() {
     // The exporter's own series.
     let m = get(&addr, "/metrics");
     assert!(m.contains("proofscope_exporter_build_info{version="), "{m}");
-    assert!(m.contains("# EOF"), "OpenMetrics ends with # EOF");
+    assert!(m.contains("process_resident_memory_bytes "), "{m}");
+    assert!(m.contains("process_cpu_seconds_total "), "{m}");
+    exposition_is_negotiated(&addr, &m);
+}
+
+/// Prometheus asked for OpenMetrics above and parsed it (its targets are up); anything else
+/// gets the text format 0.0.4, which promtool reads clean; gzip when accepted.
+fn exposition_is_negotiated(addr: &str, text: &str) {
+    assert!(!text.contains("# EOF"), "0.0.4 text has no # EOF");
+    let (rc, said) = promtool_check(text.as_bytes());
+    assert_eq!(rc, 0, "promtool check metrics on the text format:\n{said}");
+    let (head, om) = get_with(
+        addr,
+        "/metrics",
+        "Accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n",
+    );
+    assert!(head.contains("application/openmetrics-text"), "{head}");
+    let om = String::from_utf8(om).unwrap();
+    assert!(
+        om.trim_end().ends_with("# EOF"),
+        "OpenMetrics ends with # EOF"
+    );
+    assert!(om.contains("# TYPE proofscope_exporter_build info"), "{om}");
+    let (head, z) = get_with(addr, "/metrics", "Accept-Encoding: gzip\r\n");
+    assert!(head.contains("Content-Encoding: gzip"), "{head}");
+    let mut unzipped = String::new();
+    flate2::read::GzDecoder::new(&z[..])
+        .read_to_string(&mut unzipped)
+        .unwrap();
+    assert!(unzipped.contains("# TYPE proofscope_exporter_scrapes_total counter"));
+    assert!(
+        z.len() * 2 < unzipped.len(),
+        "{} → {}",
+        unzipped.len(),
+        z.len()
+    );
 }
 
 /// VmRSS of `pid`, bytes.

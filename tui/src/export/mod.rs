@@ -7,7 +7,9 @@
 //! `forget_after`, so that days of restarts do not pile up series of dead pids. The main
 //! thread serves HTTP.
 
+mod exposition;
 pub mod metrics;
+mod process;
 mod watcher;
 
 use crate::analysis::GapRule;
@@ -38,9 +40,6 @@ pub struct ExportOpts {
     pub forget_after: Duration,
 }
 
-/// The OpenMetrics media type Prometheus asks for and parses.
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
 /// A socket gone this long is stopped even if its stream never said it ended.
 const GONE_GRACE: Duration = Duration::from_secs(5);
 
@@ -48,6 +47,7 @@ const GONE_GRACE: Duration = Duration::from_secs(5);
 pub fn run(opts: ExportOpts) -> Result<()> {
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
+    registry.register_collector(Box::new(process::ProcessCollector));
     let server = tiny_http::Server::http(&opts.listen)
         .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.listen))?;
     let addr = server
@@ -86,6 +86,13 @@ fn respond(
         tiny_http::Header::from_bytes(&b"Content-Type"[..], v.as_bytes())
             .expect("a valid static header")
     };
+    let asked = |name: &'static str| {
+        request
+            .headers()
+            .iter()
+            .find(|h| h.field.equiv(name))
+            .map(|h| h.value.as_str().to_owned())
+    };
     let path = request.url().split('?').next().unwrap_or("");
     if *request.method() != tiny_http::Method::Get && *request.method() != tiny_http::Method::Head {
         return tiny_http::Response::from_string("only GET /metrics\n").with_status_code(405);
@@ -98,9 +105,21 @@ fn respond(
                 return tiny_http::Response::from_string(format!("encoding failed: {e}\n"))
                     .with_status_code(500);
             }
+            let format = exposition::Exposition::negotiate(asked("Accept").as_deref());
+            let body = format.body(body).into_bytes();
             metrics.scrapes.inc();
             metrics.scrape_duration.set(t.elapsed().as_secs_f64());
-            tiny_http::Response::from_string(body).with_header(header(CONTENT_TYPE))
+            let gzipped = exposition::accepts_gzip(asked("Accept-Encoding").as_deref())
+                .then(|| exposition::gzip(&body).ok())
+                .flatten();
+            let response = match gzipped {
+                Some(z) => tiny_http::Response::from_data(z).with_header(
+                    tiny_http::Header::from_bytes(&b"Content-Encoding"[..], &b"gzip"[..])
+                        .expect("a valid static header"),
+                ),
+                None => tiny_http::Response::from_data(body),
+            };
+            response.with_header(header(format.content_type()))
         }
         "/" => tiny_http::Response::from_string(
             "proofscope export: metrics at /metrics (docs/FLEET.md)\n",

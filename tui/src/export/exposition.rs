@@ -1,0 +1,196 @@
+//! What a scrape gets back: OpenMetrics to a client that asks for it (Prometheus does), the
+//! Prometheus text format 0.0.4 to any other (`curl | promtool check metrics`, older
+//! scrapers, other agents), gzipped when the client accepts it.
+//!
+//! prometheus-client encodes OpenMetrics only; the 0.0.4 text is derived from it line by line
+//! (one encoder, so the two can never disagree on a value).
+
+use std::collections::HashMap;
+use std::io::Write;
+
+/// The media type of a scrape's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exposition {
+    OpenMetrics,
+    PrometheusText,
+}
+
+impl Exposition {
+    /// OpenMetrics when the `Accept` header names it, else the Prometheus text format.
+    pub fn negotiate(accept: Option<&str>) -> Exposition {
+        let wants_om = accept.is_some_and(|a| {
+            a.split(',').any(|part| {
+                let mut fields = part.split(';').map(str::trim);
+                let media = fields.next().unwrap_or("");
+                let refused = fields.any(|f| f.replace(' ', "") == "q=0");
+                media.eq_ignore_ascii_case("application/openmetrics-text") && !refused
+            })
+        });
+        if wants_om {
+            Exposition::OpenMetrics
+        } else {
+            Exposition::PrometheusText
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Exposition::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Exposition::PrometheusText => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+
+    /// The body in this format, from prometheus-client's OpenMetrics text.
+    pub fn body(self, openmetrics: String) -> String {
+        match self {
+            Exposition::OpenMetrics => openmetrics,
+            Exposition::PrometheusText => prometheus_text(&openmetrics),
+        }
+    }
+}
+
+/// Whether an `Accept-Encoding` header accepts gzip (and does not refuse it with `q=0`).
+pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
+    accept_encoding.is_some_and(|a| {
+        a.split(',').any(|part| {
+            let mut fields = part.split(';').map(str::trim);
+            let coding = fields.next().unwrap_or("");
+            let refused = fields.any(|f| f.replace(' ', "") == "q=0");
+            (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
+        })
+    })
+}
+
+/// `body` gzipped (the fast level: a scrape is answered in milliseconds, and text of repeated
+/// label sets compresses well at any level).
+pub fn gzip(body: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut enc = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 4),
+        flate2::Compression::fast(),
+    );
+    enc.write_all(body)?;
+    enc.finish()
+}
+
+/// OpenMetrics text as the Prometheus text format 0.0.4: a counter family `x` is named by its
+/// sample `x_total`, an info family `x` becomes the gauge `x_info`, `unknown` is `untyped`;
+/// `# UNIT` and `# EOF` lines and exemplars have no place there and are dropped.
+fn prometheus_text(om: &str) -> String {
+    let types: HashMap<&str, &str> = om
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_once(' '))
+        .collect();
+    let renamed = |name: &str| -> (String, Option<&'static str>) {
+        match types.get(name).copied() {
+            Some("counter") => (format!("{name}_total"), None),
+            Some("info") => (format!("{name}_info"), Some("gauge")),
+            Some("unknown") => (name.to_owned(), Some("untyped")),
+            Some("gaugehistogram" | "stateset") => (name.to_owned(), Some("untyped")),
+            _ => (name.to_owned(), None),
+        }
+    };
+    let mut out = String::with_capacity(om.len());
+    for line in om.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
+            out.push_str(&format!("# HELP {} {help}\n", renamed(name).0));
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, ""));
+            let (name, as_kind) = renamed(name);
+            out.push_str(&format!("# TYPE {name} {}\n", as_kind.unwrap_or(kind)));
+        } else if line.starts_with('#') {
+            // `# UNIT`, `# EOF`.
+        } else {
+            out.push_str(without_exemplar(line));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A sample line without its exemplar (` # {…} value [ts]`): outside label values, which
+/// are quoted and may hold ` # ` themselves.
+fn without_exemplar(line: &str) -> &str {
+    let mut in_quotes = false;
+    let mut escaped = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_quotes => escaped = true,
+            '"' => in_quotes = !in_quotes,
+            '#' if !in_quotes && line[..i].ends_with(' ') => return line[..i].trim_end(),
+            _ => {}
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OM: &str = "# HELP proofscope_proofs Proofs completed.\n\
+# TYPE proofscope_proofs counter\n\
+proofscope_proofs_total{prover=\"a # b\"} 3 # {trace_id=\"x\"} 1.0\n\
+# HELP proofscope_build Build.\n\
+# TYPE proofscope_build info\n\
+proofscope_build_info{version=\"0.1.0\"} 1\n\
+# HELP proofscope_proof_seconds Proof duration.\n\
+# TYPE proofscope_proof_seconds histogram\n\
+# UNIT proofscope_proof_seconds seconds\n\
+proofscope_proof_seconds_bucket{le=\"+Inf\"} 3\n\
+proofscope_proof_seconds_sum 1.5\n\
+proofscope_proof_seconds_count 3\n\
+# EOF\n";
+
+    #[test]
+    fn openmetrics_becomes_text_0_0_4() {
+        let t = prometheus_text(OM);
+        assert_eq!(
+            t,
+            "# HELP proofscope_proofs_total Proofs completed.\n\
+# TYPE proofscope_proofs_total counter\n\
+proofscope_proofs_total{prover=\"a # b\"} 3\n\
+# HELP proofscope_build_info Build.\n\
+# TYPE proofscope_build_info gauge\n\
+proofscope_build_info{version=\"0.1.0\"} 1\n\
+# HELP proofscope_proof_seconds Proof duration.\n\
+# TYPE proofscope_proof_seconds histogram\n\
+proofscope_proof_seconds_bucket{le=\"+Inf\"} 3\n\
+proofscope_proof_seconds_sum 1.5\n\
+proofscope_proof_seconds_count 3\n"
+        );
+    }
+
+    #[test]
+    fn openmetrics_only_when_asked_for() {
+        use Exposition::*;
+        let prom = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(Exposition::negotiate(Some(prom)), OpenMetrics);
+        assert_eq!(
+            Exposition::negotiate(Some("text/plain;version=0.0.4")),
+            PrometheusText
+        );
+        assert_eq!(Exposition::negotiate(Some("*/*")), PrometheusText);
+        assert_eq!(Exposition::negotiate(None), PrometheusText);
+        assert_eq!(
+            Exposition::negotiate(Some("application/openmetrics-text; q=0, text/plain")),
+            PrometheusText
+        );
+        assert!(accepts_gzip(Some("gzip, deflate")));
+        assert!(!accepts_gzip(Some("gzip;q=0")));
+        assert!(!accepts_gzip(None));
+    }
+
+    #[test]
+    fn gzip_round_trips() {
+        use std::io::Read;
+        let z = gzip(OM.as_bytes()).unwrap();
+        let mut back = String::new();
+        flate2::read::GzDecoder::new(&z[..])
+            .read_to_string(&mut back)
+            .unwrap();
+        assert_eq!(back, OM);
+    }
+}
