@@ -202,11 +202,22 @@ pub(crate) fn disable_events() {
 
 /// Takes every queued large-block event.
 pub(crate) fn drain(mut f: impl FnMut(RawBlock)) {
+    // The probe threads that had ended before this pass began: every block they queued is
+    // in the queue now, so their ids can be freed once it is empty.
+    let ended_tids: [u32; OBSERVER_SLOTS] = std::array::from_fn(|i| {
+        let v = OBSERVER_TIDS[i].load(Ordering::Acquire);
+        if v & ENDED != 0 { v } else { 0 }
+    });
     if let Some(q) = QUEUE.get() {
         while let Some(b) = q.pop() {
             if !is_observer(b.os_tid) {
                 f(b);
             }
+        }
+    }
+    for (slot, v) in OBSERVER_TIDS.iter().zip(ended_tids) {
+        if v != 0 {
+            let _ = slot.compare_exchange(v, 0, Ordering::AcqRel, Ordering::Relaxed);
         }
     }
 }
@@ -310,7 +321,14 @@ thread_local! {
 /// The OS thread ids of the probe's own threads, for the blocks they made before they were
 /// marked (std's thread start allocates on the new thread before its closure runs). A handful
 /// of threads per session; 0 is a free slot.
-static OBSERVER_TIDS: [AtomicU32; 16] = [const { AtomicU32::new(0) }; 16];
+static OBSERVER_TIDS: [AtomicU32; OBSERVER_SLOTS] = [const { AtomicU32::new(0) }; OBSERVER_SLOTS];
+
+const OBSERVER_SLOTS: usize = 16;
+
+/// Set in a slot whose thread has ended: its id is still the probe's until the collector has
+/// drained the blocks it queued before it was marked (a loaded machine drains them late;
+/// Linux thread ids stay below 2^22, so the bit is free).
+const ENDED: u32 = 1 << 31;
 
 /// Marks the calling thread as the probe's own: its blocks still count towards live bytes
 /// (they are the process's memory) but are never reported as the program's allocations or
@@ -330,19 +348,20 @@ pub(crate) fn mark_observer_thread() {
     }
 }
 
-/// The probe's own thread ends: its id may be the kernel's to reuse for a program's thread.
+/// The probe's own thread ends: its id may be the kernel's to reuse for a program's thread,
+/// once the collector has drained what it queued ([`drain`] frees the slot).
 pub(crate) fn unmark_observer_thread() {
     let tid = os_tid();
     for slot in &OBSERVER_TIDS {
-        let _ = slot.compare_exchange(tid, 0, Ordering::AcqRel, Ordering::Relaxed);
+        let _ = slot.compare_exchange(tid, tid | ENDED, Ordering::AcqRel, Ordering::Relaxed);
     }
 }
 
-/// `os_tid` is one of the probe's own running threads.
+/// `os_tid` is one of the probe's own threads (running, or ended and not yet drained).
 fn is_observer(os_tid: u32) -> bool {
     OBSERVER_TIDS
         .iter()
-        .any(|s| s.load(Ordering::Relaxed) == os_tid)
+        .any(|s| s.load(Ordering::Acquire) & !ENDED == os_tid)
 }
 
 /// Queues a large block for the collector (and notes the peak); a full queue drops it and

@@ -518,8 +518,11 @@ fn a_recorded_gpu_session_fills_the_gpu_metrics() {
             .unwrap_or_else(|| panic!("no {name} in\n{m}"))
             .to_owned()
     };
+    // Every result has its series (at 0 but one): the three proofs are valid.
     assert!(
-        line("proofscope_proofs_total{").contains(r#"result="valid""#),
+        m.lines().any(|l| l.starts_with("proofscope_proofs_total{")
+            && l.contains(r#"result="valid""#)
+            && l.ends_with(" 3")),
         "{m}"
     );
     for gauge in [
@@ -538,4 +541,52 @@ fn a_recorded_gpu_session_fills_the_gpu_metrics() {
         m.contains(r#"phase="ntt_msm_h""#) && m.contains(r#"phase="tail_msm""#),
         "{m}"
     );
+}
+
+/// Every counter of a prover is scraped at 0 before it counts (`increase()` takes a series'
+/// first sample as its baseline: a series born at 3 would hide 3 proofs).
+#[test]
+fn counters_are_scraped_at_zero_before_their_first_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let sockets = dir.path().join("proofscope");
+    std::fs::create_dir_all(&sockets).unwrap();
+    serve_recording(
+        sockets.join("prover-573.sock"),
+        common::recording("h200-gpu-sha256.psrec"),
+    );
+    let (_exp, addr) = exporter(&sockets, &[]);
+    let counts = |m: &str, prefix: &str| -> Vec<f64> {
+        m.lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect()
+    };
+    let first = eventually(20, || {
+        let m = get(&addr, "/metrics");
+        (m.contains("proofscope_proofs_total{"), m)
+    });
+    for prefix in [
+        "proofscope_proofs_total{",
+        "proofscope_proof_duration_seconds_count{",
+        "proofscope_phase_duration_seconds_count{",
+        "proofscope_gaps_flagged_total{",
+        "proofscope_releases_total{",
+    ] {
+        let v = counts(&first, prefix);
+        assert!(!v.is_empty(), "no {prefix} in the first scrape:\n{first}");
+        assert!(
+            v.iter().all(|c| *c == 0.0),
+            "{prefix} born at {v:?}:\n{first}"
+        );
+    }
+    // Every result is there from the start, so that rate(…{result="failed"}) can rise.
+    assert_eq!(
+        counts(&first, "proofscope_proofs_total{").len(),
+        5,
+        "{first}"
+    );
+    eventually(20, || {
+        let m = get(&addr, "/metrics");
+        (proofs_in(&m) == 3.0, proofs_in(&m))
+    });
 }

@@ -278,16 +278,19 @@ impl Metrics {
     }
 }
 
+/// Every `result` label value, in the order [`result_label`] gives them.
+pub const RESULTS: [&str; 5] = ["valid", "invalid", "unverifiable", "not_checked", "failed"];
+
 /// The label value of a proof's outcome.
 pub fn result_label(p: &ProofReport, failed: bool) -> &'static str {
     if failed {
-        return "failed";
+        return RESULTS[4];
     }
     match p.verification.as_str() {
-        "valid" => "valid",
-        "INVALID" => "invalid",
-        "unverifiable (synthetic SRS)" => "unverifiable",
-        _ => "not_checked",
+        "valid" => RESULTS[0],
+        "INVALID" => RESULTS[1],
+        "unverifiable (synthetic SRS)" => RESULTS[2],
+        _ => RESULTS[3],
     }
 }
 

@@ -5,7 +5,7 @@
 
 use super::metrics::{
     GapLabels, GpuLabels, KindLabels, Metrics, PLACES, PhaseLabels, PlaceLabels, ProofLabels,
-    ProverLabels, ResultLabels, gap_kinds, places, result_label,
+    ProverLabels, RESULTS, ResultLabels, gap_kinds, places, result_label,
 };
 use crate::analysis::GapRule;
 use crate::model::{Model, Proof, ProofId, Retention, Session};
@@ -14,18 +14,29 @@ use crate::source::LinkState;
 use crate::source::SourceMsg;
 use crate::source::socket::{self, Target};
 use probe_protocol::{Event, EventKind};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A proof is counted once the next one has begun, its session has ended, or this much
 /// session time has passed since it ended: releases just after a proof (a dealloc thread's)
 /// belong to it, and they come after its end.
 const SETTLE_NS: u64 = 2_000_000_000;
+
+/// A series is scraped at 0 before its first count, so that `increase()` counts the first
+/// proofs (Prometheus takes a series' first sample as its baseline: one born at 2 loses 2).
+/// A proof that creates series is held until a scrape has seen them (two scrape intervals at
+/// most), or this long when nobody scrapes.
+const BIRTH_HOLD: Duration = Duration::from_secs(60);
+
+/// At most this many proofs wait for a scrape (a prover that finishes hundreds of proofs
+/// between two scrapes loses its first baseline rather than grow the exporter: 10,000 1-ms
+/// proofs held took 20 MB).
+const MAX_HELD: usize = 256;
 
 /// Every label set a watcher created, so that a prover's series can be removed once it is
 /// gone for good (series of dead pids would otherwise pile up over days of restarts).
@@ -156,6 +167,9 @@ struct State {
     energy: HashMap<u32, (u64, u64)>,
     live: Arc<AtomicBool>,
     was_live: bool,
+    /// Settled proofs not counted yet: (the proof, the scrape count when it created series —
+    /// none when it created none —, when), in order.
+    held: VecDeque<(Observation, Option<u64>, Instant)>,
 }
 
 fn session_key(s: &Session) -> (u32, u64) {
@@ -182,6 +196,7 @@ impl State {
             energy: HashMap::new(),
             live,
             was_live: false,
+            held: VecDeque::new(),
         }
     }
 
@@ -204,6 +219,7 @@ impl State {
             self.handle(msg);
         }
         self.settle(true);
+        self.release_held(true);
         self.set_connected(false);
     }
 
@@ -453,8 +469,60 @@ impl State {
         }
         self.m.proofs_missed.inc_by(missed);
         for o in observed {
-            self.record(o);
+            self.hold(o);
         }
+        self.release_held(false);
+    }
+
+    /// Queues a settled proof, creating at 0 the series it is the first to count.
+    fn hold(&mut self, o: Observation) {
+        let born = self.create_series(&o);
+        let scrapes = born.then(|| self.m.scrapes.get());
+        self.held.push_back((o, scrapes, Instant::now()));
+    }
+
+    /// Counts the held proofs whose new series a scrape has seen (all of them: `all`).
+    fn release_held(&mut self, all: bool) {
+        let scrapes = self.m.scrapes.get();
+        while let Some((_, born, when)) = self.held.front() {
+            // The scrape after the one that may have been encoding while the series were
+            // made began after they were (scrapes are served one at a time, counted when done).
+            let seen = born.is_none_or(|b| scrapes >= b + 2) || when.elapsed() >= BIRTH_HOLD;
+            if !(all || seen || self.held.len() > MAX_HELD) {
+                break;
+            }
+            if let Some((o, ..)) = self.held.pop_front() {
+                self.record(o);
+            }
+        }
+    }
+
+    /// The series `o` counts in that do not exist yet, created at 0 — every result of its
+    /// circuit and backend at once; whether it created any.
+    fn create_series(&mut self, o: &Observation) -> bool {
+        let mut born = false;
+        if !self.owned.proofs.contains(&o.proof) {
+            let _ = self.m.proof_duration.get_or_create(&o.proof);
+            let _ = self.m.unaccounted.get_or_create(&o.proof);
+            for result in RESULTS {
+                let r = ResultLabels {
+                    result: result.to_owned(),
+                    ..o.result.clone()
+                };
+                let _ = self.m.proofs.get_or_create(&r);
+                self.owned.results.insert(r);
+            }
+            self.owned.proofs.insert(o.proof.clone());
+            born = true;
+        }
+        for (l, _) in &o.phases {
+            if !self.owned.phases.contains(l) {
+                let _ = self.m.phase_duration.get_or_create(l);
+                self.owned.phases.insert(l.clone());
+                born = true;
+            }
+        }
+        born
     }
 
     fn record(&mut self, o: Observation) {
