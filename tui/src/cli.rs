@@ -303,7 +303,8 @@ pub struct ImportArgs {
 /// Options of `export`.
 #[derive(Debug, Clone, Args)]
 pub struct ExportArgs {
-    /// Address to serve /metrics on (use 0.0.0.0:PORT to be scraped from other hosts).
+    /// Address to serve /metrics on: for other hosts, a private interface's address
+    /// (docs/FLEET.md, "Run it with systemd", says how to expose it safely).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
     pub listen: String,
     /// Sockets to watch besides the provers found in the socket directories.
@@ -496,8 +497,8 @@ const EXAMPLES: Examples = Examples {
                     "proofscope export",
                 ),
                 (
-                    "scraped from other hosts",
-                    "proofscope export --listen 0.0.0.0:9464",
+                    "scraped from the private network (firewalled to the Prometheus hosts)",
+                    "proofscope export --listen 10.0.0.12:9464",
                 ),
             ],
         ),
