@@ -462,3 +462,25 @@ pub mod tmux {
         }
     }
 }
+
+/// A fake prover's side of a viewer's connection on `listener`: accepted, the viewer's
+/// Subscribe read, `Hello` (named `prover`) and `LiveStart` sent.
+pub fn greet_viewer(
+    listener: &std::os::unix::net::UnixListener,
+    prover: &str,
+) -> std::os::unix::net::UnixStream {
+    use probe_protocol::{Event, Hello, encode_frame};
+    use std::io::{Read, Write};
+    let (mut s, _) = listener.accept().unwrap();
+    let mut sub = [0u8; 256];
+    let _ = s.read(&mut sub);
+    let hello = Event::Hello(Box::new(Hello {
+        protocol_major: 1,
+        prover_name: prover.into(),
+        pid: 7,
+        ..Default::default()
+    }));
+    s.write_all(&encode_frame(0, &[hello, Event::LiveStart { ts: 0 }]).unwrap())
+        .unwrap();
+    s
+}

@@ -6,7 +6,7 @@
 mod common;
 
 use common::BIN;
-use probe_protocol::{Event, Hello, SpanBegin, SpanEnd, encode_frame};
+use probe_protocol::{Event, SpanBegin, SpanEnd, encode_frame};
 use proofscope::app::{App, RunOpts};
 use proofscope::input::Action;
 use proofscope::source::Target;
@@ -175,15 +175,7 @@ fn quiet_prover(sock: &std::path::Path) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
         .name("quiet-prover".into())
         .spawn(move || {
-            let (mut s, _) = listener.accept().unwrap();
-            let mut sub = [0u8; 256];
-            let _ = s.read(&mut sub);
-            let hello = Event::Hello(Box::new(Hello {
-                protocol_major: 1,
-                prover_name: "quiet prover".into(),
-                pid: 7,
-                ..Default::default()
-            }));
+            let mut s = common::greet_viewer(&listener, "quiet prover");
             let span = [
                 Event::SpanBegin(SpanBegin {
                     ts: 10,
@@ -195,10 +187,9 @@ fn quiet_prover(sock: &std::path::Path) -> std::thread::JoinHandle<()> {
                 }),
                 Event::SpanEnd(SpanEnd { ts: 20, span: 1 }),
             ];
-            let _ = s.write_all(&encode_frame(0, &[hello, Event::LiveStart { ts: 0 }]).unwrap());
             let _ = s.write_all(&encode_frame(1, &span).unwrap());
             // Until the viewer hangs up.
-            let _ = s.read(&mut sub);
+            let _ = s.read(&mut [0u8; 256]);
         })
         .unwrap()
 }

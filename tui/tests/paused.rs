@@ -1,12 +1,14 @@
 //! A paused live dashboard holds what arrives within the memory bound, says when it dropped
 //! some, and applies what it held on resume.
 
-use probe_protocol::{Event, Hello, SpanBegin, SpanEnd, encode_frame};
+mod common;
+
+use probe_protocol::{Event, SpanBegin, SpanEnd, encode_frame};
 use proofscope::app::{App, RunOpts};
 use proofscope::input::Action;
 use proofscope::model::Retention;
 use proofscope::source::Target;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// A fake prover: Hello, then frames of 1,000 span edges as fast as the socket takes them.
@@ -15,17 +17,7 @@ fn flood(sock: &std::path::Path) -> std::thread::JoinHandle<u64> {
     std::thread::Builder::new()
         .name("flooding-prover".into())
         .spawn(move || {
-            let (mut s, _) = listener.accept().unwrap();
-            let mut sub = [0u8; 256];
-            let _ = s.read(&mut sub);
-            let hello = Event::Hello(Box::new(Hello {
-                protocol_major: 1,
-                prover_name: "flood".into(),
-                pid: 7,
-                ..Default::default()
-            }));
-            s.write_all(&encode_frame(0, &[hello, Event::LiveStart { ts: 0 }]).unwrap())
-                .unwrap();
+            let mut s = common::greet_viewer(&listener, "flood");
             let mut sent = 0u64;
             for f in 0u64.. {
                 let evs: Vec<Event> = (0..500u64)

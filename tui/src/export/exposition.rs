@@ -18,15 +18,9 @@ pub enum Exposition {
 impl Exposition {
     /// OpenMetrics when the `Accept` header names it, else the Prometheus text format.
     pub fn negotiate(accept: Option<&str>) -> Exposition {
-        let wants_om = accept.is_some_and(|a| {
-            a.split(',').any(|part| {
-                let mut fields = part.split(';').map(str::trim);
-                let media = fields.next().unwrap_or("");
-                let refused = fields.any(|f| f.replace(' ', "") == "q=0");
-                media.eq_ignore_ascii_case("application/openmetrics-text") && !refused
-            })
-        });
-        if wants_om {
+        if accepts(accept, |media| {
+            media.eq_ignore_ascii_case("application/openmetrics-text")
+        }) {
             Exposition::OpenMetrics
         } else {
             Exposition::PrometheusText
@@ -51,12 +45,20 @@ impl Exposition {
 
 /// Whether an `Accept-Encoding` header accepts gzip (and does not refuse it with `q=0`).
 pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
-    accept_encoding.is_some_and(|a| {
-        a.split(',').any(|part| {
+    accepts(accept_encoding, |coding| {
+        coding.eq_ignore_ascii_case("gzip") || coding == "*"
+    })
+}
+
+/// Whether a header's comma-separated list (`Accept`, `Accept-Encoding`) holds a value that
+/// `wanted` takes, not refused with `q=0`.
+fn accepts(header: Option<&str>, wanted: impl Fn(&str) -> bool) -> bool {
+    header.is_some_and(|h| {
+        h.split(',').any(|part| {
             let mut fields = part.split(';').map(str::trim);
-            let coding = fields.next().unwrap_or("");
+            let value = fields.next().unwrap_or("");
             let refused = fields.any(|f| f.replace(' ', "") == "q=0");
-            (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
+            wanted(value) && !refused
         })
     })
 }
