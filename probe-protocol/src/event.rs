@@ -53,6 +53,12 @@ pub struct Hello {
     /// Operating system and kernel, e.g. `Debian GNU/Linux 12 (bookworm), Linux 6.1.0-18-amd64`
     /// (protocol 1.1; empty when unknown).
     pub os: String,
+    /// The worker's name for a fleet (`PROOFSCOPE_INSTANCE`), stable across its restarts
+    /// (protocol 1.4; empty when unset or sent by an older prover).
+    pub instance: String,
+    /// Blocks at or above this many bytes carry their call stack on `Alloc`/`Release`; 0: no
+    /// stacks (protocol 1.4; 0 when sent by an older prover, which may still send stacks).
+    pub stack_threshold: u64,
 }
 
 /// One GPU as NVML reports it.

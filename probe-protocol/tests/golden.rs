@@ -13,10 +13,10 @@ fn hex(b: &[u8]) -> String {
 /// Event bytes of `ev` alone in a frame with base 500 (the frame header is checked once).
 fn event_bytes(ev: &Event) -> String {
     let frame = encode_frame(500, std::slice::from_ref(ev)).unwrap();
-    // prefix(4) | dd + count 4 (3 header fields + 1 event) | major 1 | minor 3 | base cd 01 f4
+    // prefix(4) | dd + count 4 (3 header fields + 1 event) | major 1 | minor 4 | base cd 01 f4
     assert_eq!(
         &frame[4..14],
-        &[0xdd, 0, 0, 0, 4, 0x01, 0x03, 0xcd, 0x01, 0xf4]
+        &[0xdd, 0, 0, 0, 4, 0x01, 0x04, 0xcd, 0x01, 0xf4]
     );
     hex(&frame[14..])
 }
@@ -26,8 +26,8 @@ fn frame_header_layout() {
     let frame = encode_frame(500, &[Event::Heartbeat { ts: 510 }]).unwrap();
     assert_eq!(
         hex(&frame),
-        // len=13 | array32 n=4 | major 1 | minor 3 | base 500 | [15, +10]
-        "0d 00 00 00 dd 00 00 00 04 01 03 cd 01 f4 92 0f 0a"
+        // len=13 | array32 n=4 | major 1 | minor 4 | base 500 | [15, +10]
+        "0d 00 00 00 dd 00 00 00 04 01 04 cd 01 f4 92 0f 0a"
     );
 }
 
@@ -111,9 +111,10 @@ fn golden_bytes_of_map_kinds() {
         "93 05 ce 00 2d c4 cc 84 a5 70 72 6f 6f 66 07 a2 6f 6b c3 ac 76 65 72 69 66 69 63 61 74 69 6f 6e a5 76 61 6c 69 64 a5 65 72 72 6f 72 c0"
     );
     let hello = event_bytes(get(EventKind::Hello));
-    // 22 keys since 1.1 (cpu_model and os appended after command_line).
+    // 24 keys since 1.4 (cpu_model and os appended after command_line in 1.1, instance and
+    // stack_threshold after os in 1.4).
     assert!(
-        hello.starts_with("92 01 de 00 16 ae 70 72 6f 74 6f 63 6f 6c 5f 6d 61 6a 6f 72 01"),
+        hello.starts_with("92 01 de 00 18 ae 70 72 6f 74 6f 63 6f 6c 5f 6d 61 6a 6f 72 01"),
         "{hello}"
     );
     assert!(

@@ -6,6 +6,7 @@
 //! | `PROOFSCOPE_OFF` | `1`/`true`: the probe does nothing (a span costs one relaxed load) | off |
 //! | `PROOFSCOPE_SOCKET` | socket path (`{pid}` in it: this process's id), or `none` for no socket | `$XDG_RUNTIME_DIR/proofscope/<prover>-<pid>.sock`, else `/tmp/proofscope-<uid>/…` |
 //! | `PROOFSCOPE_RECORD` | also write the stream to this recording file | none |
+//! | `PROOFSCOPE_INSTANCE` | the worker's name in a fleet's metrics, stable across restarts (Hello `instance`) | the prover name and a hash of its command line |
 //! | `PROOFSCOPE_HISTORY_BYTES` | flight recorder budget | 64 MiB |
 //! | `PROOFSCOPE_LARGE_BLOCK` | bytes at or above which allocations are reported | 1 MiB |
 //! | `PROOFSCOPE_ALLOC_SAMPLE_MS` | allocator sample interval | 10 |
@@ -70,6 +71,9 @@ pub struct ProbeConfig {
     /// Blocks at or above this many bytes carry their call stack (`u64::MAX`: none);
     /// `PROOFSCOPE_STACK_BLOCK` (a size, or `off`).
     pub stack_block: u64,
+    /// The worker's name for a fleet, stable across restarts (`PROOFSCOPE_INSTANCE`; empty:
+    /// the exporter names it from the prover name and its command line).
+    pub instance: String,
 }
 
 /// A bad environment variable.
@@ -110,6 +114,7 @@ impl ProbeConfig {
             flush_interval: DEFAULT_FLUSH_INTERVAL,
             sched_sample: true,
             stack_block: DEFAULT_STACK_BLOCK,
+            instance: String::new(),
         }
     }
 
@@ -179,6 +184,9 @@ impl ProbeConfig {
                     p.replace("{pid}", &std::process::id().to_string()),
                 )),
             };
+        }
+        if let Some(v) = get("PROOFSCOPE_INSTANCE") {
+            self.instance = v.trim().to_owned();
         }
         if let Some(v) = get("PROOFSCOPE_RECORD").filter(|v| !v.trim().is_empty()) {
             self.record = Some(PathBuf::from(v));

@@ -49,6 +49,7 @@ mod thread;
 mod thread_ids;
 #[cfg(feature = "tracing")]
 mod tracing_layer;
+mod visible;
 
 pub use alloc::{
     AllocTotals, CountingAllocator, dropped_stacks, report_external, thread_totals, totals,

@@ -29,6 +29,6 @@ pub fn inventory() -> Inventory {
     }
 }
 
-pub(crate) fn run(nvml: Handle, _session: Arc<Session>, _every: Duration) {
+pub(crate) fn run(nvml: Handle, _session: Arc<Session>, _every: Duration, _visible: Vec<u32>) {
     match nvml {}
 }

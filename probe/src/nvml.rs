@@ -85,10 +85,10 @@ pub fn inventory() -> Inventory {
     }
 }
 
-/// Samples every device until the session stops.
-pub(crate) fn run(nvml: Nvml, session: Arc<Session>, every: Duration) {
-    let count = nvml.device_count().unwrap_or(0);
-    let devices: Vec<_> = (0..count)
+/// Samples the `visible` devices (NVML indices) until the session stops.
+pub(crate) fn run(nvml: Nvml, session: Arc<Session>, every: Duration, visible: Vec<u32>) {
+    let devices: Vec<_> = visible
+        .into_iter()
         .filter_map(|i| nvml.device_by_index(i).ok().map(|d| (i, d)))
         .collect();
     let mut n: u32 = 0;

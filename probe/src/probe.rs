@@ -100,9 +100,21 @@ impl Probe {
                 .filter(|_| !inv.gpus.is_empty())
                 .map_or(0, |d| d.as_nanos() as u64),
             history_budget_bytes: config.history_bytes as u64,
-            command_line: info.command_line,
+            // A prover that says nothing of its command line still has one (the exporter names
+            // a worker by it).
+            command_line: if info.command_line.is_empty() {
+                std::env::args().collect()
+            } else {
+                info.command_line
+            },
             cpu_model: system::cpu_model(),
             os: system::os(),
+            instance: config.instance.clone(),
+            stack_threshold: if config.stack_block == u64::MAX {
+                0
+            } else {
+                config.stack_block
+            },
         };
         let socket = config.socket_path();
         let default_dir = config.socket == SocketChoice::Default;
@@ -156,8 +168,12 @@ impl Probe {
             && !inv.gpus.is_empty()
         {
             let s3 = session.clone();
+            let visible = crate::visible::visible_devices(
+                std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref(),
+                &inv.gpus,
+            );
             probe.nvml = Some(spawn_named("probe-nvml", "NVML sampler", move || {
-                nvml::run(nvml, s3, every)
+                nvml::run(nvml, s3, every, visible)
             })?);
         }
         state::set_enabled(true);

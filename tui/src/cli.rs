@@ -300,6 +300,10 @@ pub struct ImportArgs {
     pub force: bool,
 }
 
+/// `export --forget-after`'s default, seconds (20 minutes: above the alerts' longest `for:`,
+/// 10 minutes; a test compares them).
+pub const FORGET_AFTER_DEFAULT: &str = "1200";
+
 /// Options of `export`.
 #[derive(Debug, Clone, Args)]
 pub struct ExportArgs {
@@ -315,10 +319,18 @@ pub struct ExportArgs {
     /// Look for new and gone provers this often.
     #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_duration)]
     pub scan: Duration,
-    /// Remove a gone prover's series this long after it went (time for Prometheus to scrape
-    /// its final counts).
-    #[arg(long, value_name = "SECS", default_value = "300", value_parser = parse_duration)]
+    /// Keep a gone worker's series (`proofscope_prover_up` at 0, its counters at their
+    /// totals) this long, then remove them: longer than any alert's `for:` in
+    /// deploy/prometheus, so that the alert on a dead prover fires before its series go.
+    #[arg(long, value_name = "SECS", default_value = FORGET_AFTER_DEFAULT, value_parser = parse_duration)]
     pub forget_after: Duration,
+    /// The `host` label of every series (default: this machine's host name).
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// Distinct circuit and phase names exported as they are; later ones are `other`
+    /// (counted in proofscope_exporter_labels_capped_total).
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub max_label_values: u64,
     #[command(flatten)]
     pub gap: GapArgs,
     /// What each prover's model may hold, in MiB (its recent proofs, for the analysis).

@@ -378,6 +378,8 @@ fn export(x: &proofscope::cli::ExportArgs) -> Result<Exit> {
         },
         scan: x.scan,
         forget_after: x.forget_after,
+        host: x.host.clone().unwrap_or_else(proofscope::export::this_host),
+        max_label_values: x.max_label_values as usize,
     })?;
     Ok(Exit::Ok)
 }

@@ -66,6 +66,16 @@ pub fn example(name: &str) -> PathBuf {
 /// gap) with 49 phases on two threads, a large release and an allocator sample: 104 events a
 /// proof.
 pub fn busy_session(path: &Path, proofs: u64, ghost_every: Option<u64>) -> u64 {
+    busy_session_of(path, proofs, ghost_every, |_| "busy".into())
+}
+
+/// [`busy_session`] with the circuit of proof `i` (from 0) named by `circuit`.
+pub fn busy_session_of(
+    path: &Path,
+    proofs: u64,
+    ghost_every: Option<u64>,
+    circuit: impl Fn(u64) -> String,
+) -> u64 {
     let mut w = RecordingWriter::new(std::io::BufWriter::new(
         std::fs::File::create(path).unwrap(),
     ))
@@ -118,7 +128,7 @@ pub fn busy_session(path: &Path, proofs: u64, ghost_every: Option<u64>) -> u64 {
                 ts: t0,
                 proof: p,
                 span: outer,
-                circuit: "busy".into(),
+                circuit: circuit(i),
                 ..Default::default()
             })),
             Event::SpanBegin(SpanBegin {

@@ -1,8 +1,11 @@
 //! `proofscope export` against a real Prometheus (Debian's `prometheus`; `.ci/run` installs
-//! it): two provers (`--dealloc sync` and `async`), a restart of the sync one, and a recorded
-//! H200 session served as a GPU prover would serve it, scraped every second; then Prometheus's HTTP API must agree with what the provers printed, the Grafana
-//! dashboard's and the alert rules' queries must run, and the exporter's memory must not grow
-//! with the number of proofs.
+//! it): two workers (`--dealloc sync` and `async`), a restart of the sync one, and recorded
+//! H200 sessions served as a prover would serve them — the same recording on two exporters of
+//! two "hosts", so that equal pids and equal worker names meet — scraped every second; then
+//! Prometheus's HTTP API must agree with what the provers printed, the Grafana dashboard's and
+//! the rules' queries must run, the alerts must fire for whom they should and carry who it is,
+//! a killed prover must be reported gone without ghost alerts, and the exporter's memory must
+//! not grow with the number of proofs. `promtool test rules` runs the rules' unit tests.
 
 mod common;
 
@@ -125,11 +128,27 @@ fn value_for(v: &[(String, f64)], key: &str) -> Option<f64> {
     v.iter().find(|(k, _)| k == key).map(|(_, x)| *x)
 }
 
+/// A prover in `dir`'s socket directory, started.
+fn spawn_prover(dir: &Path, instance: &str, args: &[&str]) -> std::process::Child {
+    Command::new(example("minimal_prover"))
+        .args(args)
+        .env("XDG_RUNTIME_DIR", dir)
+        .env("PROOFSCOPE_INSTANCE", instance)
+        .env_remove("PROOFSCOPE_SOCKET")
+        .env_remove("PROOFSCOPE_OFF")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting minimal_prover")
+}
+
 /// A prover in `dir`'s socket directory: its pid and the proofs it printed, once it exits.
-fn prove(dir: &Path, args: &[&str]) -> (u32, usize) {
+/// `instance`: its worker name (`PROOFSCOPE_INSTANCE`; empty: named by its command line).
+fn prove(dir: &Path, instance: &str, args: &[&str]) -> (u32, usize) {
     let out = Command::new(example("minimal_prover"))
         .args(args)
         .env("XDG_RUNTIME_DIR", dir)
+        .env("PROOFSCOPE_INSTANCE", instance)
         .env_remove("PROOFSCOPE_SOCKET")
         .env_remove("PROOFSCOPE_OFF")
         .stdout(Stdio::piped())
@@ -173,15 +192,46 @@ fn free_port() -> u16 {
 }
 
 /// Prometheus scraping `target` every second, with the alert rules of deploy/.
-fn prometheus(dir: &Path, target: &str) -> (Running, String) {
-    let rules = root().join("deploy/prometheus/proofscope-alerts.yml");
+/// The rule files as shipped, with every alert's `for:` shortened to 3 s (a test cannot wait
+/// 10 minutes; the durations themselves are unit-tested by `promtool test rules`).
+fn rule_files(dir: &Path) -> Vec<PathBuf> {
+    ["proofscope-rules.yml", "proofscope-alerts.yml"]
+        .iter()
+        .map(|name| {
+            let text =
+                std::fs::read_to_string(root().join("deploy/prometheus").join(name)).unwrap();
+            let short: String = text
+                .lines()
+                .map(|l| match l.trim_start().strip_prefix("for: ") {
+                    Some(_) => format!("{}for: 3s\n", &l[..l.len() - l.trim_start().len()]),
+                    None => format!("{l}\n"),
+                })
+                .collect();
+            let path = dir.join(name);
+            std::fs::write(&path, short).unwrap();
+            path
+        })
+        .collect()
+}
+
+/// Prometheus scraping `targets` every second under the job `c2-fleet` (not `proofscope`: the
+/// rules must not depend on a job's name), with the rules loaded.
+fn prometheus(dir: &Path, targets: &[&str]) -> (Running, String) {
     let config = dir.join("prometheus.yml");
+    let rules: String = rule_files(dir)
+        .iter()
+        .map(|r| format!("  - {}\n", r.display()))
+        .collect();
+    let targets = targets
+        .iter()
+        .map(|t| format!("'{t}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
     std::fs::write(
         &config,
         format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\n\
-             scrape_configs:\n  - job_name: proofscope\n    static_configs:\n      - targets: ['{target}']\n",
-            rules.display()
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n{rules}\
+             scrape_configs:\n  - job_name: c2-fleet\n    static_configs:\n      - targets: [{targets}]\n"
         ),
     )
     .unwrap();
@@ -231,7 +281,7 @@ fn eventually<T: std::fmt::Debug>(secs: u64, mut f: impl FnMut() -> (bool, T)) -
     }
 }
 
-/// Every PromQL expression of the dashboard, its variable `$prover` meaning every prover.
+/// Every PromQL expression of the dashboard, its variables meaning every host and worker.
 fn dashboard_queries() -> Vec<String> {
     let text =
         std::fs::read_to_string(root().join("deploy/grafana/proofscope-fleet.json")).unwrap();
@@ -239,11 +289,66 @@ fn dashboard_queries() -> Vec<String> {
     let mut out = Vec::new();
     for p in d["panels"].as_array().unwrap() {
         for t in p["targets"].as_array().unwrap() {
-            out.push(t["expr"].as_str().unwrap().replace("$prover", ".*"));
+            let q = t["expr"].as_str().unwrap();
+            out.push(q.replace("$host", ".*").replace("$worker", ".*"));
         }
     }
     assert!(out.len() >= 10, "{out:?}");
     out
+}
+
+/// The alerts Prometheus has firing now: (name, labels).
+fn firing(prom: &str) -> Vec<(String, serde_json::Value)> {
+    let body = get(prom, "/api/v1/alerts");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["data"]["alerts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| a["state"] == "firing")
+        .map(|a| {
+            (
+                a["labels"]["alertname"].as_str().unwrap_or("").to_owned(),
+                a["labels"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// Whether `name` fires for `worker` on `host`.
+fn fires(alerts: &[(String, serde_json::Value)], name: &str, host: &str, worker: &str) -> bool {
+    alerts
+        .iter()
+        .any(|(n, l)| n == name && l["host"] == host && l["worker"] == worker)
+}
+
+/// The worker name the exporter gives a recorded session (identity.rs: the prover name and
+/// a hash of its command line), read from the exporter's exposition.
+fn recorded_worker(addr: &str, pid: u32) -> String {
+    eventually(20, || {
+        let m = get(addr, "/metrics");
+        let w = m
+            .lines()
+            .find(|l| {
+                l.starts_with("proofscope_prover_info{") && l.contains(&format!("pid=\"{pid}\""))
+            })
+            .and_then(|l| l.split("worker=\"").nth(1)?.split('"').next())
+            .map(str::to_owned);
+        (w.is_some(), w.unwrap_or_default())
+    })
+}
+
+/// The pid in a recording's Hello.
+fn recorded_pid(rec: &Path) -> u32 {
+    let mut r = probe_protocol::RecordingReader::new(std::fs::File::open(rec).unwrap()).unwrap();
+    while let Ok(Some(f)) = r.next_frame() {
+        for ev in f.events {
+            if let probe_protocol::Event::Hello(h) = ev {
+                return h.pid;
+            }
+        }
+    }
+    panic!("no Hello in {}", rec.display())
 }
 
 #[test]
@@ -252,23 +357,38 @@ fn prometheus_scrapes_the_fleet_and_every_dashboard_and_alert_query_runs() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let sockets = dir.path().join("proofscope");
-    std::fs::create_dir_all(&sockets).unwrap();
-    // A GPU prover too: the H200 recording served as a prover would, for the GPU panels.
+    // Two "hosts": an exporter each, with a socket directory each.
+    let (dir_a, dir_b) = (dir.path().join("a"), dir.path().join("b"));
+    let (sockets_a, sockets_b) = (dir_a.join("proofscope"), dir_b.join("proofscope"));
+    std::fs::create_dir_all(&sockets_a).unwrap();
+    std::fs::create_dir_all(&sockets_b).unwrap();
+    // The ghost recorded on the H200, sync on both hosts (the same pid, the same command
+    // line: the same worker name) and async on host a; a GPU session for the GPU panels.
+    let ghost = common::recording("h200-ghost-sync.psrec");
+    let ghost_pid = recorded_pid(&ghost);
     serve_recording(
-        sockets.join("prover-572.sock"),
+        sockets_a.join(format!("prover-{ghost_pid}.sock")),
+        ghost.clone(),
+    );
+    serve_recording(sockets_b.join(format!("prover-{ghost_pid}.sock")), ghost);
+    let calm = common::recording("h200-ghost-async.psrec");
+    let calm_pid = recorded_pid(&calm);
+    serve_recording(sockets_a.join(format!("prover-{calm_pid}.sock")), calm);
+    serve_recording(
+        sockets_a.join("prover-572.sock"),
         common::recording("h200-gpu-sha256.psrec"),
     );
-    let (_exporter, addr) = exporter(&sockets, &["--gap-min-ms", "5"]);
-    let (_prom, prom) = prometheus(dir.path(), &addr);
+    let (_exporter_a, addr) = exporter(&sockets_a, &["--gap-min-ms", "5", "--host", "a"]);
+    let (_exporter_b, addr_b) = exporter(&sockets_b, &["--gap-min-ms", "5", "--host", "b"]);
+    let (_prom, prom) = prometheus(dir.path(), &[&addr, &addr_b]);
     // Prometheus applies its targets a few seconds after it starts: the provers start once
-    // it has scraped the exporter, so that it sees their counters grow.
+    // it has scraped the exporters, so that it sees their counters grow.
     eventually(30, || {
-        let up = by(&prom, r#"up{job="proofscope"}"#, "job");
-        (value_for(&up, "proofscope") == Some(1.0), up)
+        let up = by(&prom, r#"up{job="c2-fleet"}"#, "instance");
+        (up.len() == 2 && up.iter().all(|(_, v)| *v == 1.0), up)
     });
 
-    // Two provers at once, then the sync one again under a new pid.
+    // Two workers at once, the sync one restarted (a new pid, the same worker).
     let common = [
         "--proofs",
         "12",
@@ -279,52 +399,78 @@ fn prometheus_scrapes_the_fleet_and_every_dashboard_and_alert_query_runs() {
         "--pause-ms",
         "200",
     ];
-    let sockets2 = dir.path().to_owned();
+    let dir2 = dir_a.clone();
     let sync = std::thread::Builder::new()
         .name("sync-provers".into())
         .spawn(move || {
-            let a = prove(&sockets2, &[&common[..], &["--dealloc", "sync"]].concat());
-            let b = prove(&sockets2, &[&common[..], &["--dealloc", "sync"]].concat());
+            let a = prove(
+                &dir2,
+                "sync",
+                &[&common[..], &["--dealloc", "sync"]].concat(),
+            );
+            let b = prove(
+                &dir2,
+                "sync",
+                &[&common[..], &["--dealloc", "sync"]].concat(),
+            );
             (a, b)
         })
         .unwrap();
-    let async_ = prove(dir.path(), &[&common[..], &["--dealloc", "async"]].concat());
+    let async_ = prove(
+        &dir_a,
+        "async",
+        &[&common[..], &["--dealloc", "async"]].concat(),
+    );
     let (sync1, sync2) = sync.join().unwrap();
     assert_ne!(sync1.0, sync2.0);
-    let printed = [sync1, sync2, async_];
 
-    // Proof counts as the provers printed them, the restarted one under its new pid.
+    // Proof counts as the provers printed them: the restarted worker's two runs in one series
+    // that never reset.
+    let q = r#"sum by (worker) (proofscope_proofs_total{host="a",worker=~"sync|async"})"#;
     let counts = eventually(60, || {
-        let c = by(&prom, "sum by (pid) (proofscope_proofs_total)", "pid");
-        let ok = printed
-            .iter()
-            .all(|(pid, n)| value_for(&c, &pid.to_string()) == Some(*n as f64));
+        let c = by(&prom, q, "worker");
+        let ok = value_for(&c, "sync") == Some((sync1.1 + sync2.1) as f64)
+            && value_for(&c, "async") == Some(async_.1 as f64);
         (ok, c)
     });
-    println!("proofs by pid: {counts:?} (printed {printed:?})");
+    println!("proofs by worker: {counts:?} (printed {sync1:?} {sync2:?} {async_:?})");
+    let resets = by(
+        &prom,
+        r#"sum by (worker) (resets(proofscope_proofs_total{worker="sync"}[10m]))"#,
+        "worker",
+    );
+    assert_eq!(value_for(&resets, "sync"), Some(0.0), "{resets:?}");
+    let info = by(&prom, r#"proofscope_prover_info{worker="sync"}"#, "pid");
+    assert_eq!(info.len(), 1, "one process is the worker now: {info:?}");
+    assert_eq!(info[0].0, sync2.0.to_string(), "{info:?}");
 
-    let pid = |i: usize| printed[i].0.to_string();
     let unaccounted = by(
         &prom,
-        "sum by (pid) (proofscope_proof_unaccounted_seconds_sum)",
-        "pid",
-    );
-    let (u_sync, u_async) = (
-        value_for(&unaccounted, &pid(0)).unwrap(),
-        value_for(&unaccounted, &pid(2)).unwrap(),
-    );
-    assert!(u_sync > u_async, "unaccounted: {unaccounted:?}");
-    let inside = by(
-        &prom,
-        r#"sum by (pid) (proofscope_release_inside_free_seconds_total{place="in_outer_outside_phases"})"#,
-        "pid",
+        r#"sum by (worker) (proofscope_proof_unaccounted_seconds_sum{host="a"})"#,
+        "worker",
     );
     assert!(
-        value_for(&inside, &pid(0)).unwrap() > 0.0 && value_for(&inside, &pid(1)).unwrap() > 0.0,
-        "{inside:?}"
+        value_for(&unaccounted, "sync").unwrap() > value_for(&unaccounted, "async").unwrap(),
+        "unaccounted: {unaccounted:?}"
     );
-    assert_eq!(value_for(&inside, &pid(2)), Some(0.0), "{inside:?}");
-    println!("unaccounted s: {unaccounted:?}; inside free in the outer span: {inside:?}");
+    let inside = by(
+        &prom,
+        r#"sum by (worker) (proofscope_release_inside_free_seconds_total{host="a",place="in_outer_outside_phases"})"#,
+        "worker",
+    );
+    assert!(value_for(&inside, "sync").unwrap() > 0.0, "{inside:?}");
+    assert_eq!(value_for(&inside, "async"), Some(0.0), "{inside:?}");
+
+    // Equal pids on two hosts: two workers of one name, apart in every series.
+    let ghost_worker = recorded_worker(&addr, ghost_pid);
+    assert_eq!(recorded_worker(&addr_b, ghost_pid), ghost_worker);
+    let hosts = by(
+        &prom,
+        &format!(r#"sum by (host) (proofscope_proofs_total{{worker="{ghost_worker}"}})"#),
+        "host",
+    );
+    assert_eq!(hosts.len(), 2, "{hosts:?}");
+    assert_eq!(value_for(&hosts, "a"), value_for(&hosts, "b"), "{hosts:?}");
 
     // The dashboard: every query returns data (the GPU panels' from the recorded H200).
     for q in dashboard_queries() {
@@ -334,9 +480,8 @@ fn prometheus_scrapes_the_fleet_and_every_dashboard_and_alert_query_runs() {
         );
     }
 
-    // The alert rules: loaded and evaluated without error; the ghost's two fire their
-    // expressions for the sync prover and not for the async one.
-    let rules = eventually(20, || {
+    // The rules: loaded and evaluated without error.
+    eventually(20, || {
         let body = get(&prom, "/api/v1/rules");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         let rules: Vec<serde_json::Value> = v["data"]["groups"]
@@ -345,36 +490,173 @@ fn prometheus_scrapes_the_fleet_and_every_dashboard_and_alert_query_runs() {
             .flatten()
             .flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default())
             .collect();
-        let ok = rules.len() == 6
+        let ok = rules.len() == 15
             && rules.iter().all(|r| {
                 r["health"] == "ok" && r["lastEvaluation"].as_str() != Some("0001-01-01T00:00:00Z")
             });
         (ok, rules)
     });
-    for r in &rules {
-        let name = r["name"].as_str().unwrap();
-        let firing = by(&prom, r["query"].as_str().unwrap(), "pid");
-        if name == "ProofscopeSynchronousRelease" {
-            assert!(value_for(&firing, &pid(0)).is_some(), "{name}: {firing:?}");
-            assert!(value_for(&firing, &pid(2)).is_none(), "{name}: {firing:?}");
-        }
-        // A share with no absolute floor yet (#27): on a loaded machine the async prover's
-        // small proofs reach 5 % too (5.3 % once); the sync one's stays several times higher.
-        if name == "ProofscopeUnaccountedTimeHigh" {
-            let sync = value_for(&firing, &pid(0));
-            assert!(sync.is_some(), "{name}: {firing:?}");
-            if let (Some(s), Some(a)) = (sync, value_for(&firing, &pid(2))) {
-                assert!(a * 2.0 < s, "{name}: async {a} against sync {s}");
-            }
-        }
+    // The ghost's alerts fire for the recorded sync session on both hosts, each with its
+    // host, instance and job, and not for the async one.
+    let (calm_worker, hosts) = (recorded_worker(&addr, calm_pid), ["a", "b"]);
+    let alerts = eventually(60, || {
+        let a = firing(&prom);
+        let ok = [
+            "ProofscopeSynchronousRelease",
+            "ProofscopeUnaccountedTimeHigh",
+        ]
+        .iter()
+        .all(|n| hosts.iter().all(|h| fires(&a, n, h, &ghost_worker)));
+        (ok, a)
+    });
+    for (name, labels) in &alerts {
+        assert!(
+            labels["job"] == "c2-fleet" && labels["instance"].is_string(),
+            "{name}: {labels}"
+        );
+        assert!(labels["worker"] != calm_worker.as_str(), "{name}: {labels}");
     }
+    let instances: std::collections::HashSet<_> = alerts
+        .iter()
+        .filter(|(_, l)| l["worker"] == ghost_worker.as_str())
+        .map(|(_, l)| (l["host"].to_string(), l["instance"].to_string()))
+        .collect();
+    assert_eq!(instances.len(), 2, "{alerts:?}");
+    println!("firing: {alerts:?}");
 
     // The exporter's own series.
     let m = get(&addr, "/metrics");
-    assert!(m.contains("proofscope_exporter_build_info{version="), "{m}");
-    assert!(m.contains("process_resident_memory_bytes "), "{m}");
-    assert!(m.contains("process_cpu_seconds_total "), "{m}");
+    assert!(
+        m.contains(r#"proofscope_exporter_build_info{host="a",version="#),
+        "{m}"
+    );
+    assert!(
+        m.contains(r#"process_resident_memory_bytes{host="a"} "#),
+        "{m}"
+    );
+    assert!(m.contains(r#"process_cpu_seconds_total{host="a"} "#), "{m}");
     exposition_is_negotiated(&addr, &m);
+}
+
+/// A SIGKILLed prover: `ProofscopeProverUnreachable` fires for it, its gauges go at once, and
+/// its alerts about proofs (firing while it lived) stop; a live prover's go on.
+#[test]
+fn a_killed_prover_is_reported_gone_without_ghost_alerts() {
+    if !prometheus_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sockets = dir.path().join("proofscope");
+    std::fs::create_dir_all(&sockets).unwrap();
+    let (_exporter, addr) = exporter(&sockets, &["--gap-min-ms", "5", "--host", "h"]);
+    let (_prom, prom) = prometheus(dir.path(), &[&addr]);
+    let args = [
+        "--proofs",
+        "100000",
+        "--mib",
+        "32",
+        "--vectors",
+        "4",
+        "--pause-ms",
+        "200",
+        "--dealloc",
+        "sync",
+    ];
+    let doomed = Running(spawn_prover(dir.path(), "doomed", &args));
+    let _alive = Running(spawn_prover(dir.path(), "alive", &args));
+    eventually(90, || {
+        let a = firing(&prom);
+        let ok = ["doomed", "alive"]
+            .iter()
+            .all(|w| fires(&a, "ProofscopeSynchronousRelease", "h", w));
+        (ok, a)
+    });
+    let mut doomed = doomed;
+    doomed.0.kill().unwrap();
+    let _ = doomed.0.wait();
+    let gone = eventually(60, || {
+        let a = firing(&prom);
+        (fires(&a, "ProofscopeProverUnreachable", "h", "doomed"), a)
+    });
+    assert!(
+        !fires(&gone, "ProofscopeSynchronousRelease", "h", "doomed"),
+        "a ghost alert of the dead prover: {gone:?}"
+    );
+    assert!(
+        fires(&gone, "ProofscopeSynchronousRelease", "h", "alive"),
+        "{gone:?}"
+    );
+    assert!(
+        !fires(&gone, "ProofscopeProverUnreachable", "h", "alive"),
+        "{gone:?}"
+    );
+    // Its gauges are gone from the exposition; its counters and `up` at 0 stay.
+    let m = get(&addr, "/metrics");
+    let of = |prefix: &str| {
+        m.lines()
+            .filter(|l| l.starts_with(prefix) && l.contains(r#"worker="doomed""#))
+            .count()
+    };
+    assert_eq!(of("proofscope_heap_live_bytes{"), 0, "{m}");
+    assert_eq!(of("proofscope_rss_bytes{"), 0, "{m}");
+    assert!(of("proofscope_proofs_total{") > 0, "{m}");
+    assert!(
+        m.contains(r#"proofscope_prover_up{host="h",worker="doomed"} 0"#),
+        "{m}"
+    );
+}
+
+/// The rules' unit tests (deploy/prometheus/tests/): thresholds, floors and `for:` as shipped.
+#[test]
+fn promtool_test_rules_passes() {
+    if !prometheus_available() {
+        return;
+    }
+    let out = Command::new("promtool")
+        .args(["test", "rules"])
+        .args(
+            std::fs::read_dir(root().join("deploy/prometheus/tests"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "yml")),
+        )
+        .output()
+        .expect("promtool");
+    assert!(
+        out.status.success(),
+        "promtool test rules:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `--forget-after` keeps a gone worker's series longer than any alert waits (`for:`), so the
+/// alert on a dead prover can fire before its series go (#27: 5 min against 300 s never fired).
+#[test]
+fn series_outlive_the_longest_alert_wait() {
+    let text =
+        std::fs::read_to_string(root().join("deploy/prometheus/proofscope-alerts.yml")).unwrap();
+    let longest = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("for: "))
+        .map(|d| {
+            let (n, unit) = d.split_at(d.len() - 1);
+            let n: u64 = n.parse().unwrap_or_else(|_| panic!("for: {d}"));
+            match unit {
+                "s" => n,
+                "m" => n * 60,
+                "h" => n * 3600,
+                _ => panic!("for: {d}"),
+            }
+        })
+        .max()
+        .unwrap();
+    let forget: u64 = proofscope::cli::FORGET_AFTER_DEFAULT.parse().unwrap();
+    // Prometheus needs a few evaluations past `for:` to fire, and a scrape to see the 0.
+    assert!(
+        forget >= longest + 120,
+        "--forget-after {forget} s against a `for:` of {longest} s"
+    );
 }
 
 /// Prometheus asked for OpenMetrics above and parsed it (its targets are up); anything else
@@ -444,6 +726,7 @@ fn the_exporter_keeps_aggregates_not_events() {
     let fast = ["--mib", "1", "--vectors", "1", "--dealloc", "sync"];
     let (_, n) = prove(
         dir.path(),
+        "fast",
         &[&fast[..], &["--proofs", "100", "--pause-ms", "10"]].concat(),
     );
     eventually(30, || {
@@ -453,15 +736,28 @@ fn the_exporter_keeps_aggregates_not_events() {
     let after_100 = rss(exp.0.id());
     let (_, m) = prove(
         dir.path(),
+        "fast",
         &[&fast[..], &["--proofs", "10000", "--pause-ms", "1"]].concat(),
     );
     eventually(120, || {
-        let e = proofs_exported(&addr);
-        (e == (n + m) as f64, e)
+        let m2 = get(&addr, "/metrics");
+        let e = proofs_in(&m2);
+        // On a failure, what was lost where: the exporter's missed count, the probe's drops.
+        let losses: Vec<String> = m2
+            .lines()
+            .filter(|l| {
+                l.starts_with("proofscope_exporter_proofs_missed")
+                    || (l.starts_with("proofscope_dropped_events_total") && !l.ends_with(" 0"))
+            })
+            .map(str::to_owned)
+            .collect();
+        (e == (n + m) as f64, (e, losses))
     });
     let after_10k = rss(exp.0.id());
     assert!(
-        get(&addr, "/metrics").contains("proofscope_exporter_proofs_missed_total 0"),
+        get(&addr, "/metrics").lines().any(|l| l
+            .starts_with("proofscope_exporter_proofs_missed_total{")
+            && l.ends_with(" 0")),
         "every proof counted, none missed"
     );
     println!(
@@ -482,25 +778,35 @@ fn serve_recording(sock: PathBuf, rec: PathBuf) {
         .name("recorded-prover".into())
         .spawn(move || {
             for conn in listener.incoming() {
-                let Ok(mut s) = conn else { continue };
-                // A liveness check connects and closes; a subscriber sends its Subscribe.
-                s.set_read_timeout(Some(Duration::from_millis(500)))
+                let Ok(s) = conn else { continue };
+                let rec = rec.clone();
+                std::thread::Builder::new()
+                    .name("recorded-viewer".into())
+                    .spawn(move || serve_one(s, &rec))
                     .unwrap();
-                let mut len = [0u8; 4];
-                if s.read_exact(&mut len).is_err() {
-                    continue;
-                }
-                let mut r =
-                    probe_protocol::RecordingReader::new(std::fs::File::open(&rec).unwrap())
-                        .unwrap();
-                while let Ok(Some(f)) = r.next_raw() {
-                    if s.write_all(f.bytes()).is_err() {
-                        break;
-                    }
-                }
             }
         })
         .unwrap();
+}
+
+/// One client of a recorded prover: the recording's frames, then an open, quiet connection
+/// (a prover with nothing more to say) until the client leaves.
+fn serve_one(mut s: std::os::unix::net::UnixStream, rec: &Path) {
+    // A liveness check connects and closes; a subscriber sends its Subscribe.
+    s.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut len = [0u8; 4];
+    if s.read_exact(&mut len).is_err() {
+        return;
+    }
+    let mut r = probe_protocol::RecordingReader::new(std::fs::File::open(rec).unwrap()).unwrap();
+    while let Ok(Some(f)) = r.next_raw() {
+        if s.write_all(f.bytes()).is_err() {
+            return;
+        }
+    }
+    let _ = s.set_read_timeout(None);
+    let _ = std::io::copy(&mut s, &mut std::io::sink());
 }
 
 #[test]
@@ -598,4 +904,48 @@ fn counters_are_scraped_at_zero_before_their_first_count() {
         let m = get(&addr, "/metrics");
         (proofs_in(&m) == 3.0, proofs_in(&m))
     });
+}
+
+/// A prover that names a circuit per proof (1,000 names): the exporter keeps the first
+/// `--max-label-values` and counts the rest as `other`.
+#[test]
+fn circuit_names_are_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let sockets = dir.path().join("proofscope");
+    std::fs::create_dir_all(&sockets).unwrap();
+    let rec = dir.path().join("sectors.psrec");
+    common::busy_session_of(&rec, 1000, None, |i| format!("sector-{i}"));
+    serve_recording(sockets.join("busy-1.sock"), rec);
+    let (_exp, addr) = exporter(&sockets, &["--max-label-values", "10"]);
+    // The last proof settles only once its session moves on or ends, and the served
+    // recording goes quiet after it: 999 are counted.
+    eventually(60, || {
+        let n = proofs_exported(&addr);
+        (n == 999.0, n)
+    });
+    let m = get(&addr, "/metrics");
+    let circuits: std::collections::HashSet<&str> = m
+        .lines()
+        .filter(|l| l.starts_with("proofscope_proofs_total{"))
+        .filter_map(|l| l.split("circuit=\"").nth(1)?.split('"').next())
+        .collect();
+    assert!(
+        circuits.len() <= 11,
+        "{} values: {circuits:?}",
+        circuits.len()
+    );
+    assert!(
+        circuits.contains("other") && circuits.contains("sector-0"),
+        "{circuits:?}"
+    );
+    let capped: Vec<&str> = m
+        .lines()
+        .filter(|l| l.starts_with("proofscope_exporter_labels_capped_total{"))
+        .collect();
+    assert!(
+        capped
+            .iter()
+            .any(|l| l.contains(r#"label="circuit""#) && l.ends_with(" 989")),
+        "999 proofs, 10 names kept: {capped:?}"
+    );
 }

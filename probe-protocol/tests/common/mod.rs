@@ -34,6 +34,8 @@ pub fn one_of_each() -> Vec<Event> {
             command_line: vec!["prover".into(), "serve".into()],
             cpu_model: "AMD EPYC 9454 48-Core Processor".into(),
             os: "Debian GNU/Linux 12 (bookworm), Linux 6.1.0-18-amd64".into(),
+            instance: "c2-worker-1".into(),
+            stack_threshold: 16 << 20,
         })),
         Event::NameDef {
             id: 3,

@@ -1,10 +1,12 @@
 //! The metric families `proofscope export` serves, registered once; every watcher updates
 //! them through clones (prometheus-client's metrics are shared handles).
 //!
-//! Labels are bounded: prover name, pid, circuit, backend, phase name, GPU index, place and
-//! diagnosis kind come from closed sets or from what a prover declares once per call site —
-//! never a proof id or a timestamp.
+//! Labels are bounded: every series is the exporter's `host` (a registry-wide label) and a
+//! `worker` (identity.rs: stable across restarts, never a pid); circuit and phase names are
+//! capped (cap.rs); backend, GPU, place and diagnosis kind come from closed sets — never a
+//! proof id, a pid or a timestamp (the pid is in `proofscope_prover_info` only).
 
+use super::cap::CappedLabels;
 use crate::analysis::DiagnosisKind;
 use crate::report::{ProofReleases, ProofReport, ReleaseGroup};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -19,22 +21,37 @@ use std::sync::atomic::AtomicU64;
 /// Which prover a series belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct ProverLabels {
+    pub worker: String,
+}
+
+/// `proofscope_prover_info`: what a worker is now (its pid changes on every restart).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct ProverInfoLabels {
+    pub worker: String,
     pub prover: String,
+    pub version: String,
     pub pid: String,
+}
+
+/// `proofscope_gpu_info`: the model of a GPU a worker uses.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct GpuInfoLabels {
+    pub worker: String,
+    pub gpu: String,
+    pub gpu_uuid: String,
+    pub model: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct ProofLabels {
-    pub prover: String,
-    pub pid: String,
+    pub worker: String,
     pub circuit: String,
     pub backend: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct ResultLabels {
-    pub prover: String,
-    pub pid: String,
+    pub worker: String,
     pub circuit: String,
     pub backend: String,
     /// `valid`, `invalid`, `not_checked`, `unverifiable`, or `failed` (the prover said the
@@ -44,8 +61,7 @@ pub struct ResultLabels {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct PhaseLabels {
-    pub prover: String,
-    pub pid: String,
+    pub worker: String,
     pub circuit: String,
     pub backend: String,
     pub phase: String,
@@ -53,30 +69,29 @@ pub struct PhaseLabels {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct GapLabels {
-    pub prover: String,
-    pub pid: String,
+    pub worker: String,
     pub kind: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct PlaceLabels {
-    pub prover: String,
-    pub pid: String,
+    pub worker: String,
     /// `in_outer_outside_phases`, `in_phases`, `other_threads`, `after_proof`.
     pub place: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct GpuLabels {
-    pub prover: String,
-    pub pid: String,
+    pub worker: String,
+    /// NVML's index, as dcgm-exporter's `gpu` label.
     pub gpu: String,
+    /// As dcgm-exporter's `UUID` label (`GPU-…`), for joins.
+    pub gpu_uuid: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct KindLabels {
-    pub prover: String,
-    pub pid: String,
+    pub worker: String,
     pub kind: String,
 }
 
@@ -118,7 +133,10 @@ pub struct Metrics {
     pub heap_live: Family<ProverLabels, Gauge>,
     pub rss: Family<ProverLabels, Gauge>,
     pub dropped: Family<KindLabels, Counter>,
-    pub connected: Family<ProverLabels, Gauge>,
+    pub up: Family<ProverLabels, Gauge>,
+    pub prover_info: Family<ProverInfoLabels, Gauge>,
+    pub gpu_info: Family<GpuInfoLabels, Gauge>,
+    pub labels_capped: Family<CappedLabels, Counter>,
     pub reconnects: Family<ProverLabels, Counter>,
     pub provers: Gauge,
     pub scrape_duration: FGauge,
@@ -145,7 +163,10 @@ impl Metrics {
             heap_live: Family::default(),
             rss: Family::default(),
             dropped: Family::default(),
-            connected: Family::default(),
+            up: Family::default(),
+            prover_info: Family::default(),
+            gpu_info: Family::default(),
+            labels_capped: Family::default(),
             reconnects: Family::default(),
             provers: Gauge::default(),
             scrape_duration: FGauge::default(),
@@ -241,9 +262,24 @@ impl Metrics {
             m.dropped.clone(),
         );
         r.register(
-            "prover_connected",
-            "1 while the exporter receives the prover's stream, 0 while it retries",
-            m.connected.clone(),
+            "prover_up",
+            "1 while the exporter receives the worker's stream; 0 once it is gone or unreachable (kept for --forget-after)",
+            m.up.clone(),
+        );
+        r.register(
+            "prover_info",
+            "The prover a worker runs now: its name, version and pid (1 while it is known)",
+            m.prover_info.clone(),
+        );
+        r.register(
+            "gpu_info",
+            "A GPU a worker uses: its model (1 while the worker is up)",
+            m.gpu_info.clone(),
+        );
+        r.register(
+            "exporter_labels_capped",
+            "Label values exported as `other` because the label had its maximum of distinct values (--max-label-values)",
+            m.labels_capped.clone(),
         );
         r.register(
             "prover_reconnects",

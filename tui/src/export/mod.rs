@@ -3,12 +3,15 @@
 //!
 //! A named fleet thread scans the socket directories (and any sockets named on the command
 //! line) every `scan` interval and starts a watcher per live socket; a prover whose socket is
-//! gone is stopped once its stream has ended, and its series are removed after
-//! `forget_after`, so that days of restarts do not pile up series of dead pids. The main
-//! thread serves HTTP.
+//! gone is stopped once its stream has ended: its gauges go at once, its `up` turns 0, and
+//! its counters stay until `forget_after` (so that alerts on it can fire) unless the same
+//! worker comes back and continues them. The main thread serves HTTP.
 
+mod cap;
 mod exposition;
+mod identity;
 pub mod metrics;
+mod owned;
 mod process;
 mod watcher;
 
@@ -23,7 +26,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use watcher::{Owned, Watcher};
+use watcher::{Shared, Watcher};
 
 /// How `export` runs.
 #[derive(Debug, Clone)]
@@ -38,14 +41,33 @@ pub struct ExportOpts {
     pub retention: Retention,
     pub scan: Duration,
     pub forget_after: Duration,
+    /// The `host` label of every series.
+    pub host: String,
+    /// Distinct values a capped label (circuit, phase) may take before `other`.
+    pub max_label_values: usize,
 }
 
 /// A socket gone this long is stopped even if its stream never said it ended.
 const GONE_GRACE: Duration = Duration::from_secs(5);
 
+/// This machine's host name (the kernel's, as `hostname` prints it), for the `host` label.
+pub fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
 /// Serves `/metrics` on `opts.listen` until the process is stopped.
 pub fn run(opts: ExportOpts) -> Result<()> {
-    let mut registry = Registry::default();
+    let mut registry = Registry::with_labels(
+        [(
+            std::borrow::Cow::Borrowed("host"),
+            std::borrow::Cow::Owned(opts.host.clone()),
+        )]
+        .into_iter(),
+    );
     let metrics = Metrics::register(&mut registry);
     registry.register_collector(Box::new(process::ProcessCollector));
     let server = tiny_http::Server::http(&opts.listen)
@@ -133,25 +155,36 @@ fn respond(
 /// One socket the fleet knows.
 struct Entry {
     watcher: Option<Watcher>,
+    /// Its watcher's number (identity.rs: whose worker names are whose).
+    n: usize,
     /// When its socket was first seen gone.
     gone_since: Option<Instant>,
-    /// The label sets of a stopped watcher, removed after `forget_after`.
-    owned: Option<Owned>,
 }
 
 struct Fleet {
-    metrics: Metrics,
+    shared: Shared,
     opts: ExportOpts,
     entries: HashMap<PathBuf, Entry>,
+    /// Stopped watchers, with when they stopped: their series are forgotten after
+    /// `forget_after`.
+    stopped: Vec<(usize, Instant)>,
     started: usize,
 }
 
 impl Fleet {
     fn new(metrics: Metrics, opts: ExportOpts) -> Fleet {
+        let cap = cap::LabelCap::new(opts.max_label_values, metrics.labels_capped.clone());
         Fleet {
-            metrics,
+            shared: Shared {
+                metrics,
+                workers: identity::Workers::default(),
+                cap,
+                rule: opts.rule,
+                retention: opts.retention,
+            },
             opts,
             entries: HashMap::new(),
+            stopped: Vec::new(),
             started: 0,
         }
     }
@@ -164,6 +197,20 @@ impl Fleet {
     }
 
     fn scan(&mut self) {
+        let alive = self.alive_sockets();
+        // The gone first: a worker restarted since takes its name back (identity.rs).
+        self.stop_gone(&alive);
+        self.start_new(&alive);
+        self.forget_old();
+        let watched = self
+            .entries
+            .values()
+            .filter(|e| e.watcher.is_some())
+            .count();
+        self.shared.metrics.provers.set(watched as i64);
+    }
+
+    fn alive_sockets(&self) -> Vec<PathBuf> {
         let mut alive: Vec<PathBuf> = discovery::find_in(&self.opts.socket_dirs)
             .into_iter()
             .filter(|f| f.alive)
@@ -176,7 +223,13 @@ impl Fleet {
                 .filter(|p| discovery::socket_state(p) == discovery::SocketState::Live)
                 .cloned(),
         );
-        for path in &alive {
+        alive
+    }
+
+    /// A watcher for every live socket without one (a socket alive again after its watcher
+    /// stopped gets a new one).
+    fn start_new(&mut self, alive: &[PathBuf]) {
+        for path in alive {
             let fresh = self
                 .entries
                 .get(path)
@@ -188,25 +241,14 @@ impl Fleet {
                 continue;
             }
             self.started += 1;
-            match Watcher::start(
-                path.clone(),
-                self.started,
-                self.metrics.clone(),
-                self.opts.rule,
-                self.opts.retention,
-            ) {
+            match Watcher::start(path.clone(), self.started, self.shared.clone()) {
                 Ok(w) => {
-                    if let Some(old) = self.entries.remove(path)
-                        && let Some(owned) = old.owned
-                    {
-                        owned.forget(&self.metrics);
-                    }
                     self.entries.insert(
                         path.clone(),
                         Entry {
                             watcher: Some(w),
+                            n: self.started,
                             gone_since: None,
-                            owned: None,
                         },
                     );
                 }
@@ -219,37 +261,44 @@ impl Fleet {
                 }
             }
         }
+    }
+
+    /// Stops the watchers of sockets gone, once their stream has ended (its last frames
+    /// applied) or after a grace.
+    fn stop_gone(&mut self, alive: &[PathBuf]) {
         let now = Instant::now();
-        let mut forget = Vec::new();
+        let mut gone = Vec::new();
         for (path, e) in &mut self.entries {
             if alive.contains(path) {
                 continue;
             }
             let since = *e.gone_since.get_or_insert(now);
-            // Stop once the stream has ended (its last frames applied), or after a grace.
             if e.watcher
                 .as_ref()
                 .is_some_and(|w| !w.is_live() || now - since >= GONE_GRACE)
                 && let Some(w) = e.watcher.take()
             {
-                e.owned = Some(w.stop());
-            }
-            if e.watcher.is_none() && now - since >= self.opts.forget_after {
-                forget.push(path.clone());
-            }
-        }
-        for path in forget {
-            if let Some(e) = self.entries.remove(&path)
-                && let Some(owned) = e.owned
-            {
-                owned.forget(&self.metrics);
+                w.stop();
+                self.stopped.push((e.n, now));
+                gone.push(path.clone());
             }
         }
-        let watched = self
-            .entries
-            .values()
-            .filter(|e| e.watcher.is_some())
-            .count();
-        self.metrics.provers.set(watched as i64);
+        for path in gone {
+            self.entries.remove(&path);
+        }
+    }
+
+    /// Removes the series of watchers stopped `forget_after` ago (a worker that came back
+    /// since keeps them: identity.rs).
+    fn forget_old(&mut self) {
+        let now = Instant::now();
+        let (old, recent): (Vec<_>, Vec<_>) = self
+            .stopped
+            .drain(..)
+            .partition(|(_, at)| now - *at >= self.opts.forget_after);
+        self.stopped = recent;
+        for (n, _) in old {
+            self.shared.workers.forget(n, &self.shared.metrics);
+        }
     }
 }

@@ -3,10 +3,14 @@
 //! gauges at the prover's latest samples. It keeps aggregates, not events: the model retains
 //! a few proofs (for the analysis of the next ones) within a byte budget.
 
+use super::cap::LabelCap;
+use super::identity::{Workers, worker_name};
 use super::metrics::{
-    GapLabels, GpuLabels, KindLabels, Metrics, PLACES, PhaseLabels, PlaceLabels, ProofLabels,
-    ProverLabels, RESULTS, ResultLabels, gap_kinds, places, result_label,
+    GapLabels, GpuInfoLabels, GpuLabels, KindLabels, Metrics, PLACES, PhaseLabels, PlaceLabels,
+    ProofLabels, ProverInfoLabels, ProverLabels, RESULTS, ResultLabels, gap_kinds, places,
+    result_label,
 };
+use super::owned::Owned;
 use crate::analysis::GapRule;
 use crate::model::{Model, Proof, ProofId, Retention, Session};
 use crate::report::proof_report;
@@ -14,7 +18,7 @@ use crate::source::LinkState;
 use crate::source::SourceMsg;
 use crate::source::socket::{self, Target};
 use probe_protocol::{Event, EventKind};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,84 +42,36 @@ const BIRTH_HOLD: Duration = Duration::from_secs(60);
 /// proofs held took 20 MB).
 const MAX_HELD: usize = 256;
 
-/// Every label set a watcher created, so that a prover's series can be removed once it is
-/// gone for good (series of dead pids would otherwise pile up over days of restarts).
-#[derive(Debug, Default)]
-pub struct Owned {
-    prover: HashSet<ProverLabels>,
-    results: HashSet<ResultLabels>,
-    proofs: HashSet<ProofLabels>,
-    phases: HashSet<PhaseLabels>,
-    gaps: HashSet<GapLabels>,
-    places: HashSet<PlaceLabels>,
-    gpus: HashSet<GpuLabels>,
-    kinds: HashSet<KindLabels>,
+/// What every watcher of one exporter shares.
+#[derive(Debug, Clone)]
+pub struct Shared {
+    pub metrics: Metrics,
+    pub workers: Workers,
+    pub cap: LabelCap,
+    pub rule: GapRule,
+    pub retention: Retention,
 }
 
-impl Owned {
-    /// Removes every series this watcher created.
-    pub fn forget(&self, m: &Metrics) {
-        for l in &self.prover {
-            m.heap_live.remove(l);
-            m.rss.remove(l);
-            m.connected.remove(l);
-            m.reconnects.remove(l);
-        }
-        for l in &self.results {
-            m.proofs.remove(l);
-        }
-        for l in &self.proofs {
-            m.proof_duration.remove(l);
-            m.unaccounted.remove(l);
-        }
-        for l in &self.phases {
-            m.phase_duration.remove(l);
-        }
-        for l in &self.gaps {
-            m.gaps_flagged.remove(l);
-        }
-        for l in &self.places {
-            m.releases.remove(l);
-            m.release_bytes.remove(l);
-            m.release_seconds.remove(l);
-        }
-        for l in &self.gpus {
-            m.gpu_utilization.remove(l);
-            m.gpu_memory_used.remove(l);
-            m.gpu_power.remove(l);
-            m.gpu_energy.remove(l);
-        }
-        for l in &self.kinds {
-            m.dropped.remove(l);
-        }
-    }
-}
-
-/// A watcher's thread; `stop` ends it and returns what it created.
+/// A watcher's thread; `stop` ends it, its gauges removed and its series handed to its
+/// worker names (identity.rs).
 pub struct Watcher {
     stop: Arc<AtomicBool>,
     live: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Owned>>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl Watcher {
-    /// Starts watching the prover at `path`.
-    pub fn start(
-        path: PathBuf,
-        n: usize,
-        metrics: Metrics,
-        rule: GapRule,
-        retention: Retention,
-    ) -> std::io::Result<Watcher> {
+    /// Starts watching the prover at `path`; `n` is unique among the exporter's watchers.
+    pub fn start(path: PathBuf, n: usize, shared: Shared) -> std::io::Result<Watcher> {
         let stop = Arc::new(AtomicBool::new(false));
         let live = Arc::new(AtomicBool::new(false));
         let (s2, l2) = (stop.clone(), live.clone());
         let thread = std::thread::Builder::new()
             .name(format!("proofscope-export-{n}"))
             .spawn(move || {
-                let mut w = State::new(metrics, rule, retention, l2);
+                let mut w = State::new(n, shared, l2);
                 w.run(path, &s2);
-                w.owned
+                w.leave();
             })?;
         Ok(Watcher {
             stop,
@@ -129,13 +85,12 @@ impl Watcher {
         self.live.load(Ordering::Relaxed)
     }
 
-    /// Stops the thread after it has applied what it received; returns its label sets.
-    pub fn stop(mut self) -> Owned {
+    /// Stops the thread after it has applied what it received.
+    pub fn stop(mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default()
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -158,10 +113,15 @@ struct Progress {
 }
 
 struct State {
+    n: usize,
     m: Metrics,
+    workers: Workers,
+    cap: LabelCap,
     rule: GapRule,
     model: Model,
     owned: Owned,
+    /// Each session's worker name, claimed at its Hello.
+    names: HashMap<(u32, u64), ProverLabels>,
     progress: HashMap<(u32, u64), Progress>,
     /// Latest energy reading counted, per GPU: (sample time, millijoules).
     energy: HashMap<u32, (u64, u64)>,
@@ -177,21 +137,17 @@ fn session_key(s: &Session) -> (u32, u64) {
         .map_or((0, 0), |h| (h.pid, h.session_start_unix_ns))
 }
 
-fn prover_labels(s: &Session) -> Option<ProverLabels> {
-    let h = s.hello()?;
-    Some(ProverLabels {
-        prover: h.prover_name.clone(),
-        pid: h.pid.to_string(),
-    })
-}
-
 impl State {
-    fn new(m: Metrics, rule: GapRule, retention: Retention, live: Arc<AtomicBool>) -> State {
+    fn new(n: usize, shared: Shared, live: Arc<AtomicBool>) -> State {
         State {
-            m,
-            rule,
-            model: Model::new(retention),
+            n,
+            m: shared.metrics,
+            workers: shared.workers,
+            cap: shared.cap,
+            rule: shared.rule,
+            model: Model::new(shared.retention),
             owned: Owned::default(),
+            names: HashMap::new(),
             progress: HashMap::new(),
             energy: HashMap::new(),
             live,
@@ -220,7 +176,21 @@ impl State {
         }
         self.settle(true);
         self.release_held(true);
-        self.set_connected(false);
+        self.set_up(false);
+    }
+
+    /// The prover is gone: its gauges go at once (no frozen values), its `up` stays at 0 and
+    /// its counters at their totals until the fleet forgets it, or until the same worker comes
+    /// back and continues them.
+    fn leave(&mut self) {
+        self.set_up(false);
+        self.owned.remove_gauges(&self.m);
+        self.workers.release(self.n, &self.owned);
+    }
+
+    fn current_labels(&self) -> Option<ProverLabels> {
+        let s = self.model.current()?;
+        self.names.get(&session_key(s)).cloned()
     }
 
     fn handle(&mut self, msg: SourceMsg) {
@@ -255,39 +225,58 @@ impl State {
                 }
                 if live
                     && self.was_live
-                    && let Some(l) = self.model.current().and_then(prover_labels)
+                    && let Some(l) = self.current_labels()
                 {
                     self.m.reconnects.get_or_create(&l).inc();
                 }
                 self.was_live |= live;
-                self.set_connected(live);
+                self.set_up(live);
             }
             SourceMsg::Notice(_) | SourceMsg::BadFrame(_) => {}
         }
     }
 
-    fn set_connected(&mut self, live: bool) {
+    fn set_up(&mut self, live: bool) {
         self.live.store(live, Ordering::Relaxed);
-        if let Some(l) = self.model.current().and_then(prover_labels) {
-            self.m.connected.get_or_create(&l).set(i64::from(live));
+        self.workers.set_live(self.n, live);
+        if let Some(l) = self.current_labels() {
+            self.m.up.get_or_create(&l).set(i64::from(live));
         }
     }
 
-    /// A prover said hello: its series start at zero, so that `rate()` and comparisons between
-    /// provers have data from the first scrape.
+    /// A prover said hello: it gets its worker name, and its series start at zero, so that
+    /// `rate()` and comparisons between provers have data from the first scrape.
     fn greet(&mut self) {
-        let Some(l) = self.model.current().and_then(prover_labels) else {
+        let Some(s) = self.model.current() else {
             return;
         };
+        let Some(h) = s.hello() else {
+            return;
+        };
+        let l = ProverLabels {
+            worker: self.workers.claim(&worker_name(h), self.n, &self.m),
+        };
+        let info = ProverInfoLabels {
+            worker: l.worker.clone(),
+            prover: h.prover_name.clone(),
+            version: h.prover_version.clone(),
+            pid: h.pid.to_string(),
+        };
+        self.names.insert(session_key(s), l.clone());
+        // The worker's previous process (a reconnection or a restart) is not it any more.
+        for old in self.owned.info.iter().filter(|i| i.worker == l.worker) {
+            self.m.prover_info.remove(old);
+        }
+        self.m.prover_info.get_or_create(&info).set(1);
+        self.owned.info.insert(info);
         self.m
-            .connected
+            .up
             .get_or_create(&l)
             .set(i64::from(self.live.load(Ordering::Relaxed)));
         let _ = self.m.reconnects.get_or_create(&l);
         for k in gap_kinds() {
             let g = GapLabels {
-                prover: l.prover.clone(),
-                pid: l.pid.clone(),
+                worker: l.worker.clone(),
                 kind: k.as_str().to_owned(),
             };
             let _ = self.m.gaps_flagged.get_or_create(&g);
@@ -295,8 +284,7 @@ impl State {
         }
         for place in PLACES {
             let p = PlaceLabels {
-                prover: l.prover.clone(),
-                pid: l.pid.clone(),
+                worker: l.worker.clone(),
                 place: place.to_owned(),
             };
             let _ = self.m.releases.get_or_create(&p);
@@ -314,8 +302,7 @@ impl State {
             EventKind::GpuSpan,
         ] {
             let k = KindLabels {
-                prover: l.prover.clone(),
-                pid: l.pid.clone(),
+                worker: l.worker.clone(),
                 kind: kind.name().to_owned(),
             };
             let _ = self.m.dropped.get_or_create(&k);
@@ -328,7 +315,7 @@ impl State {
         let Some(s) = self.model.current() else {
             return;
         };
-        let Some(l) = prover_labels(s) else {
+        let Some(l) = self.names.get(&session_key(s)).cloned() else {
             return;
         };
         let p = self.progress.entry(session_key(s)).or_default();
@@ -338,8 +325,7 @@ impl State {
         p.dropped_until = d.ts;
         for (kind, n) in &d.counts {
             let k = KindLabels {
-                prover: l.prover.clone(),
-                pid: l.pid.clone(),
+                worker: l.worker.clone(),
                 kind: kind.name().to_owned(),
             };
             self.m.dropped.get_or_create(&k).inc_by(*n);
@@ -352,7 +338,7 @@ impl State {
         let Some(s) = self.model.current() else {
             return;
         };
-        let Some(l) = prover_labels(s) else {
+        let Some(l) = self.names.get(&session_key(s)).cloned() else {
             return;
         };
         if let Some(a) = s.alloc_samples().last() {
@@ -367,13 +353,27 @@ impl State {
                     .set(i64::try_from(a.rss_bytes).unwrap_or(i64::MAX));
             }
         }
+        // The probe samples the GPUs the prover can use (CUDA_VISIBLE_DEVICES), by NVML index.
         for (dev, series) in s.gpu_samples() {
             let Some(g) = series.last() else { continue };
+            let known = s
+                .hello()
+                .and_then(|h| h.gpus.iter().find(|i| i.index == *dev));
             let gl = GpuLabels {
-                prover: l.prover.clone(),
-                pid: l.pid.clone(),
+                worker: l.worker.clone(),
                 gpu: dev.to_string(),
+                gpu_uuid: known.map(|i| i.uuid.clone()).unwrap_or_default(),
             };
+            let info = GpuInfoLabels {
+                worker: l.worker.clone(),
+                gpu: gl.gpu.clone(),
+                gpu_uuid: gl.gpu_uuid.clone(),
+                model: known.map(|i| i.name.clone()).unwrap_or_default(),
+            };
+            if !self.owned.gpu_info.contains(&info) {
+                self.m.gpu_info.get_or_create(&info).set(1);
+                self.owned.gpu_info.insert(info);
+            }
             if let Some(u) = g.util_pct {
                 self.m
                     .gpu_utilization
@@ -414,7 +414,9 @@ impl State {
         let mut observed = Vec::new();
         let mut missed = 0;
         for s in self.model.sessions() {
-            let Some(l) = prover_labels(s) else { continue };
+            let Some(l) = self.names.get(&session_key(s)).cloned() else {
+                continue;
+            };
             let key = session_key(s);
             let counted = self.progress.get(&key).map_or(0, |p| p.counted);
             let ended = ended || s.goodbye().is_some();
@@ -458,7 +460,7 @@ impl State {
                 if next.is_none() && !ended && s.now().saturating_sub(end) < SETTLE_NS {
                     break;
                 }
-                if let Some(obs) = observe(s, p, next, &self.rule, &l) {
+                if let Some(obs) = observe(s, p, next, &self.rule, &l, &self.cap) {
                     observed.push(obs);
                 }
                 upto = *id;
@@ -575,28 +577,23 @@ fn observe(
     next: Option<u64>,
     rule: &GapRule,
     l: &ProverLabels,
+    cap: &LabelCap,
 ) -> Option<Observation> {
     let r = proof_report(s, p, next, rule)?;
     let failed = p.failed();
-    let circuit = if r.circuit.is_empty() {
-        "unknown".to_owned()
-    } else {
-        r.circuit.clone()
-    };
-    let backend = if r.backend.is_empty() {
-        "unknown".to_owned()
-    } else {
-        r.backend.clone()
-    };
+    fn known(v: &str) -> &str {
+        if v.is_empty() { "unknown" } else { v }
+    }
+    let circuit = cap.value("circuit", known(&r.circuit));
+    let backend = known(&r.backend).to_owned();
+    let worker = || l.worker.clone();
     let proof = ProofLabels {
-        prover: l.prover.clone(),
-        pid: l.pid.clone(),
+        worker: worker(),
         circuit: circuit.clone(),
         backend: backend.clone(),
     };
     let result = ResultLabels {
-        prover: l.prover.clone(),
-        pid: l.pid.clone(),
+        worker: worker(),
         circuit: circuit.clone(),
         backend: backend.clone(),
         result: result_label(&r, failed).to_owned(),
@@ -607,11 +604,10 @@ fn observe(
         .map(|ph| {
             (
                 PhaseLabels {
-                    prover: l.prover.clone(),
-                    pid: l.pid.clone(),
+                    worker: worker(),
                     circuit: circuit.clone(),
                     backend: backend.clone(),
-                    phase: ph.name.clone(),
+                    phase: cap.value("phase", &ph.name),
                 },
                 ph.duration_ns as f64 / 1e9,
             )
@@ -622,8 +618,7 @@ fn observe(
         .iter()
         .filter(|g| g.flagged)
         .map(|g| GapLabels {
-            prover: l.prover.clone(),
-            pid: l.pid.clone(),
+            worker: worker(),
             kind: g.diagnosis.kind.as_str().to_owned(),
         })
         .collect();
@@ -632,8 +627,7 @@ fn observe(
         .map(|(place, g)| {
             (
                 PlaceLabels {
-                    prover: l.prover.clone(),
-                    pid: l.pid.clone(),
+                    worker: worker(),
                     place: place.to_owned(),
                 },
                 g.count as u64,

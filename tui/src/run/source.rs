@@ -364,6 +364,8 @@ impl RunSource {
             backend_reason: "its log only: the allocator probe did not start in it".into(),
             gpu_unavailable_reason: Some("no probe in the prover: no GPU telemetry".into()),
             command_line: self.cmd.clone(),
+            // The child inherits our environment.
+            instance: std::env::var("PROOFSCOPE_INSTANCE").unwrap_or_default(),
             ..Hello::default()
         }
     }

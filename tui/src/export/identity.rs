@@ -1,0 +1,185 @@
+//! Who a prover is in the exporter's series: a *worker* name that stays the same across the
+//! prover's restarts, so that a restarted worker continues its series and alerts can be routed
+//! by it, where a pid would start new series on every restart and collide across hosts.
+//!
+//! The name is the prover's `PROOFSCOPE_INSTANCE` (Hello `instance`), else its prover name and
+//! a short hash of its command line (`prover-1f3a9c04`): two workers started alike on one host
+//! need `PROOFSCOPE_INSTANCE` to be told apart over restarts. While two live provers would
+//! share a name, the later one is `<name>~2` (then `~3`, …) until the first is gone.
+
+use super::metrics::Metrics;
+use super::owned::Owned;
+use probe_protocol::Hello;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// The worker name a prover's Hello asks for, before any clash with another live prover.
+pub fn worker_name(h: &Hello) -> String {
+    let instance = h.instance.trim();
+    if !instance.is_empty() {
+        return instance.to_owned();
+    }
+    format!(
+        "{}-{:08x}",
+        h.prover_name,
+        command_line_hash(&h.command_line) as u32
+    )
+}
+
+/// FNV-1a (64 bit) over the arguments, each ended by a NUL: stable across builds and
+/// platforms, unlike std's hasher, so a worker keeps its name across exporter upgrades.
+fn command_line_hash(args: &[String]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    args.iter()
+        .flat_map(|a| a.bytes().chain(std::iter::once(0)))
+        .fold(OFFSET, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME))
+}
+
+#[derive(Debug)]
+struct Claim {
+    watcher: usize,
+    live: bool,
+    /// The series of the name's watchers that have stopped, carried over to the next one.
+    owned: Owned,
+}
+
+/// The worker names in use, shared by every watcher of one exporter.
+#[derive(Debug, Clone, Default)]
+pub struct Workers {
+    claims: Arc<Mutex<HashMap<String, Claim>>>,
+}
+
+impl Workers {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Claim>> {
+        // A watcher that panicked holding the lock left the map whole (every update is one
+        // insert or remove).
+        self.claims.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The name `watcher` takes for a prover asking for `wanted`: `wanted` itself unless
+    /// another live prover holds it (a gone one hands its series over: the restarted worker,
+    /// whose previous process's `proofscope_prover_info` is removed from `m`).
+    pub fn claim(&self, wanted: &str, watcher: usize, m: &Metrics) -> String {
+        let mut claims = self.lock();
+        let free = |name: &str, claims: &HashMap<String, Claim>| {
+            claims
+                .get(name)
+                .is_none_or(|c| c.watcher == watcher || !c.live)
+        };
+        let name = std::iter::once(wanted.to_owned())
+            .chain((2..).map(|n| format!("{wanted}~{n}")))
+            .find(|n| free(n, &claims))
+            .unwrap_or_else(|| wanted.to_owned());
+        let c = claims.entry(name.clone()).or_insert_with(|| Claim {
+            watcher,
+            live: true,
+            owned: Owned::default(),
+        });
+        if c.watcher != watcher {
+            for old in c.owned.info.drain() {
+                m.prover_info.remove(&old);
+            }
+        }
+        c.watcher = watcher;
+        c.live = true;
+        name
+    }
+
+    /// Whether `watcher`'s stream is flowing: a name whose holder's stream has ended may be
+    /// taken over before the fleet has stopped it (a quick restart continues its series).
+    pub fn set_live(&self, watcher: usize, live: bool) {
+        for c in self.lock().values_mut().filter(|c| c.watcher == watcher) {
+            c.live = live;
+        }
+    }
+
+    /// `watcher` has stopped: its names may be taken over, with the series in `owned`.
+    pub fn release(&self, watcher: usize, owned: &Owned) {
+        for (name, c) in self.lock().iter_mut().filter(|(_, c)| c.watcher == watcher) {
+            c.live = false;
+            c.owned.merge(owned.of_worker(name));
+        }
+    }
+
+    /// Whether `watcher` still holds `name` (no later prover has taken it over).
+    #[cfg(test)]
+    pub fn holds(&self, name: &str, watcher: usize) -> bool {
+        self.lock().get(name).is_some_and(|c| c.watcher == watcher)
+    }
+
+    /// `watcher` is gone for good: the series of the names it still holds are removed and the
+    /// names are free (a name taken over since lives on with its series).
+    pub fn forget(&self, watcher: usize, m: &Metrics) {
+        self.lock().retain(|_, c| {
+            let gone = c.watcher == watcher && !c.live;
+            if gone {
+                c.owned.forget(m);
+            }
+            !gone
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(instance: &str, args: &[&str]) -> Hello {
+        Hello {
+            prover_name: "prover".into(),
+            instance: instance.into(),
+            command_line: args.iter().map(|a| (*a).to_owned()).collect(),
+            ..Hello::default()
+        }
+    }
+
+    #[test]
+    fn the_instance_names_the_worker_else_its_command_line() {
+        assert_eq!(worker_name(&hello(" c2-gpu0 ", &["prover"])), "c2-gpu0");
+        let a = worker_name(&hello("", &["prover", "serve", "--gpu", "0"]));
+        let b = worker_name(&hello("", &["prover", "serve", "--gpu", "1"]));
+        assert_ne!(a, b);
+        assert!(
+            a.starts_with("prover-") && a.len() == "prover-".len() + 8,
+            "{a}"
+        );
+        // Arguments are kept apart: "ab" + "c" is not "a" + "bc".
+        assert_ne!(
+            worker_name(&hello("", &["ab", "c"])),
+            worker_name(&hello("", &["a", "bc"]))
+        );
+        // Stable across builds: the FNV-1a of "prover\0serve\0".
+        assert_eq!(
+            worker_name(&hello("", &["prover", "serve"])),
+            "prover-352940f2"
+        );
+    }
+
+    #[test]
+    fn a_live_name_is_not_shared_a_gone_one_is_taken_over() {
+        let w = Workers::default();
+        let mut registry = prometheus_client::registry::Registry::default();
+        let m = Metrics::register(&mut registry);
+        assert_eq!(w.claim("w", 1, &m), "w");
+        assert_eq!(w.claim("w", 1, &m), "w", "the same watcher keeps its name");
+        assert_eq!(w.claim("w", 2, &m), "w~2");
+        assert_eq!(w.claim("w", 3, &m), "w~3");
+        w.set_live(2, false);
+        assert_eq!(w.claim("w~2", 6, &m), "w~2", "a holder whose stream ended");
+        w.release(1, &Owned::default());
+        assert_eq!(w.claim("w", 4, &m), "w", "a restarted worker continues");
+        assert!(!w.holds("w", 1) && w.holds("w", 4));
+        w.forget(1, &m);
+        assert!(
+            w.holds("w", 4),
+            "forgetting the first does not take the name from the next"
+        );
+        w.forget(4, &m);
+        assert!(w.holds("w", 4), "a live watcher keeps its name");
+        w.release(4, &Owned::default());
+        w.forget(4, &m);
+        assert!(!w.holds("w", 4));
+        assert_eq!(w.claim("w", 5, &m), "w");
+    }
+}
