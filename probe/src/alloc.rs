@@ -8,13 +8,13 @@
 //! untouched and reallocations can use mremap.
 
 use crate::clock::ticks;
+use crate::observer;
 use crate::slot_tls;
 use crate::thread::{current_ctx, os_tid};
 use crossbeam_queue::ArrayQueue;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crate::config::DEFAULT_LARGE_BLOCK;
 const SLOTS: usize = 512;
@@ -200,26 +200,21 @@ pub(crate) fn disable_events() {
     EVENTS_ON.store(false, Ordering::Release);
 }
 
-/// Takes every queued large-block event.
+/// Takes every queued large-block event, but none of the probe's own threads; takes nothing
+/// while one of them is starting (its first blocks would pass as the program's).
 pub(crate) fn drain(mut f: impl FnMut(RawBlock)) {
-    // The probe threads that had ended before this pass began: every block they queued is
-    // in the queue now, so their ids can be freed once it is empty.
-    let ended_tids: [u32; OBSERVER_SLOTS] = std::array::from_fn(|i| {
-        let v = OBSERVER_TIDS[i].load(Ordering::Acquire);
-        if v & ENDED != 0 { v } else { 0 }
-    });
+    if observer::starting() {
+        return;
+    }
+    let ended = observer::ended();
     if let Some(q) = QUEUE.get() {
         while let Some(b) = q.pop() {
-            if !is_observer(b.os_tid) {
+            if !observer::is_observer(b.os_tid) {
                 f(b);
             }
         }
     }
-    for (slot, v) in OBSERVER_TIDS.iter().zip(ended_tids) {
-        if v != 0 {
-            let _ = slot.compare_exchange(v, 0, Ordering::AcqRel, Ordering::Relaxed);
-        }
-    }
+    observer::free_ended(ended);
 }
 
 /// Takes every captured stack (before the blocks: a block's stack is queued before it).
@@ -313,63 +308,12 @@ fn report(t0: u64, t1: u64, bytes: usize, release: bool) {
     });
 }
 
-thread_local! {
-    /// This thread is one of the probe's own (collector, server, recorder, NVML sampler).
-    static OBSERVER: Cell<bool> = const { Cell::new(false) };
-}
-
-/// The OS thread ids of the probe's own threads, for the blocks they made before they were
-/// marked (std's thread start allocates on the new thread before its closure runs). A handful
-/// of threads per session; 0 is a free slot.
-static OBSERVER_TIDS: [AtomicU32; OBSERVER_SLOTS] = [const { AtomicU32::new(0) }; OBSERVER_SLOTS];
-
-const OBSERVER_SLOTS: usize = 16;
-
-/// Set in a slot whose thread has ended: its id is still the probe's until the collector has
-/// drained the blocks it queued before it was marked (a loaded machine drains them late;
-/// Linux thread ids stay below 2^22, so the bit is free).
-const ENDED: u32 = 1 << 31;
-
-/// Marks the calling thread as the probe's own: its blocks still count towards live bytes
-/// (they are the process's memory) but are never reported as the program's allocations or
-/// releases. Without it the collector's frame buffers showed up as the prover's releases in
-/// the upstream supraseal capture (31 large frees on `probe-collector` during one proof).
-pub(crate) fn mark_observer_thread() {
-    let _ = OBSERVER.try_with(|o| o.set(true));
-    let tid = os_tid();
-    for slot in &OBSERVER_TIDS {
-        if slot.load(Ordering::Relaxed) == tid
-            || slot
-                .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        {
-            return;
-        }
-    }
-}
-
-/// The probe's own thread ends: its id may be the kernel's to reuse for a program's thread,
-/// once the collector has drained what it queued ([`drain`] frees the slot).
-pub(crate) fn unmark_observer_thread() {
-    let tid = os_tid();
-    for slot in &OBSERVER_TIDS {
-        let _ = slot.compare_exchange(tid, tid | ENDED, Ordering::AcqRel, Ordering::Relaxed);
-    }
-}
-
-/// `os_tid` is one of the probe's own threads (running, or ended and not yet drained).
-fn is_observer(os_tid: u32) -> bool {
-    OBSERVER_TIDS
-        .iter()
-        .any(|s| s.load(Ordering::Acquire) & !ENDED == os_tid)
-}
-
 /// Queues a large block for the collector (and notes the peak); a full queue drops it and
 /// counts the drop. Never allocates; a block of the probe's own threads is not queued.
 fn enqueue(ev: RawBlock) {
     let live = totals().live_bytes();
     PEAK.fetch_max(live, Ordering::Relaxed);
-    if OBSERVER.try_with(Cell::get).unwrap_or(true) {
+    if observer::on_observer_thread() {
         return;
     }
     if QUEUE.get().is_none_or(|q| q.push(ev).is_err()) {

@@ -32,6 +32,7 @@ mod nvml;
 #[cfg(not(feature = "nvml"))]
 #[path = "no_nvml.rs"]
 mod nvml;
+mod observer;
 mod probe;
 mod proof;
 mod recorder;

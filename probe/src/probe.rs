@@ -40,15 +40,7 @@ fn spawn_named<T: Send + 'static>(
     what: &'static str,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<JoinHandle<T>, ProbeError> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(move || {
-            crate::alloc::mark_observer_thread();
-            let r = f();
-            crate::alloc::unmark_observer_thread();
-            r
-        })
-        .map_err(|source| ProbeError::Thread { what, source })
+    crate::observer::spawn(name, f).map_err(|source| ProbeError::Thread { what, source })
 }
 
 impl Probe {

@@ -128,17 +128,13 @@ impl Server {
         let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
         let stop = Arc::new(tokio::sync::Notify::new());
         let stop2 = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("probe-server".into())
-            .spawn(move || {
-                crate::alloc::mark_observer_thread();
-                rt.block_on(accept_loop(listener, session, stop2));
-                crate::alloc::unmark_observer_thread();
-            })
-            .map_err(|source| ProbeError::Thread {
-                what: "server",
-                source,
-            })?;
+        let thread = crate::observer::spawn("probe-server", move || {
+            rt.block_on(accept_loop(listener, session, stop2));
+        })
+        .map_err(|source| ProbeError::Thread {
+            what: "server",
+            source,
+        })?;
         Ok(Server {
             path,
             stop,

@@ -1,0 +1,116 @@
+//! The probe's own threads (collector, server, recorder, NVML sampler): their blocks still
+//! count towards live bytes (they are the process's memory) but are never reported as the
+//! program's allocations or releases. Without this the collector's frame buffers showed up as
+//! the prover's releases in the upstream supraseal capture (31 large frees on
+//! `probe-collector` during one proof).
+//!
+//! A thread is marked by the first line of its closure, but std's thread start allocates on
+//! the new thread before that line runs. Those early blocks are queued under the thread's id,
+//! and two races would leak them: the collector draining them *before* the mark (a loaded
+//! machine runs the collector between the two), or *after* the thread ended and gave its id
+//! back. [`spawn`] closes the first with a count of starting threads the collector waits out
+//! ([`starting`]); the id of an ended thread stays the probe's until a drain has passed
+//! ([`ended`], [`free_ended`]), which closes the second.
+
+use crate::thread::os_tid;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+
+thread_local! {
+    /// This thread is one of the probe's own.
+    static OBSERVER: Cell<bool> = const { Cell::new(false) };
+}
+
+const SLOTS: usize = 16;
+
+/// The OS thread ids of the probe's own threads, for the blocks they queued before they were
+/// marked. A handful of threads per session; 0 is a free slot.
+static TIDS: [AtomicU32; SLOTS] = [const { AtomicU32::new(0) }; SLOTS];
+
+/// Set in a slot whose thread has ended: its id is still the probe's until the collector has
+/// drained the blocks it queued (Linux thread ids stay below 2^22, so the bit is free).
+const ENDED: u32 = 1 << 31;
+
+/// Probe threads spawned and not yet marked.
+static STARTING: AtomicUsize = AtomicUsize::new(0);
+
+/// Spawns one of the probe's own threads, named `name`.
+pub(crate) fn spawn<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<JoinHandle<T>> {
+    STARTING.fetch_add(1, Ordering::AcqRel);
+    let spawned = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            mark();
+            STARTING.fetch_sub(1, Ordering::AcqRel);
+            let r = f();
+            unmark();
+            r
+        });
+    if spawned.is_err() {
+        STARTING.fetch_sub(1, Ordering::AcqRel);
+    }
+    spawned
+}
+
+/// Some probe thread is starting: blocks queued now may be its own and not yet known as such,
+/// so the collector leaves the queue for its next cycle.
+pub(crate) fn starting() -> bool {
+    STARTING.load(Ordering::Acquire) > 0
+}
+
+/// The calling thread is one of the probe's own (true while its thread-locals are torn down,
+/// when it cannot tell).
+pub(crate) fn on_observer_thread() -> bool {
+    OBSERVER.try_with(Cell::get).unwrap_or(true)
+}
+
+/// `os_tid` is one of the probe's own threads (running, or ended and not yet drained).
+pub(crate) fn is_observer(os_tid: u32) -> bool {
+    TIDS.iter()
+        .any(|s| s.load(Ordering::Acquire) & !ENDED == os_tid)
+}
+
+/// The slots of threads that had ended when a drain began: every block they queued is in the
+/// queue by then, so [`free_ended`] may give them back once it is drained.
+pub(crate) fn ended() -> [u32; SLOTS] {
+    std::array::from_fn(|i| {
+        let v = TIDS[i].load(Ordering::Acquire);
+        if v & ENDED != 0 { v } else { 0 }
+    })
+}
+
+/// Gives back the slots [`ended`] saw (a slot reused since is left alone).
+pub(crate) fn free_ended(ended: [u32; SLOTS]) {
+    for (slot, v) in TIDS.iter().zip(ended) {
+        if v != 0 {
+            let _ = slot.compare_exchange(v, 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
+    }
+}
+
+fn mark() {
+    let _ = OBSERVER.try_with(|o| o.set(true));
+    let tid = os_tid();
+    for slot in &TIDS {
+        if slot.load(Ordering::Relaxed) == tid
+            || slot
+                .compare_exchange(0, tid, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+/// The thread ends: its id may be the kernel's to reuse for a program's thread, once the
+/// collector has drained what it queued.
+fn unmark() {
+    let tid = os_tid();
+    for slot in &TIDS {
+        let _ = slot.compare_exchange(tid, tid | ENDED, Ordering::AcqRel, Ordering::Relaxed);
+    }
+}
