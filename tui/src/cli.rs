@@ -156,6 +156,62 @@ pub struct LiveArgs {
     /// Stop after this many seconds (implies --headless).
     #[arg(long, value_name = "SECS", value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    #[command(flatten)]
+    pub capture: CaptureArgs,
+}
+
+/// The black box: a recording of the window around each anomalous proof.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Black box")]
+pub struct CaptureArgs {
+    /// Keep the prover's recent frames and write the window around each proof that crosses
+    /// the capture rule (the proofs before it, the proof, the proofs after it) to a .psrec
+    /// here, once the proofs after it have ended.
+    #[arg(long, value_name = "DIR")]
+    pub capture_dir: Option<PathBuf>,
+    /// A proof is captured when its unaccounted time is at least PCT % of it …
+    #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = parse_percent)]
+    pub capture_unaccounted_pct: f64,
+    /// … and at least this many milliseconds (the UnaccountedTimeHigh alert's floors).
+    #[arg(long, value_name = "MS", default_value_t = 100.0, value_parser = parse_millis)]
+    pub capture_unaccounted_min_ms: f64,
+    /// Also when the phase NAME lasts at least MS milliseconds (repeatable).
+    #[arg(long, value_name = "NAME=MS", value_parser = crate::capture::parse_phase_limit)]
+    pub capture_phase: Vec<crate::capture::PhaseLimit>,
+    /// Proofs kept on each side of the anomalous one.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=100))]
+    pub capture_neighbours: u64,
+    /// Recent frames kept per prover, in MiB (raw, as the prover sent them).
+    #[arg(long, value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub capture_history_mib: u64,
+    /// At most this many captures in the directory: the oldest are removed.
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub capture_max_files: u64,
+    /// At most this many MiB of captures in the directory: the oldest are removed, and a
+    /// window larger than this alone is not written (counted as too_large).
+    #[arg(long, value_name = "MIB", default_value = "1024", value_parser = parse_mib_bytes)]
+    pub capture_max_mib: u64,
+}
+
+impl CaptureArgs {
+    /// The black box's settings, when `--capture-dir` is given.
+    pub fn opts(&self) -> Option<crate::capture::CaptureOpts> {
+        let dir = self.capture_dir.clone()?;
+        Some(crate::capture::CaptureOpts {
+            store: crate::capture::Store {
+                dir,
+                max_files: self.capture_max_files as usize,
+                max_bytes: self.capture_max_mib,
+            },
+            trigger: crate::capture::Trigger {
+                unaccounted_fraction: self.capture_unaccounted_pct / 100.0,
+                unaccounted_min_ns: (self.capture_unaccounted_min_ms * 1e6) as u64,
+                phases: self.capture_phase.clone(),
+            },
+            history_bytes: (self.capture_history_mib as usize) << 20,
+            neighbours: self.capture_neighbours,
+        })
+    }
 }
 
 /// Options of a report.
@@ -336,6 +392,8 @@ pub struct ExportArgs {
     /// What each prover's model may hold, in MiB (its recent proofs, for the analysis).
     #[arg(long, value_name = "MIB", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub max_mib_per_prover: u64,
+    #[command(flatten)]
+    pub capture: CaptureArgs,
 }
 
 impl MemoryArgs {
@@ -590,6 +648,16 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// A percentage, 0 to 100.
+/// MiB, fractions allowed (0.25 = 256 KiB), as bytes: at least 64 KiB, at most 16 TiB.
+pub fn parse_mib_bytes(s: &str) -> Result<u64, String> {
+    let v = finite(s)?;
+    if (1.0 / 16.0..=16.0 * 1024.0 * 1024.0).contains(&v) {
+        Ok((v * 1024.0 * 1024.0) as u64)
+    } else {
+        Err(format!("'{s}': from 0.0625 (64 KiB) to 16777216 (16 TiB)"))
+    }
+}
+
 pub fn parse_percent(s: &str) -> Result<f64, String> {
     let v = finite(s)?;
     if (0.0..=100.0).contains(&v) {

@@ -6,6 +6,7 @@
 
 pub mod analysis;
 pub mod app;
+pub mod capture;
 pub mod child;
 pub mod cli;
 #[cfg(feature = "demo")]

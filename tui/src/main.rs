@@ -172,6 +172,7 @@ fn run_opts(report: &ReportArgs, memory: &MemoryArgs, live: Option<&LiveArgs>) -
         record_dir: live
             .and_then(|l| l.record_dir.clone())
             .unwrap_or_else(proofscope::source::record::default_record_dir),
+        capture: live.and_then(|l| l.capture.opts()),
     })
 }
 
@@ -380,6 +381,7 @@ fn export(x: &proofscope::cli::ExportArgs) -> Result<Exit> {
         forget_after: x.forget_after,
         host: x.host.clone().unwrap_or_else(proofscope::export::this_host),
         max_label_values: x.max_label_values as usize,
+        capture: x.capture.opts(),
     })?;
     Ok(Exit::Ok)
 }
@@ -526,6 +528,7 @@ fn run_prover(x: &proofscope::cli::RunArgs) -> Result<Ended> {
         log,
         record: opts.record.clone(),
         record_dir: opts.record_dir.clone(),
+        blackbox: opts.blackbox(),
     };
     let app = App::run(plan, &opts)?;
     let how = Headless {

@@ -949,3 +949,296 @@ fn circuit_names_are_capped() {
         "999 proofs, 10 names kept: {capped:?}"
     );
 }
+
+/// The black box's captures in `dir`, sorted by name.
+fn captures_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| Some(e.ok()?.path()))
+                .filter(|p| {
+                    let n = p.file_name().unwrap_or_default().to_string_lossy();
+                    n.starts_with("capture-") && n.ends_with(".psrec")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// `proofscope replay FILE --format json`, parsed.
+fn replay_json(file: &Path) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .arg("replay")
+        .arg(file)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "replay {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Every proof of a JSON report, by id.
+fn proofs_by_id(report: &serde_json::Value) -> std::collections::BTreeMap<u64, serde_json::Value> {
+    report["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["proofs"].as_array().unwrap().iter().cloned())
+        .map(|p| (p["id"].as_u64().unwrap(), p))
+        .collect()
+}
+
+/// What a diagnosis is made of, for one proof: its length, its unaccounted time, and its
+/// flagged gaps (span, length, leading finding).
+fn diagnosis_of(p: &serde_json::Value) -> (u64, u64, Vec<(String, u64, String)>) {
+    let gaps = p["gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["flagged"].as_bool() == Some(true))
+        .map(|g| {
+            (
+                g["span"].as_str().unwrap().to_owned(),
+                g["duration_ns"].as_u64().unwrap(),
+                g["diagnosis"]["kind"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (
+        p["duration_ns"].as_u64().unwrap(),
+        p["unaccounted_ns"].as_u64().unwrap(),
+        gaps,
+    )
+}
+
+/// A sync prover's proofs cross the capture rule (proofs 2–4 of the C++ CUDA prover have
+/// 67.6–91.6 ms unaccounted): the capture of proof 2 holds proofs 1 to 3, replays with the
+/// diagnosis the whole recording gives proof 2, and the proof-duration histogram's exemplar
+/// names the file (OpenMetrics only; the 0.0.4 text carries none).
+#[test]
+fn an_anomalous_proof_is_captured_with_its_neighbours_and_named_by_an_exemplar() {
+    let dir = tempfile::tempdir().unwrap();
+    let sockets = dir.path().join("proofscope");
+    std::fs::create_dir_all(&sockets).unwrap();
+    let original = common::recording("cpp-cuda-sync.psrec");
+    serve_recording(sockets.join("prover-4242.sock"), original.clone());
+    let caps = dir.path().join("captures");
+    let (_exp, addr) = exporter(
+        &sockets,
+        &[
+            "--capture-dir",
+            caps.to_str().unwrap(),
+            "--capture-unaccounted-min-ms",
+            "67",
+        ],
+    );
+    let open_metrics = "Accept: application/openmetrics-text;version=1.0.0\r\n";
+    // A bucket keeps one exemplar, its latest: the capture of the last anomalous proof that
+    // fell into it.
+    let (file, exemplar, exposition) = eventually(60, || {
+        let (_, body) = get_with(&addr, "/metrics", open_metrics);
+        let text = String::from_utf8(body).unwrap();
+        let exemplar = text
+            .lines()
+            .find(|l| l.contains(" # {capture=\""))
+            .map(str::to_owned);
+        let named = exemplar.as_ref().and_then(|l| {
+            let name = l.split("capture=\"").nth(1)?.split('"').next()?;
+            Some(caps.join(name)).filter(|p| p.exists())
+        });
+        let file = captures_in(&caps)
+            .into_iter()
+            .find(|p| p.to_string_lossy().ends_with("-proof000002.psrec"));
+        (named.is_some() && file.is_some(), (file, exemplar, text))
+    });
+    let (file, exemplar) = (file.unwrap(), exemplar.unwrap());
+    assert!(
+        exemplar.starts_with("proofscope_proof_duration_seconds_bucket{"),
+        "{exemplar}"
+    );
+    // The exemplar's value is the duration of the proof its capture was kept for.
+    let named = caps.join(
+        exemplar
+            .split("capture=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap(),
+    );
+    let value: f64 = exemplar.rsplit(' ').next().unwrap().parse().unwrap();
+    let named_id: u64 = named
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .rsplit("proof")
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let in_capture = proofs_by_id(&replay_json(&named));
+    let d = in_capture[&named_id]["duration_ns"].as_u64().unwrap() as f64 / 1e9;
+    assert!(
+        (d - value).abs() < 1e-6,
+        "{exemplar}: proof {named_id} took {d} s"
+    );
+    assert!(
+        exposition.contains("proofscope_captures_total{")
+            && exposition
+                .lines()
+                .any(|l| l.contains("result=\"written\"") && !l.ends_with(" 0")),
+        "{exposition}"
+    );
+    // The 0.0.4 text has no exemplars.
+    let plain = get(&addr, "/metrics");
+    assert!(!plain.contains(" # {"), "exemplar in the 0.0.4 text");
+
+    let whole = proofs_by_id(&replay_json(&original));
+    let captured = proofs_by_id(&replay_json(&file));
+    assert!(
+        [1, 2, 3].iter().all(|id| captured.contains_key(id)),
+        "the capture of proof 2 holds its neighbours: {:?}",
+        captured.keys().collect::<Vec<_>>()
+    );
+    assert!(!captured.contains_key(&4), "and no more");
+    let gaps = diagnosis_of(&captured[&2]);
+    assert_eq!(gaps, diagnosis_of(&whole[&2]), "the same diagnosis");
+    let gaps = gaps.2;
+    assert!(
+        gaps.iter().any(|g| g.2 == "synchronous_release"),
+        "{gaps:?}"
+    );
+    // It says why it ends where it does.
+    let text = Command::new(BIN)
+        .arg("replay")
+        .arg(&file)
+        .arg("--headless")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("proofscope capture of proof 2: unaccounted"),
+        "{text}"
+    );
+}
+
+/// `attach --capture-dir` decides as the exporter does and, when it stops, writes the
+/// captures still waiting for the proofs after theirs.
+#[test]
+fn attach_writes_its_captures_and_reports_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("prover-77.sock");
+    serve_recording(sock.clone(), common::recording("cpp-cuda-sync.psrec"));
+    let caps = dir.path().join("captures");
+    let out = Command::new(BIN)
+        .arg("attach")
+        .arg(&sock)
+        .args(["--duration", "3", "--format", "json"])
+        .arg("--capture-dir")
+        .arg(&caps)
+        .args(["--capture-unaccounted-min-ms", "67"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Vec<String> = captures_in(&caps)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for id in [2, 3, 4] {
+        assert!(
+            names
+                .iter()
+                .any(|n| n.ends_with(&format!("-proof{id:06}.psrec"))),
+            "proof {id}: {names:?}"
+        );
+    }
+    assert_eq!(names.len(), 3, "proof 1 is under the floor: {names:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let said = report.to_string();
+    assert!(said.contains("captured proof 2"), "{said}");
+}
+
+/// A hundred anomalies and more: the capture directory never holds more than its byte
+/// bound, what is left is the newest captures, each a whole recording.
+#[test]
+fn the_capture_directory_stays_within_its_bound_over_100_anomalies() {
+    let dir = tempfile::tempdir().unwrap();
+    let sockets = dir.path().join("proofscope");
+    std::fs::create_dir_all(&sockets).unwrap();
+    let rec = dir.path().join("ghosts.psrec");
+    let proofs = 130;
+    common::busy_session_of(&rec, proofs, Some(1), |_| "sha256".into());
+    serve_recording(sockets.join("prover-9.sock"), rec);
+    let caps = dir.path().join("captures");
+    let bound: u64 = 256 << 10;
+    let (_exp, addr) = exporter(
+        &sockets,
+        &[
+            "--capture-dir",
+            caps.to_str().unwrap(),
+            "--capture-unaccounted-min-ms",
+            "10",
+            "--capture-max-mib",
+            "0.25",
+            "--capture-max-files",
+            "1000",
+        ],
+    );
+    let written = |m: &str| -> f64 {
+        m.lines()
+            .filter(|l| l.starts_with("proofscope_captures_total{") && l.contains("\"written\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    let mut most = 0u64;
+    let n = eventually(90, || {
+        let bytes: u64 = captures_in(&caps)
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+        most = most.max(bytes);
+        assert!(bytes <= bound, "{bytes} bytes of captures over {bound}");
+        let w = written(&get(&addr, "/metrics"));
+        (w >= 100.0, w)
+    });
+    assert!(n >= 100.0, "{n}");
+    assert!(
+        most > bound / 2,
+        "the bound was reached ({most} bytes at most)"
+    );
+    let left = captures_in(&caps);
+    assert!(
+        left.len() > 1 && (left.len() as f64) < n,
+        "{} left",
+        left.len()
+    );
+    let ids: Vec<u64> = left
+        .iter()
+        .map(|p| {
+            let n = p.file_stem().unwrap().to_string_lossy().into_owned();
+            n.rsplit("proof").next().unwrap().parse().unwrap()
+        })
+        .collect();
+    let newest = *ids.iter().max().unwrap();
+    assert!(
+        ids.iter().all(|id| newest - id < ids.len() as u64 + 5),
+        "the newest are kept: {ids:?}"
+    );
+    for p in &left {
+        let r = probe_protocol::read_all(std::fs::File::open(p).unwrap()).unwrap();
+        assert!(
+            r.truncation.is_none() && !r.frames.is_empty(),
+            "{}",
+            p.display()
+        );
+    }
+}

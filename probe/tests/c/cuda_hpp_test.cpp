@@ -40,8 +40,9 @@ int main(int argc, char **argv) {
             const auto t = std::chrono::steady_clock::now();
             gpu.time("ntt", [&] { fake_launch(s, 40); });
             gpu.time("msm", [&] { fake_launch(s, 60); });
-            // Two kernels of 100 ms in all, and the launching thread did not wait for them.
-            EXPECT(ms_since(t) < 20);
+            // Two kernels of 100 ms in all, and the launching thread did not wait for them
+            // (a margin for a loaded machine: waiting would take the whole 100 ms).
+            EXPECT(ms_since(t) < 60);
             // The third record fails: that span is lost, the program's error state is not.
             fake_cuda::fail_record_in = 1;
             gpu.time("lost", [&] { fake_launch(s, 10); });

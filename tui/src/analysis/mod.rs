@@ -11,6 +11,7 @@ pub mod listing;
 pub mod memory;
 pub mod releases;
 pub mod sched;
+pub mod settled;
 pub mod stats;
 pub mod structure;
 pub mod throughput;

@@ -102,6 +102,7 @@ impl Controller {
 
     /// Stops the source; what the user should know.
     pub fn finish(&mut self) -> Option<String> {
-        self.feed.finish()
+        let said = self.feed.finish(&mut self.model);
+        self.take(said).message
     }
 }

@@ -32,6 +32,17 @@ pub struct RunOpts {
     pub record: Option<PathBuf>,
     /// `--record-dir`: where `r` starts a new dated recording.
     pub record_dir: PathBuf,
+    /// `--capture-dir`: the black box.
+    pub capture: Option<crate::capture::CaptureOpts>,
+}
+
+impl RunOpts {
+    /// A black box for one live source, when `--capture-dir` was given.
+    pub fn blackbox(&self) -> Option<crate::capture::BlackBox> {
+        self.capture
+            .clone()
+            .map(|c| crate::capture::BlackBox::new(c, self.rule))
+    }
 }
 
 impl Default for RunOpts {
@@ -41,6 +52,7 @@ impl Default for RunOpts {
             rule: GapRule::default(),
             record: None,
             record_dir: crate::source::record::default_record_dir(),
+            capture: None,
         }
     }
 }
@@ -76,7 +88,13 @@ impl App {
             Target::Socket(p) | Target::Discovered(p) => p.display().to_string(),
         };
         let model = Model::new(opts.retention);
-        let feed = LiveSource::start(target, opts.record.clone(), opts.record_dir.clone(), &model)?;
+        let feed = LiveSource::start(
+            target,
+            opts.record.clone(),
+            opts.record_dir.clone(),
+            &model,
+            opts.blackbox(),
+        )?;
         Ok(App::with(
             opts,
             Controller::new(model, Box::new(feed), label),

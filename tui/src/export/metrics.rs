@@ -11,6 +11,7 @@ use crate::analysis::DiagnosisKind;
 use crate::report::{ProofReleases, ProofReport, ReleaseGroup};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::exemplar::HistogramWithExemplars;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
@@ -95,6 +96,22 @@ pub struct KindLabels {
     pub kind: String,
 }
 
+/// `proofscope_captures_total`: what became of the black box's captures (capture/).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct CaptureLabels {
+    pub worker: String,
+    /// `written`, `too_large` (the window exceeded the directory's byte bound), `failed`.
+    pub result: String,
+}
+
+/// The exemplar on a captured proof's duration: the capture's file name in the capture
+/// directory (OpenMetrics only; well under the 128 characters an exemplar's labels may take
+/// for a worker name of up to 80).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct CaptureExemplar {
+    pub capture: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct BuildLabels {
     version: String,
@@ -115,11 +132,21 @@ fn duration_histogram() -> Histogram {
     Histogram::new(DURATION_BUCKETS)
 }
 
+fn duration_histogram_with_exemplars() -> HistogramWithExemplars<CaptureExemplar> {
+    HistogramWithExemplars::new(DURATION_BUCKETS.into_iter())
+}
+
 /// Every family, cloneable into the watchers.
 #[derive(Debug, Clone)]
 pub struct Metrics {
     pub proofs: Family<ResultLabels, Counter>,
-    pub proof_duration: Hist<ProofLabels>,
+    /// With the capture of an anomalous proof as its bucket's exemplar.
+    pub proof_duration: Family<
+        ProofLabels,
+        HistogramWithExemplars<CaptureExemplar>,
+        fn() -> HistogramWithExemplars<CaptureExemplar>,
+    >,
+    pub captures: Family<CaptureLabels, Counter>,
     pub phase_duration: Hist<PhaseLabels>,
     pub unaccounted: Hist<ProofLabels>,
     pub gaps_flagged: Family<GapLabels, Counter>,
@@ -149,7 +176,8 @@ impl Metrics {
     pub fn register(registry: &mut Registry) -> Metrics {
         let m = Metrics {
             proofs: Family::default(),
-            proof_duration: Family::new_with_constructor(duration_histogram),
+            proof_duration: Family::new_with_constructor(duration_histogram_with_exemplars),
+            captures: Family::default(),
             phase_duration: Family::new_with_constructor(duration_histogram),
             unaccounted: Family::new_with_constructor(duration_histogram),
             gaps_flagged: Family::default(),
@@ -184,6 +212,11 @@ impl Metrics {
             "Duration of each proof's outer span (the wrapper timer)",
             Unit::Seconds,
             m.proof_duration.clone(),
+        );
+        r.register(
+            "captures",
+            "Black-box captures of anomalous proofs (export --capture-dir), by what became of them",
+            m.captures.clone(),
         );
         r.register_with_unit(
             "phase_duration",

@@ -15,6 +15,8 @@ mod owned;
 mod process;
 mod watcher;
 
+pub use identity::worker_name;
+
 use crate::analysis::GapRule;
 use crate::model::Retention;
 use anyhow::{Context, Result};
@@ -45,6 +47,8 @@ pub struct ExportOpts {
     pub host: String,
     /// Distinct values a capped label (circuit, phase) may take before `other`.
     pub max_label_values: usize,
+    /// The black box, when `--capture-dir` is given.
+    pub capture: Option<crate::capture::CaptureOpts>,
 }
 
 /// A socket gone this long is stopped even if its stream never said it ended.
@@ -181,6 +185,7 @@ impl Fleet {
                 cap,
                 rule: opts.rule,
                 retention: opts.retention,
+                capture: opts.capture.clone(),
             },
             opts,
             entries: HashMap::new(),

@@ -3,8 +3,8 @@
 //! handed to the same worker when it comes back (a restart continues its series).
 
 use super::metrics::{
-    GapLabels, GpuInfoLabels, GpuLabels, KindLabels, Metrics, PhaseLabels, PlaceLabels,
-    ProofLabels, ProverInfoLabels, ProverLabels, ResultLabels,
+    CaptureLabels, GapLabels, GpuInfoLabels, GpuLabels, KindLabels, Metrics, PhaseLabels,
+    PlaceLabels, ProofLabels, ProverInfoLabels, ProverLabels, ResultLabels,
 };
 use std::collections::HashSet;
 use std::hash::Hash;
@@ -34,7 +34,8 @@ of_worker!(
     PlaceLabels,
     GpuLabels,
     GpuInfoLabels,
-    KindLabels
+    KindLabels,
+    CaptureLabels
 );
 
 #[derive(Debug, Default, Clone)]
@@ -49,6 +50,7 @@ pub struct Owned {
     pub gpus: HashSet<GpuLabels>,
     pub gpu_info: HashSet<GpuInfoLabels>,
     pub kinds: HashSet<KindLabels>,
+    pub captures: HashSet<CaptureLabels>,
 }
 
 fn of<L: OfWorker>(set: &HashSet<L>, worker: &str) -> HashSet<L> {
@@ -72,6 +74,7 @@ impl Owned {
             gpus: of(&self.gpus, worker),
             gpu_info: of(&self.gpu_info, worker),
             kinds: of(&self.kinds, worker),
+            captures: of(&self.captures, worker),
         }
     }
 
@@ -87,6 +90,7 @@ impl Owned {
         self.gpus.extend(other.gpus);
         self.gpu_info.extend(other.gpu_info);
         self.kinds.extend(other.kinds);
+        self.captures.extend(other.captures);
     }
 
     /// Removes the gauges, which would otherwise stay frozen at a gone worker's last sample;
@@ -139,6 +143,9 @@ impl Owned {
         }
         for l in &self.kinds {
             m.dropped.remove(l);
+        }
+        for l in &self.captures {
+            m.captures.remove(l);
         }
     }
 }

@@ -6,30 +6,28 @@
 use super::cap::LabelCap;
 use super::identity::{Workers, worker_name};
 use super::metrics::{
-    GapLabels, GpuInfoLabels, GpuLabels, KindLabels, Metrics, PLACES, PhaseLabels, PlaceLabels,
-    ProofLabels, ProverInfoLabels, ProverLabels, RESULTS, ResultLabels, gap_kinds, places,
-    result_label,
+    CaptureExemplar, CaptureLabels, GapLabels, GpuInfoLabels, GpuLabels, KindLabels, Metrics,
+    PLACES, PhaseLabels, PlaceLabels, ProofLabels, ProverInfoLabels, ProverLabels, RESULTS,
+    ResultLabels, gap_kinds, places, result_label,
 };
 use super::owned::Owned;
 use crate::analysis::GapRule;
-use crate::model::{Model, Proof, ProofId, Retention, Session};
-use crate::report::proof_report;
+use crate::analysis::settled::settled;
+use crate::capture::{BlackBox, CaptureOpts};
+use crate::model::{Model, Retention, Session};
+use crate::report::{ProofReport, proof_report};
 use crate::source::LinkState;
 use crate::source::SourceMsg;
 use crate::source::socket::{self, Target};
 use probe_protocol::{Event, EventKind};
 use std::collections::{HashMap, VecDeque};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// A proof is counted once the next one has begun, its session has ended, or this much
-/// session time has passed since it ended: releases just after a proof (a dealloc thread's)
-/// belong to it, and they come after its end.
-const SETTLE_NS: u64 = 2_000_000_000;
 
 /// A series is scraped at 0 before its first count, so that `increase()` counts the first
 /// proofs (Prometheus takes a series' first sample as its baseline: one born at 2 loses 2).
@@ -50,6 +48,8 @@ pub struct Shared {
     pub cap: LabelCap,
     pub rule: GapRule,
     pub retention: Retention,
+    /// The black box, when `--capture-dir` is given.
+    pub capture: Option<CaptureOpts>,
 }
 
 /// A watcher's thread; `stop` ends it, its gauges removed and its series handed to its
@@ -130,6 +130,7 @@ struct State {
     /// Settled proofs not counted yet: (the proof, the scrape count when it created series —
     /// none when it created none —, when), in order.
     held: VecDeque<(Observation, Option<u64>, Instant)>,
+    blackbox: Option<BlackBox>,
 }
 
 fn session_key(s: &Session) -> (u32, u64) {
@@ -153,6 +154,7 @@ impl State {
             live,
             was_live: false,
             held: VecDeque::new(),
+            blackbox: shared.capture.map(|c| BlackBox::new(c, shared.rule)),
         }
     }
 
@@ -195,7 +197,10 @@ impl State {
 
     fn handle(&mut self, msg: SourceMsg) {
         match msg {
-            SourceMsg::Frame { events, .. } => {
+            SourceMsg::Frame { raw, events } => {
+                if let Some(b) = &mut self.blackbox {
+                    b.frame(&raw, &events);
+                }
                 for ev in events {
                     let begins_proof = matches!(ev, Event::ProofBegin(_));
                     let dropped = match &ev {
@@ -308,6 +313,16 @@ impl State {
             let _ = self.m.dropped.get_or_create(&k);
             self.owned.kinds.insert(k);
         }
+        if self.blackbox.is_some() {
+            for result in crate::capture::RESULTS {
+                let c = CaptureLabels {
+                    worker: l.worker.clone(),
+                    result: result.to_owned(),
+                };
+                let _ = self.m.captures.get_or_create(&c);
+                self.owned.captures.insert(c);
+            }
+        }
         self.owned.prover.insert(l);
     }
 
@@ -414,59 +429,26 @@ impl State {
         let mut observed = Vec::new();
         let mut missed = 0;
         for s in self.model.sessions() {
-            let Some(l) = self.names.get(&session_key(s)).cloned() else {
+            let key = session_key(s);
+            let Some(l) = self.names.get(&key).cloned() else {
                 continue;
             };
-            let key = session_key(s);
             let counted = self.progress.get(&key).map_or(0, |p| p.counted);
-            let ended = ended || s.goodbye().is_some();
-            let starts: Vec<(u64, u64)> = s
-                .proofs()
-                .filter_map(|p| Some((p.id().get(), p.outer()?.start)))
-                .collect();
-            let mut upto = counted;
-            // Proof ids count up from 1: ids skipped after the first counted one were evicted
-            // (or lost) before they settled.
-            if counted > 0
-                && let Some(first) = s
-                    .proofs_after(ProofId(counted))
-                    .next()
-                    .map(|p| p.id().get())
-                && first > counted + 1
-            {
-                missed += first - counted - 1;
-                upto = first - 1;
-            }
-            for p in s.proofs_after(ProofId(counted)) {
-                let id = &p.id().get();
-                // Its end and its outer span's edges travel apart (ProofEnd at once, span edges
-                // through the thread's ring): settled once both are in.
-                let outer = p.outer().filter(|o| o.end.is_some());
-                let (true, Some(outer)) = (p.done(), outer) else {
-                    if ended {
-                        upto = *id; // never finished: nothing to count
-                        continue;
-                    }
-                    break;
+            let st = settled(s, counted, ended);
+            missed += st.missed;
+            for r in &st.ready {
+                let Some(p) = s.proof(r.id) else { continue };
+                let Some(report) = proof_report(s, p, r.next_start, &self.rule) else {
+                    continue;
                 };
-                // The first proof to begin after this one ended bounds its detached frees
-                // (overlapping proofs began before it ended).
-                let end = outer.end.unwrap_or(s.now());
-                let next = starts
-                    .iter()
-                    .filter(|(i, st)| *i != *id && *st > end)
-                    .map(|(_, st)| *st)
-                    .min();
-                if next.is_none() && !ended && s.now().saturating_sub(end) < SETTLE_NS {
-                    break;
-                }
-                if let Some(obs) = observe(s, p, next, &self.rule, &l, &self.cap) {
-                    observed.push(obs);
-                }
-                upto = *id;
+                let capture = self
+                    .blackbox
+                    .as_mut()
+                    .and_then(|b| b.consider(s, p, &report, &l.worker));
+                observed.push(observe(&report, p.failed(), &l, &self.cap, capture));
             }
-            if upto > counted {
-                self.progress.entry(key).or_default().counted = upto;
+            if st.upto > counted {
+                self.progress.entry(key).or_default().counted = st.upto;
             }
         }
         self.m.proofs_missed.inc_by(missed);
@@ -474,6 +456,29 @@ impl State {
             self.hold(o);
         }
         self.release_held(false);
+        self.write_captures(ended);
+    }
+
+    /// Writes the black box's captures that are due, each counted and told on stderr.
+    fn write_captures(&mut self, ended: bool) {
+        let Some(b) = &mut self.blackbox else { return };
+        for outcome in b.flush(&self.model, ended) {
+            let Some(l) = self.current_labels() else {
+                continue;
+            };
+            let c = CaptureLabels {
+                worker: l.worker.clone(),
+                result: outcome.result().to_owned(),
+            };
+            self.m.captures.get_or_create(&c).inc();
+            self.owned.captures.insert(c);
+            let _ = writeln!(
+                std::io::stderr(),
+                "proofscope export: {}: {}",
+                l.worker,
+                outcome.describe()
+            );
+        }
     }
 
     /// Queues a settled proof, creating at 0 the series it is the first to count.
@@ -529,10 +534,11 @@ impl State {
 
     fn record(&mut self, o: Observation) {
         self.m.proofs.get_or_create(&o.result).inc();
-        self.m
-            .proof_duration
-            .get_or_create(&o.proof)
-            .observe(o.duration_s);
+        self.m.proof_duration.get_or_create(&o.proof).observe(
+            o.duration_s,
+            o.capture.map(|capture| CaptureExemplar { capture }),
+            None,
+        );
         self.m
             .unaccounted
             .get_or_create(&o.proof)
@@ -569,18 +575,17 @@ struct Observation {
     phases: Vec<(PhaseLabels, f64)>,
     flagged: Vec<GapLabels>,
     releases: Vec<(PlaceLabels, u64, u64, f64)>,
+    /// The capture's file name, when the black box keeps this proof.
+    capture: Option<String>,
 }
 
 fn observe(
-    s: &Session,
-    p: &Proof,
-    next: Option<u64>,
-    rule: &GapRule,
+    r: &ProofReport,
+    failed: bool,
     l: &ProverLabels,
     cap: &LabelCap,
-) -> Option<Observation> {
-    let r = proof_report(s, p, next, rule)?;
-    let failed = p.failed();
+    capture: Option<String>,
+) -> Observation {
     fn known(v: &str) -> &str {
         if v.is_empty() { "unknown" } else { v }
     }
@@ -596,7 +601,7 @@ fn observe(
         worker: worker(),
         circuit: circuit.clone(),
         backend: backend.clone(),
-        result: result_label(&r, failed).to_owned(),
+        result: result_label(r, failed).to_owned(),
     };
     let phases = r
         .phases
@@ -636,7 +641,7 @@ fn observe(
             )
         })
         .collect();
-    Some(Observation {
+    Observation {
         result,
         proof,
         duration_s: r.duration_ns as f64 / 1e9,
@@ -644,5 +649,6 @@ fn observe(
         phases,
         flagged,
         releases,
-    })
+        capture,
+    }
 }

@@ -72,6 +72,8 @@ pub struct RunPlan {
     pub record: Option<PathBuf>,
     /// Where `r` records.
     pub record_dir: PathBuf,
+    /// `--capture-dir`: the black box of the followed prover.
+    pub blackbox: Option<crate::capture::BlackBox>,
 }
 
 /// The child's `LD_PRELOAD`: the probe first, the user's own after it.
@@ -130,5 +132,6 @@ pub fn launch(plan: RunPlan) -> Result<source::Launch> {
         log: plan.log,
         record: plan.record,
         record_dir: plan.record_dir,
+        blackbox: plan.blackbox,
     })
 }

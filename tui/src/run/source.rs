@@ -55,6 +55,7 @@ pub struct Launch {
     pub log: Option<PathBuf>,
     pub record: Option<PathBuf>,
     pub record_dir: PathBuf,
+    pub blackbox: Option<crate::capture::BlackBox>,
 }
 
 #[derive(Debug)]
@@ -64,6 +65,8 @@ pub struct RunSource {
     socket: PathBuf,
     record: Option<PathBuf>,
     record_dir: PathBuf,
+    /// Handed to the probe's source once it exists.
+    blackbox: Option<crate::capture::BlackBox>,
     /// Said before the probe's source exists (the prover could not start).
     pending_said: Said,
     relay: Option<Child>,
@@ -107,6 +110,7 @@ impl RunSource {
             socket: l.socket,
             record: l.record,
             record_dir: l.record_dir,
+            blackbox: l.blackbox,
             pending_said: Said::default(),
             relay: Some(l.relay),
             channel,
@@ -173,6 +177,7 @@ impl RunSource {
             self.record.take(),
             self.record_dir.clone(),
             model,
+            self.blackbox.take(),
         )?;
         self.live = Some(live);
         self.followed = Some((pid, None));
@@ -544,7 +549,7 @@ impl Source for RunSource {
         true
     }
 
-    fn finish(&mut self) -> Option<String> {
+    fn finish(&mut self, model: &mut Model) -> Said {
         if let Some(mut relay) = self.relay.take() {
             if relay.try_wait().ok().flatten().is_none() {
                 // The viewer is leaving first: the prover is stopped as the demo's is.
@@ -564,15 +569,19 @@ impl Source for RunSource {
             }
             let _ = relay.wait();
         }
-        let mut msg = self.live.as_mut().and_then(|l| l.finish());
+        let mut said = self
+            .live
+            .as_mut()
+            .map(|l| l.finish(model))
+            .unwrap_or_default();
         if self.lines_dropped > 0 {
-            msg.get_or_insert_with(|| {
+            said.message.get_or_insert_with(|| {
                 format!(
                     "{} of the prover's lines were not read by the viewer (it was too slow or stopped); its output is whole",
                     self.lines_dropped
                 )
             });
         }
-        msg
+        said
     }
 }

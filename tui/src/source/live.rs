@@ -5,6 +5,7 @@
 use super::record::Recorder;
 use super::socket::{self, Connection, Target};
 use super::{Held, LinkState, LinkStatus, Said, Source, SourceMsg};
+use crate::capture::BlackBox;
 use crate::hold::Hold;
 use crate::input::Action;
 use crate::model::Model;
@@ -27,6 +28,8 @@ pub struct LiveSource {
     /// Frames that arrived while the view was paused.
     hold: Hold,
     lost_since: Option<Instant>,
+    /// `--capture-dir`: the window around each anomalous proof, written to a file.
+    blackbox: Option<BlackBox>,
 }
 
 impl LiveSource {
@@ -36,6 +39,7 @@ impl LiveSource {
         record: Option<PathBuf>,
         record_dir: PathBuf,
         model: &Model,
+        blackbox: Option<BlackBox>,
     ) -> Result<LiveSource> {
         let (tx, rx) = channel();
         let mut a = LiveSource {
@@ -47,6 +51,7 @@ impl LiveSource {
             paused: false,
             hold: Hold::default(),
             lost_since: None,
+            blackbox,
         };
         if let Some(p) = record {
             a.recorder = Some(Recorder::create(&p, model.current())?);
@@ -104,6 +109,10 @@ impl LiveSource {
         };
         for raw in frames {
             self.record(&raw, said);
+            // The frames of one batch share its events' time span: a window takes them all.
+            if let Some(b) = &mut self.blackbox {
+                b.frame(&raw, &events);
+            }
         }
         self.apply(events, model);
     }
@@ -132,6 +141,9 @@ impl LiveSource {
         match msg {
             SourceMsg::Frame { raw, events } => {
                 self.record(&raw, said);
+                if let Some(b) = &mut self.blackbox {
+                    b.frame(&raw, &events);
+                }
                 self.apply(events, model);
             }
             SourceMsg::Link(state) => {
@@ -151,6 +163,22 @@ impl LiveSource {
                 model.count_bad_frames(1);
                 said.warnings.push(why);
             }
+        }
+    }
+
+    /// The black box's round (while the view is not paused: the model is behind then):
+    /// judges the proofs settled, writes the captures due; each told in the footer and the
+    /// report. `ended`: nothing more will come.
+    fn judge(&mut self, model: &Model, said: &mut Said, ended: bool) {
+        if self.paused && !ended {
+            return;
+        }
+        let Some(b) = &mut self.blackbox else { return };
+        let ended = ended || matches!(self.link, LinkState::Ended(_));
+        for outcome in b.scan(model, ended) {
+            let line = outcome.describe();
+            said.message = Some(line.clone());
+            said.warnings.push(line);
         }
     }
 
@@ -180,6 +208,7 @@ impl Source for LiveSource {
                 Err(_) => break,
             }
         }
+        self.judge(model, &mut said, false);
         said
     }
 
@@ -189,6 +218,7 @@ impl Source for LiveSource {
             Ok(m) => self.handle(m, model, &mut said),
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
         }
+        self.judge(model, &mut said, false);
         said
     }
 
@@ -236,9 +266,21 @@ impl Source for LiveSource {
         self.lost_since
     }
 
-    fn finish(&mut self) -> Option<String> {
-        let err = self.stop_recording().and_then(|(_, e)| e);
+    fn finish(&mut self, model: &mut Model) -> Said {
+        let mut said = Said::default();
+        // What had arrived counts, and the captures still waiting for the proofs after
+        // theirs are written with what there is.
+        while let Ok(m) = self.rx.try_recv() {
+            self.handle(m, model, &mut said);
+        }
+        self.resume(model, &mut said);
+        self.paused = false;
+        self.judge(model, &mut said, true);
+        if let Some(e) = self.stop_recording().and_then(|(_, e)| e) {
+            said.message = Some(e.clone());
+            said.warnings.push(e);
+        }
         self.live.take();
-        err
+        said
     }
 }

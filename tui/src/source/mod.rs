@@ -125,6 +125,7 @@ pub trait Source: std::fmt::Debug {
     fn interrupt(&mut self, _sig: i32) -> bool {
         false
     }
-    /// Stops: a recording is closed, a connection dropped. Returns what the user should know.
-    fn finish(&mut self) -> Option<String>;
+    /// Stops: a recording is closed, pending captures written, a connection dropped; what
+    /// the user should know.
+    fn finish(&mut self, model: &mut Model) -> Said;
 }

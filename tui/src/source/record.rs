@@ -71,23 +71,32 @@ impl Recorder {
 
 /// `proofscope-<prover>-<UTC time>`: sorted by time in a listing, the prover told at a glance.
 fn dated_stem(prover: &str, now: SystemTime) -> String {
-    let stamp: String = humantime::format_rfc3339_seconds(now)
+    let stamp = utc_stamp(now);
+    match file_word(prover).as_str() {
+        "" => format!("proofscope-{stamp}"),
+        p => format!("proofscope-{p}-{stamp}"),
+    }
+}
+
+/// `20261202T141404Z`: a UTC time for a file name (sorts as time, no `:` for other systems).
+pub fn utc_stamp(t: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t)
         .to_string()
         .chars()
         .filter(|c| !matches!(c, '-' | ':'))
-        .collect();
-    let prover: String = prover
-        .chars()
+        .collect()
+}
+
+/// `s` as one word of a file name: runs of anything but ASCII letters and digits become one
+/// `-`, none at either end.
+pub fn file_word(s: &str) -> String {
+    s.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect::<String>()
         .split('-')
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()
-        .join("-");
-    match prover.as_str() {
-        "" => format!("proofscope-{stamp}"),
-        p => format!("proofscope-{p}-{stamp}"),
-    }
+        .join("-")
 }
 
 /// Where `r` records without `--record-dir`: `$XDG_DATA_HOME/proofscope/recordings`, else

@@ -212,8 +212,8 @@ impl Source for ReplaySource {
         self.replay.set_speed(speed);
     }
 
-    fn finish(&mut self) -> Option<String> {
-        None
+    fn finish(&mut self, _model: &mut Model) -> Said {
+        Said::default()
     }
 }
 

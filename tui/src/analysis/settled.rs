@@ -1,0 +1,81 @@
+//! When a proof's figures are final. Its end and its outer span's edges travel apart
+//! (ProofEnd at once, span edges through the thread's ring), and the releases just after it
+//! (a dealloc thread's) belong to it though they come after its end: a proof is settled once
+//! both edges are in and the next proof has begun, its session has ended, or [`SETTLE_NS`]
+//! of session time has passed since it ended. The exporter counts settled proofs; the black
+//! box (capture/) judges them.
+
+use crate::model::{ProofId, Session};
+
+/// Session time after a proof's end after which it is settled even if no proof follows.
+pub const SETTLE_NS: u64 = 2_000_000_000;
+
+/// A settled proof, with the start of the first proof that began after it ended (the bound
+/// of its detached frees; proofs that overlap it began before it ended).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ready {
+    pub id: ProofId,
+    pub next_start: Option<u64>,
+}
+
+/// The proofs of a session settled after the first `counted`.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Settled {
+    /// Ids skipped after `counted`: evicted (or lost) before they settled.
+    pub missed: u64,
+    /// Every proof up to this id is settled, given up (unfinished when the session ended) or
+    /// missed.
+    pub upto: u64,
+    pub ready: Vec<Ready>,
+}
+
+/// The proofs of `s` after id `counted` that are settled now, in order; `ended`: the stream
+/// ended, so every completed proof is settled (and an unfinished one never will be).
+pub fn settled(s: &Session, counted: u64, ended: bool) -> Settled {
+    let ended = ended || s.goodbye().is_some();
+    let starts: Vec<(u64, u64)> = s
+        .proofs()
+        .filter_map(|p| Some((p.id().get(), p.outer()?.start)))
+        .collect();
+    let mut out = Settled {
+        upto: counted,
+        ..Settled::default()
+    };
+    // Proof ids count up from 1: ids skipped after the first counted one were evicted.
+    if counted > 0
+        && let Some(first) = s
+            .proofs_after(ProofId(counted))
+            .next()
+            .map(|p| p.id().get())
+        && first > counted + 1
+    {
+        out.missed = first - counted - 1;
+        out.upto = first - 1;
+    }
+    for p in s.proofs_after(ProofId(counted)) {
+        let id = p.id().get();
+        let outer = p.outer().filter(|o| o.end.is_some());
+        let (true, Some(outer)) = (p.done(), outer) else {
+            if ended {
+                out.upto = id; // never finished: nothing to count
+                continue;
+            }
+            break;
+        };
+        let end = outer.end.unwrap_or(s.now());
+        let next_start = starts
+            .iter()
+            .filter(|(i, st)| *i != id && *st > end)
+            .map(|(_, st)| *st)
+            .min();
+        if next_start.is_none() && !ended && s.now().saturating_sub(end) < SETTLE_NS {
+            break;
+        }
+        out.ready.push(Ready {
+            id: p.id(),
+            next_start,
+        });
+        out.upto = id;
+    }
+    out
+}
