@@ -1,19 +1,43 @@
-//! What a scrape of `proofscope export` costs with 8 provers attached: 8 `minimal_prover`
+//! What `proofscope export` costs with N provers attached (32 by default): N `minimal_prover`
 //! processes (the probe's example: 2 × 1 MiB vectors per proof, a proof every ~20 ms) watched
-//! by the release exporter; once each has 100 proofs counted (every histogram populated), 200
-//! scrapes of `/metrics` while the provers keep proving. Reported: the time to encode (the
-//! exporter's own `proofscope_exporter_scrape_duration_seconds`) and the round trip seen by
-//! the client, median and 95th percentile, and the body size.
+//! by the release exporter; once each has 100 proofs counted (every histogram populated): the
+//! exporter's CPU while it only watches (10 s, no scrapes), then 200 scrapes of `/metrics`
+//! while the provers keep proving. Reported: the time to encode (the exporter's own
+//! `proofscope_exporter_scrape_duration_seconds`) and the round trip seen by the client
+//! (median, 95th percentile, max), the body size, the exporter's CPU (its utime + stime from
+//! /proc, per second watching and per scrape) and its resident memory.
 //!
-//! `cargo bench -p proofscope --bench export`
+//! `cargo bench -p proofscope --bench export [-- --provers N] [-- --capture]` (`--capture`:
+//! with the black box on, every proof judged, its frames kept)
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const PROVERS: usize = 8;
 const SCRAPES: usize = 200;
+const WATCH: Duration = Duration::from_secs(10);
+
+/// A process's CPU time so far (user + system), from /proc/PID/stat.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name's closing parenthesis; utime and stime are the 12th and
+    // 13th of them, in clock ticks (100 a second on Linux).
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// A process's resident memory in MiB, from /proc/PID/status.
+fn rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
+}
 
 struct Running(Child);
 
@@ -52,17 +76,34 @@ fn get(addr: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The value of the first sample of `name` (with or without labels).
 fn sample(body: &str, name: &str) -> f64 {
     body.lines()
-        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .find_map(|l| {
+            let rest = l.strip_prefix(name)?;
+            let value = match rest.strip_prefix('{') {
+                Some(labelled) => labelled.rsplit_once('}')?.1,
+                None => rest,
+            };
+            value.trim().parse().ok()
+        })
         .unwrap_or(f64::NAN)
 }
 
+/// Proofs counted per worker (every result of it summed).
 fn counted(body: &str) -> Vec<f64> {
-    body.lines()
+    let mut by: std::collections::BTreeMap<&str, f64> = Default::default();
+    for l in body
+        .lines()
         .filter(|l| l.starts_with("proofscope_proofs_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
-        .collect()
+    {
+        let worker = l.split("worker=\"").nth(1).and_then(|r| r.split('"').next());
+        let n: Option<f64> = l.rsplit(' ').next().and_then(|v| v.parse().ok());
+        if let (Some(w), Some(n)) = (worker, n) {
+            *by.entry(w).or_default() += n;
+        }
+    }
+    by.into_values().collect()
 }
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
@@ -71,22 +112,45 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let provers: usize = args
+        .iter()
+        .position(|a| a == "--provers")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .unwrap_or(32);
+    let capture = args.iter().any(|a| a == "--capture");
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_proofscope"));
     let prover = minimal_prover(&bin);
     let dir = tempfile::tempdir().expect("tempdir");
     let sockets = dir.path().join("proofscope");
     std::fs::create_dir_all(&sockets).expect("socket dir");
-    let mut exp = Command::new(&bin)
-        .args(["export", "--listen", "127.0.0.1:0", "--scan", "0.5"])
+    let captures = dir.path().join("captures");
+    let mut exp = Command::new(&bin);
+    exp.args(["export", "--listen", "127.0.0.1:0", "--scan", "0.5"])
         .arg("--socket-dir")
-        .arg(&sockets)
+        .arg(&sockets);
+    if capture {
+        // Every sync proof's frees are timed inside its span: a low floor makes them anomalies.
+        exp.arg("--capture-dir").arg(&captures).args([
+            "--capture-unaccounted-min-ms",
+            "0.01",
+            "--capture-unaccounted-pct",
+            "1",
+        ]);
+    }
+    let mut exp = exp
         .stderr(Stdio::piped())
         .spawn()
         .expect("starting the exporter");
     let mut line = String::new();
-    BufReader::new(exp.stderr.take().expect("stderr"))
-        .read_line(&mut line)
-        .expect("the exporter's address");
+    let mut err = BufReader::new(exp.stderr.take().expect("stderr"));
+    err.read_line(&mut line).expect("the exporter's address");
+    // The rest (capture lines) is read and dropped, so that a full pipe never blocks it.
+    std::thread::Builder::new()
+        .name("exporter-stderr".into())
+        .spawn(move || std::io::copy(&mut err, &mut std::io::sink()))
+        .expect("a thread");
+    let pid = exp.id();
     let _exp = Running(exp);
     let addr = line
         .split("http://")
@@ -94,7 +158,7 @@ fn main() {
         .and_then(|r| r.split('/').next())
         .expect("an address")
         .to_owned();
-    let _provers: Vec<Running> = (0..PROVERS)
+    let _provers: Vec<Running> = (0..provers)
         .map(|i| {
             Running(
                 Command::new(&prover)
@@ -119,15 +183,21 @@ fn main() {
             )
         })
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let c = counted(&get(&addr));
-        if c.len() == PROVERS && c.iter().all(|&n| n >= 100.0) {
+        if c.len() == provers && c.iter().all(|&n| n >= 100.0) {
             break;
         }
         assert!(Instant::now() < deadline, "provers not all counted: {c:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
+    let (cpu0, t0) = (cpu_seconds(pid), Instant::now());
+    std::thread::sleep(WATCH);
+    let watching = (cpu_seconds(pid) - cpu0) / t0.elapsed().as_secs_f64();
+    let rss_watching = rss_mib(pid);
+    let cpu1 = cpu_seconds(pid);
+    let t1 = Instant::now();
     let mut wall = Vec::with_capacity(SCRAPES);
     let mut encode = Vec::with_capacity(SCRAPES);
     let mut size = 0;
@@ -140,6 +210,9 @@ fn main() {
         size = body.len();
         std::thread::sleep(Duration::from_millis(10));
     }
+    let scraping = cpu_seconds(pid) - cpu1;
+    // Per scrape: what the scrapes added to what watching costs over the same time.
+    let per_scrape = (scraping - watching * t1.elapsed().as_secs_f64()) / SCRAPES as f64;
     encode.remove(0);
     let body = get(&addr);
     let series = body
@@ -147,9 +220,24 @@ fn main() {
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .count();
     println!(
-        "proofscope export, {PROVERS} provers attached, {SCRAPES} scrapes ({series} samples, {:.0} KiB per scrape)",
+        "proofscope export, {provers} provers attached{}, {SCRAPES} scrapes ({series} samples, {:.0} KiB per scrape)",
+        if capture { ", black box on" } else { "" },
         size as f64 / 1024.0
     );
+    println!(
+        "  exporter CPU:        {:.1} % of a core watching ({} s, no scrapes); {:.2} ms CPU per scrape",
+        watching * 100.0,
+        WATCH.as_secs(),
+        per_scrape * 1e3
+    );
+    println!(
+        "  exporter RSS:        {rss_watching:.1} MiB watching, {:.1} MiB after the scrapes",
+        rss_mib(pid)
+    );
+    if capture {
+        let n = std::fs::read_dir(&captures).map_or(0, |d| d.count());
+        println!("  captures in the directory: {n}");
+    }
     println!(
         "  encode (server):     median {:.2} ms, p95 {:.2} ms, max {:.2} ms",
         percentile(&mut encode, 0.5),
