@@ -97,7 +97,10 @@ fn counted(body: &str) -> Vec<f64> {
         .lines()
         .filter(|l| l.starts_with("proofscope_proofs_total{"))
     {
-        let worker = l.split("worker=\"").nth(1).and_then(|r| r.split('"').next());
+        let worker = l
+            .split("worker=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next());
         let n: Option<f64> = l.rsplit(' ').next().and_then(|v| v.parse().ok());
         if let (Some(w), Some(n)) = (worker, n) {
             *by.entry(w).or_default() += n;

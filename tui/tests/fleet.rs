@@ -24,7 +24,12 @@ fn root() -> PathBuf {
 
 /// The exporter on a free port, watching `dir`; returns it and its address.
 fn exporter(dir: &Path, extra: &[&str]) -> (Running, String) {
-    let mut child = Command::new(BIN)
+    exporter_by(Command::new(BIN), dir, extra)
+}
+
+/// The exporter started by `cmd` (the binary, or a shell that execs it).
+fn exporter_by(mut cmd: Command, dir: &Path, extra: &[&str]) -> (Running, String) {
+    let mut child = cmd
         .args(["export", "--listen", "127.0.0.1:0", "--scan", "0.3"])
         .arg("--socket-dir")
         .arg(dir)
@@ -1241,4 +1246,103 @@ fn the_capture_directory_stays_within_its_bound_over_100_anomalies() {
             p.display()
         );
     }
+}
+
+/// The scrape's status line, or why there was none (a connection refused or closed).
+fn try_scrape(addr: &str) -> Result<String, String> {
+    let mut s = TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
+    write!(s, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).map_err(|e| e.to_string())?;
+    let head = String::from_utf8_lossy(&out);
+    head.lines()
+        .next()
+        .map(str::to_owned)
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| "closed without an answer".to_owned())
+}
+
+/// This test process may hold `n` sockets (the hard limit allowing).
+fn allow_files(n: u64) -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: get/setrlimit on a struct we own.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur = lim.rlim_max.min(n.max(lim.rlim_cur));
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
+    lim.rlim_cur
+}
+
+/// 2,000 idle connections against an exporter limited to 1,024 files: it keeps answering
+/// scrapes (idle ones are closed after the header deadline, new ones past the connection
+/// bound at once), a 4 MB header is refused, a client that sends half a request is closed,
+/// and it never exits — when stopped, not with status 0.
+#[test]
+fn the_exporter_keeps_serving_under_2000_idle_connections() {
+    let held = allow_files(2_200);
+    assert!(
+        held >= 2_100,
+        "this test needs 2,100 open files, the limit is {held}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut sh = Command::new("sh");
+    sh.args(["-c", "ulimit -n 1024 && exec \"$0\" \"$@\"", BIN]);
+    let (mut exp, addr) = exporter_by(sh, dir.path(), &[]);
+    let idle: Vec<TcpStream> = (0..2_000)
+        .filter_map(|_| TcpStream::connect(&addr).ok())
+        .collect();
+    // Every connection was taken (and closed at once past the bound): none was refused.
+    assert_eq!(idle.len(), 2_000);
+    let t = Instant::now();
+    let answered = eventually(15, || {
+        let r = try_scrape(&addr);
+        (r.as_ref().is_ok_and(|l| l.contains(" 200 ")), r)
+    });
+    assert!(answered.unwrap().contains(" 200 "));
+    let first = t.elapsed();
+    assert!(
+        first < Duration::from_secs(12),
+        "first scrape after {first:?}"
+    );
+    // A 4 MB header: refused, and the exporter is still there.
+    let mut big = TcpStream::connect(&addr).unwrap();
+    big.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = write!(big, "GET /metrics HTTP/1.1\r\nX-Big: ");
+    let chunk = vec![b'a'; 64 << 10];
+    let mut sent = 0;
+    while sent < 4 << 20 && big.write_all(&chunk).is_ok() {
+        sent += chunk.len();
+    }
+    let mut answer = Vec::new();
+    let _ = big.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        sent < 4 << 20 || answer.is_empty() || answer.starts_with("HTTP/1.1 431"),
+        "a 4 MB header was read ({sent} bytes sent): {answer}"
+    );
+    // Half a request: closed after the header deadline.
+    let mut slow = TcpStream::connect(&addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    write!(slow, "GET /metrics HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let t = Instant::now();
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    assert!(
+        t.elapsed() < Duration::from_secs(15),
+        "a half request held {:?}",
+        t.elapsed()
+    );
+    assert!(try_scrape(&addr).is_ok_and(|l| l.contains(" 200 ")));
+    assert!(exp.0.try_wait().unwrap().is_none(), "the exporter exited");
+    drop(idle);
+    exp.stop();
+    let status = exp.0.wait().unwrap();
+    assert!(!status.success(), "stopped, it says {status}");
 }

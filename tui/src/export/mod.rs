@@ -9,6 +9,7 @@
 
 mod cap;
 mod exposition;
+mod http;
 mod identity;
 pub mod metrics;
 mod owned;
@@ -74,12 +75,12 @@ pub fn run(opts: ExportOpts) -> Result<()> {
     );
     let metrics = Metrics::register(&mut registry);
     registry.register_collector(Box::new(process::ProcessCollector));
-    let server = tiny_http::Server::http(&opts.listen)
-        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", opts.listen))?;
-    let addr = server
-        .server_addr()
-        .to_ip()
-        .map_or_else(|| opts.listen.clone(), |a| a.to_string());
+    let files = http::raise_file_limit();
+    let listener = std::net::TcpListener::bind(&opts.listen)
+        .with_context(|| format!("cannot listen on {}", opts.listen))?;
+    let addr = listener
+        .local_addr()
+        .map_or_else(|_| opts.listen.clone(), |a| a.to_string());
     let _ = writeln!(
         std::io::stderr(),
         "proofscope export: serving http://{addr}/metrics, watching {}",
@@ -93,66 +94,69 @@ pub fn run(opts: ExportOpts) -> Result<()> {
     let o2 = opts.clone();
     std::thread::Builder::new()
         .name("proofscope-export-fleet".into())
-        .spawn(move || Fleet::new(m2, o2).run())
+        .spawn(move || {
+            let _fatal = FleetGuard;
+            Fleet::new(m2, o2).run()
+        })
         .context("starting the fleet thread")?;
+    // Half the descriptors at most for clients: the rest are the watchers' and the captures'.
+    let limits = http::Limits {
+        connections: http::Limits::default()
+            .connections
+            .min((files / 2).max(16) as usize),
+        ..http::Limits::default()
+    };
     let registry = Arc::new(registry);
-    for request in server.incoming_requests() {
-        let response = respond(&request, &registry, &metrics);
-        let _ = request.respond(response);
-    }
-    Ok(())
+    let failed = http::serve(listener, limits, move |asked| {
+        respond(asked, &registry, &metrics)
+    });
+    Err(failed).with_context(|| format!("serving on {addr}"))
 }
 
-fn respond(
-    request: &tiny_http::Request,
-    registry: &Registry,
-    metrics: &Metrics,
-) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    let header = |v: &str| {
-        tiny_http::Header::from_bytes(&b"Content-Type"[..], v.as_bytes())
-            .expect("a valid static header")
-    };
-    let asked = |name: &'static str| {
-        request
-            .headers()
-            .iter()
-            .find(|h| h.field.equiv(name))
-            .map(|h| h.value.as_str().to_owned())
-    };
-    let path = request.url().split('?').next().unwrap_or("");
-    if *request.method() != tiny_http::Method::Get && *request.method() != tiny_http::Method::Head {
-        return tiny_http::Response::from_string("only GET /metrics\n").with_status_code(405);
+fn respond(asked: &http::Asked, registry: &Registry, metrics: &Metrics) -> http::Answer {
+    if asked.method != "GET" && asked.method != "HEAD" {
+        return http::Answer::text(405, "only GET /metrics\n");
     }
-    match path {
+    match asked.path.as_str() {
         "/metrics" => {
             let t = Instant::now();
             let mut body = String::with_capacity(64 << 10);
             if let Err(e) = prometheus_client::encoding::text::encode(&mut body, registry) {
-                return tiny_http::Response::from_string(format!("encoding failed: {e}\n"))
-                    .with_status_code(500);
+                return http::Answer::text(500, format!("encoding failed: {e}\n"));
             }
-            let format = exposition::Exposition::negotiate(asked("Accept").as_deref());
+            let format = exposition::Exposition::negotiate(asked.accept.as_deref());
             let body = format.body(body).into_bytes();
             metrics.scrapes.inc();
             metrics.scrape_duration.set(t.elapsed().as_secs_f64());
-            let gzipped = exposition::accepts_gzip(asked("Accept-Encoding").as_deref())
+            let gzipped = exposition::accepts_gzip(asked.accept_encoding.as_deref())
                 .then(|| exposition::gzip(&body).ok())
                 .flatten();
-            let response = match gzipped {
-                Some(z) => tiny_http::Response::from_data(z).with_header(
-                    tiny_http::Header::from_bytes(&b"Content-Encoding"[..], &b"gzip"[..])
-                        .expect("a valid static header"),
-                ),
-                None => tiny_http::Response::from_data(body),
-            };
-            response.with_header(header(format.content_type()))
+            http::Answer {
+                status: 200,
+                content_type: format.content_type(),
+                content_encoding: gzipped.is_some().then_some("gzip"),
+                body: gzipped.unwrap_or(body),
+            }
         }
-        "/" => tiny_http::Response::from_string(
+        "/" => http::Answer::text(
+            200,
             "proofscope export: metrics at /metrics (docs/FLEET.md)\n",
-        )
-        .with_header(header("text/plain; charset=utf-8")),
-        _ => tiny_http::Response::from_string("not found: metrics are at /metrics\n")
-            .with_status_code(404),
+        ),
+        _ => http::Answer::text(404, "not found: metrics are at /metrics\n"),
+    }
+}
+
+/// The fleet thread never returns: if it unwinds, the exporter would serve frozen values
+/// with no prover watched, so it ends the process with a failure for its supervisor.
+struct FleetGuard;
+
+impl Drop for FleetGuard {
+    fn drop(&mut self) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "proofscope export: the fleet thread stopped; exiting so that the exporter is restarted"
+        );
+        std::process::exit(1);
     }
 }
 
