@@ -21,5 +21,6 @@ pub mod input;
 pub mod model;
 pub mod report;
 pub mod run;
+pub mod same_file;
 pub mod source;
 pub mod view;

@@ -150,7 +150,7 @@ fn usage(msg: impl Into<String>) -> anyhow::Error {
 fn run_opts(report: &ReportArgs, memory: &MemoryArgs, live: Option<&LiveArgs>) -> Result<RunOpts> {
     let record = live.and_then(|l| l.record.clone());
     if let (Some(r), Some(o)) = (&record, &report.output)
-        && r == o
+        && proofscope::same_file::same_file(r, o)
     {
         return Err(usage(format!(
             "--record and --output name the same file ({}): the report would replace the recording",
@@ -326,7 +326,11 @@ fn comparison(
 fn import(x: &proofscope::cli::ImportArgs) -> Result<Exit> {
     use proofscope::import;
     refuse_to_replace(&x.output, x.force)?;
-    if let Some(log) = x.logs.iter().find(|l| **l == x.output) {
+    if let Some(log) = x
+        .logs
+        .iter()
+        .find(|l| proofscope::same_file::same_file(l, &x.output))
+    {
         return Err(usage(format!(
             "{} is both a log and the output: the import would replace its own input",
             log.display()
@@ -458,6 +462,19 @@ fn run(cli: Cli) -> Result<Ended> {
             memory,
         } => {
             let opts = run_opts(report, memory, None)?;
+            if let Some(o) = &report.output
+                && let Some(input) = std::iter::once(file)
+                    .chain(logs)
+                    .chain(compare)
+                    .find(|i| proofscope::same_file::same_file(i, o))
+            {
+                return Err(usage(format!(
+                    "{} is both an input and the report's output (-o {}): the report would replace it",
+                    input.display(),
+                    o.display()
+                ))
+                .into());
+            }
             let headless = wants_report(report, None, *proofs);
             if headless && compare.is_some() {
                 bail!(

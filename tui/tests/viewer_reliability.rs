@@ -376,3 +376,84 @@ fn every_way_of_asking_for_help_answers() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("usage: psrec.py"));
     }
 }
+
+/// A report never replaces the file it came from, however the two are spelt: the same name,
+/// `./`, an absolute path, a symlink; before anything is read, with exit 2 and the input
+/// whole.
+#[test]
+fn a_report_never_replaces_its_own_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rec = d.join("a.psrec");
+    std::fs::copy(common::recording("cpu-sha256-sync.psrec"), &rec).unwrap();
+    let before = std::fs::read(&rec).unwrap();
+    std::os::unix::fs::symlink("a.psrec", d.join("link.psrec")).unwrap();
+    let log = d.join("c2.log");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/logs/cuzk-c2-3-partitions.log"),
+        &log,
+    )
+    .unwrap();
+    let abs = rec.to_str().unwrap().to_owned();
+    let abs_x = d.join("x.psrec").to_str().unwrap().to_owned();
+    let cases: Vec<Vec<&str>> = vec![
+        vec![
+            "replay",
+            "a.psrec",
+            "--headless",
+            "--force",
+            "-o",
+            "a.psrec",
+        ],
+        vec![
+            "replay",
+            "a.psrec",
+            "--headless",
+            "--force",
+            "-o",
+            "./a.psrec",
+        ],
+        vec!["replay", "a.psrec", "--headless", "--force", "-o", &abs],
+        vec![
+            "replay",
+            "./a.psrec",
+            "--headless",
+            "--force",
+            "-o",
+            "link.psrec",
+        ],
+        vec!["import", "c2.log", "-o", "./c2.log", "--force"],
+        vec![
+            "attach",
+            "none.sock",
+            "--record",
+            "./x.psrec",
+            "-o",
+            "x.psrec",
+        ],
+        vec!["attach", "none.sock", "--record", "./x.psrec", "-o", &abs_x],
+    ];
+    for args in &cases {
+        let out = Command::new(BIN)
+            .current_dir(d)
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("replace") && err.contains("same file") || err.contains("both"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(&rec).unwrap(),
+        before,
+        "the recording is whole"
+    );
+    assert!(
+        std::fs::metadata(&log).unwrap().len() > 0,
+        "the log is whole"
+    );
+    assert!(!d.join("x.psrec").exists());
+}
