@@ -379,6 +379,9 @@ fn dur_s(s: f64) -> String {
 
 /// `x` with its sign, the minus a real one (U+2212) as in [`signed_s`].
 fn signed(x: f64, decimals: usize) -> String {
+    if !x.is_finite() {
+        return "-".to_owned();
+    }
     let t = format!("{:.*}", decimals, x.abs());
     // A value that rounds to zero has no sign.
     if t.chars().all(|c| c == '0' || c == '.') {
@@ -425,6 +428,15 @@ fn line(o: &mut String, name: &str, c: &Change) {
 }
 
 /// The diff as text.
+/// A share in percent, `-` where there is none (a side without proofs).
+fn share(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.1}%")
+    } else {
+        "-".to_owned()
+    }
+}
+
 pub fn text(d: &Diff) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "proofscope diff (before → after)");
@@ -457,8 +469,8 @@ pub fn text(d: &Diff) -> String {
         o,
         "  {:<14} {:>10} → {:<10} {:>11} points{}",
         "  share",
-        format!("{:.1}%", u.median_a),
-        format!("{:.1}%", u.median_b),
+        share(u.median_a),
+        share(u.median_b),
         signed(u.diff, 1),
         u.interval
             .map(|(lo, hi)| format!(" [{}, {}]", signed(lo, 1), signed(hi, 1)))

@@ -290,6 +290,17 @@ fn diff(x: &proofscope::cli::DiffArgs) -> Result<Exit> {
         proofscope::cli::DiffFormat::Json => proofscope::diff::json(&d),
     };
     std::io::stdout().write_all(out.as_bytes())?;
+    if x.fail_on_regression.is_some() && (d.proofs_a == 0 || d.proofs_b == 0) {
+        // A gate that passes on nothing would wave through a prover that stopped proving.
+        bail!(
+            "--fail-on-regression: {} has no complete proof, so nothing can be judged",
+            if d.proofs_b == 0 {
+                x.b.display()
+            } else {
+                x.a.display()
+            }
+        );
+    }
     if let Some(pct) = x.fail_on_regression {
         let worse = d.regressions(pct, x.min_change / 1e3);
         if !worse.is_empty() {

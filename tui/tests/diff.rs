@@ -145,3 +145,25 @@ fn a_change_below_the_floor_is_never_a_regression() {
     // One minus sign: the real one.
     assert!(!t.contains("[-") && !t.contains(", -"), "{t}");
 }
+
+/// A side without a complete proof: the text says `-`, never NaN, and a gate does not pass
+/// on nothing (exit 1, saying which side).
+#[test]
+fn a_gate_never_passes_on_a_side_without_proofs() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.psrec");
+    // A recording of no frames: the header alone.
+    let header = std::fs::read(common::recording("cpu-sha256-sync.psrec")).unwrap();
+    std::fs::write(&empty, &header[..12]).unwrap();
+    let a = common::recording("cpu-sha256-sync.psrec");
+    let o = diff(&a, &empty, &[]);
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains("NaN"), "{text}");
+    for (x, y) in [(&a, &empty), (&empty, &a), (&empty, &empty)] {
+        let o = diff(x, y, &["--fail-on-regression", "0"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains("empty.psrec has no complete proof"), "{err}");
+    }
+}
