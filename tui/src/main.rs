@@ -483,8 +483,7 @@ fn run(cli: Cli) -> Result<Ended> {
                     "{} is both an input and the report's output (-o {}): the report would replace it",
                     input.display(),
                     o.display()
-                ))
-                .into());
+                )));
             }
             let headless = wants_report(report, None, *proofs);
             if headless && compare.is_some() {
