@@ -22,5 +22,6 @@ pub mod model;
 pub mod report;
 pub mod run;
 pub mod same_file;
+pub mod signals;
 pub mod source;
 pub mod view;

@@ -486,6 +486,10 @@ fn run(cli: Cli) -> Result<Ended> {
                 )));
             }
             let headless = wants_report(report, None, *proofs);
+            if headless {
+                // From here: the opening pass over a large file is interruptible too.
+                proofscope::signals::catch();
+            }
             if headless && compare.is_some() {
                 bail!(
                     "--compare is for the dashboard, and this run writes a report (no terminal, \
@@ -653,6 +657,14 @@ fn exit_of(end: &app::HeadlessEnd, report: &ReportArgs, worst_gap_pct: f64) -> E
     }
     if let Some(why) = &end.failed {
         let _ = writeln!(err, "error: {why}");
+        return Exit::Failure;
+    }
+    if let Some(sig) = end.interrupted {
+        let _ = writeln!(
+            err,
+            "interrupted by {}: the report covers the file only up to where it was read",
+            proofscope::signals::name(sig)
+        );
         return Exit::Failure;
     }
     if let Some(why) = &end.vanished {

@@ -138,7 +138,7 @@ fn retention_evicts_the_oldest_proofs_and_counts_them() {
     )
     .unwrap();
     r.set_speed(proofscope::source::tape::Speed::Max);
-    r.due(|events| m.ingest_all(events));
+    r.due(None, |events| m.ingest_all(events));
     assert_eq!(app.model().proof_keys().len(), 4);
     let keys: Vec<u64> = m.proof_keys().iter().map(|k| k.proof.get()).collect();
     assert_eq!(keys, vec![3, 4]);

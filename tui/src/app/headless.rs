@@ -3,7 +3,6 @@
 
 use super::App;
 use crate::source::LinkState;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Stop conditions of a headless live run.
@@ -11,23 +10,6 @@ use std::time::{Duration, Instant};
 pub struct Until {
     pub proofs: Option<u64>,
     pub duration: Option<Duration>,
-}
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-/// The signal that interrupted the run (0: none yet).
-static SIGNAL: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    SIGNAL.store(sig, Ordering::Relaxed);
-    INTERRUPTED.store(true, Ordering::Relaxed);
-}
-
-fn catch_signals() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
 }
 
 /// How long a headless live run waits for a prover lost without a goodbye to come back.
@@ -48,6 +30,8 @@ pub struct HeadlessEnd {
     pub captured_nothing: Option<String>,
     /// The prover `run` started exited with this (its code, or 128 + the signal).
     pub child_exit: Option<u8>,
+    /// A replay stopped by this signal before the end of its file.
+    pub interrupted: Option<i32>,
 }
 
 /// A run with a prover of its own (`run`) stops when the prover has exited and its output is
@@ -60,9 +44,9 @@ fn should_stop_child(
     forwarded: &mut bool,
 ) -> Option<bool> {
     let child = app.session.child()?;
-    if INTERRUPTED.load(Ordering::Relaxed) && !*forwarded {
+    if crate::signals::caught().is_some() && !*forwarded {
         *forwarded = true;
-        if !app.session.interrupt(SIGNAL.load(Ordering::Relaxed)) {
+        if !app.session.interrupt(crate::signals::caught().unwrap_or(0)) {
             return Some(true);
         }
     }
@@ -83,7 +67,7 @@ fn should_stop(app: &mut App, until: Until, t0: Instant) -> bool {
         .session
         .lost_since()
         .is_some_and(|t| t.elapsed() >= RECONNECT_WINDOW);
-    INTERRUPTED.load(Ordering::Relaxed)
+    crate::signals::caught().is_some()
         || until.proofs.is_some_and(|n| done >= n)
         || until.duration.is_some_and(|d| t0.elapsed() >= d)
         || matches!(app.status().link, LinkState::Failed(_))
@@ -133,6 +117,7 @@ fn ending(app: &mut App) -> HeadlessEnd {
         failed,
         captured_nothing,
         child_exit: app.session.child().and_then(|c| c.exit),
+        interrupted: None,
     }
 }
 
@@ -142,11 +127,21 @@ fn ending(app: &mut App) -> HeadlessEnd {
 /// followed until it ends), or when the prover has been gone without a goodbye for
 /// [`RECONNECT_WINDOW`]. A finite source (a file) is read to its end.
 pub fn run_headless(app: &mut App, until: Until) -> HeadlessEnd {
-    catch_signals();
+    crate::signals::catch();
     if app.session.is_finite() {
-        app.wait(Duration::ZERO);
+        while crate::signals::caught().is_none() && app.wait(Duration::ZERO) {}
+        let interrupted = crate::signals::caught();
+        if let Some(sig) = interrupted {
+            app.session.warn(format!(
+                "interrupted by {} before the end of the file: this report covers what was read",
+                crate::signals::name(sig)
+            ));
+        }
         app.finish();
-        return HeadlessEnd::default();
+        return HeadlessEnd {
+            interrupted,
+            ..HeadlessEnd::default()
+        };
     }
     let t0 = Instant::now();
     let mut forwarded = false;

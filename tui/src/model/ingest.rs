@@ -89,7 +89,13 @@ impl Model {
         }
         let budget = self.retention.max_bytes / 8;
         let grew = match self.sessions.last_mut() {
-            Some(s) => s.apply(ev, budget),
+            Some(s) => {
+                let before = s.proofs.len();
+                let grew = s.apply(ev, budget);
+                // Proofs are only ever added here (retention removes them).
+                self.proofs_held += s.proofs.len().saturating_sub(before);
+                grew
+            }
             None => 0,
         };
         self.approx_bytes += grew;

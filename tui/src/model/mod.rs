@@ -13,6 +13,7 @@ mod records;
 mod retention;
 mod series;
 mod session;
+mod sessions;
 
 pub use ids::{NameId, ProofId, SpanId, StackId, ThreadId};
 pub use ingest::{MAX_ARGS, cut};
@@ -40,7 +41,14 @@ pub struct ProofKey {
 /// Everything the viewer knows.
 #[derive(Debug, Default)]
 pub struct Model {
-    sessions: Vec<Session>,
+    sessions: sessions::Sessions,
+    /// Proofs held in all sessions (retention's test runs after every event: a sum over the
+    /// sessions there was quadratic in their number).
+    proofs_held: usize,
+    /// Leading sessions, before the current one, known to hold no proof / nothing outside
+    /// proofs: only the current session gains events, so an older one that ran out stays so.
+    proofless: usize,
+    bare: usize,
     retention: Retention,
     evicted_proofs: u64,
     evicted_events: u64,

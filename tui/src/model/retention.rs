@@ -9,8 +9,7 @@ use super::{Model, Retention, Session};
 
 impl Model {
     fn over(&self) -> bool {
-        let proofs: usize = self.sessions.iter().map(|s| s.proofs.len()).sum();
-        proofs > self.retention.max_proofs || self.approx_bytes > self.retention.max_bytes
+        self.proofs_held > self.retention.max_proofs || self.approx_bytes > self.retention.max_bytes
     }
 
     pub(super) fn enforce_retention(&mut self) {
@@ -31,13 +30,21 @@ impl Model {
     /// Evicts the oldest proof of the oldest session that has one (and the samples older than
     /// what is left of that session). False when no proof is left.
     fn evict_oldest_proof(&mut self) -> bool {
-        let Some(si) = self.sessions.iter().position(|s| !s.proofs.is_empty()) else {
+        let from = self.proofless.min(self.sessions.len());
+        let Some(si) = self.sessions[from..]
+            .iter()
+            .position(|s| !s.proofs.is_empty())
+            .map(|i| i + from)
+        else {
+            self.proofless = self.sessions.len().saturating_sub(1);
             return false;
         };
+        self.proofless = si;
         let s = &mut self.sessions[si];
         let Some((_, p)) = s.proofs.pop_first() else {
             return false;
         };
+        self.proofs_held = self.proofs_held.saturating_sub(1);
         for sp in p.spans() {
             s.span_proof.remove(&sp.id);
         }
@@ -64,8 +71,12 @@ impl Model {
     /// (a time series, or the spans and markers that belong to no proof). False when there is
     /// nothing outside proofs.
     fn trim_outside_proofs(&mut self) -> bool {
-        for si in 0..self.sessions.len() {
+        let last = self.sessions.len().saturating_sub(1);
+        for si in self.bare.min(self.sessions.len())..self.sessions.len() {
             let Some((removed, each)) = self.sessions[si].trim_largest_store() else {
+                if si < last {
+                    self.bare = si + 1;
+                }
                 continue;
             };
             self.evicted_events += removed as u64;
@@ -81,7 +92,12 @@ impl Model {
         if self.sessions.len() < 2 {
             return false;
         }
-        let s = self.sessions.remove(0);
+        let Some(s) = self.sessions.pop_front() else {
+            return false;
+        };
+        self.proofless = self.proofless.saturating_sub(1);
+        self.bare = self.bare.saturating_sub(1);
+        self.proofs_held = self.proofs_held.saturating_sub(s.proofs.len());
         self.approx_bytes = self.approx_bytes.saturating_sub(s.bytes);
         self.evicted_events += s.events;
         self.evicted_sessions += 1;

@@ -139,10 +139,13 @@ impl ReplaySource {
     }
 }
 
+/// A headless replay reads the file in slices of this long, checking for a signal between.
+const SLICE: Duration = Duration::from_millis(50);
+
 impl Source for ReplaySource {
     fn pump(&mut self, model: &mut Model, _budget: Duration) -> Said {
         Said {
-            applied: self.replay.due(|events| model.ingest_all(events)),
+            applied: self.replay.due(None, |events| model.ingest_all(events)),
             ..Said::default()
         }
     }
@@ -150,7 +153,12 @@ impl Source for ReplaySource {
     /// Headless: the whole file, as fast as it reads.
     fn wait(&mut self, model: &mut Model, _wait: Duration) -> Said {
         self.replay.set_speed(Speed::Max);
-        self.pump(model, Duration::ZERO)
+        Said {
+            applied: self
+                .replay
+                .due(Some(SLICE), |events| model.ingest_all(events)),
+            ..Said::default()
+        }
     }
 
     fn control(&mut self, action: Action, model: &mut Model) -> Said {

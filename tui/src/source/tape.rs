@@ -10,7 +10,7 @@ use probe_protocol::{DecodeError, Event, ReadErrorKind, RecordingReader};
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A frame of the recording with the session time it starts at (for pacing).
 #[derive(Debug, Clone)]
@@ -267,6 +267,11 @@ fn open_reader(path: &Path) -> Result<RecordingReader<BufReader<File>>> {
 fn survey(tape: &mut dyn Tape, max_marks: usize) -> Result<Survey> {
     let mut s = Survey::default();
     while let Some(frame) = tape.next_frame() {
+        // A signal (a headless run) stops the opening pass too: the run then reports
+        // nothing read, interrupted.
+        if s.frames.is_multiple_of(256) && crate::signals::caught().is_some() {
+            break;
+        }
         match frame {
             Ok(events) => {
                 if let Some(ts) = events.iter().filter_map(Event::ts).max() {
@@ -410,17 +415,27 @@ impl Replay {
         f(frame.events);
     }
 
-    /// Hands every frame due by the replay clock to `f`; returns how many.
-    pub fn due(&mut self, mut f: impl FnMut(Vec<Event>)) -> usize {
+    /// Hands every frame due by the replay clock to `f`; returns how many. At full speed
+    /// everything is due: `slice` bounds how long one call reads (a headless replay checks
+    /// for a signal between slices), `None` reads to the end.
+    pub fn due(&mut self, slice: Option<Duration>, mut f: impl FnMut(Vec<Event>)) -> usize {
         if self.paused || self.done() {
             return 0;
         }
         let from = self.next;
         let Some(factor) = self.speed.factor() else {
-            while let Some(frame) = self.read_frame() {
+            let t = Instant::now();
+            loop {
+                let Some(frame) = self.read_frame() else {
+                    self.next = self.next.max(self.survey.frames);
+                    break;
+                };
                 self.hand_out(frame, &mut f);
+                if (self.next - from).is_multiple_of(64) && slice.is_some_and(|s| t.elapsed() >= s)
+                {
+                    break;
+                }
             }
-            self.next = self.next.max(self.survey.frames);
             return self.next - from;
         };
         let now = Instant::now();
@@ -537,7 +552,7 @@ mod tests {
         assert!(!walk(&mut r, false, &mut shown), "nothing before the first");
         // Played to the end, then back again.
         r.set_speed(Speed::Max);
-        r.due(|e| shown.extend(ended(&e)));
+        r.due(None, |e| shown.extend(ended(&e)));
         assert!(r.done());
         assert!(walk(&mut r, false, &mut shown));
         assert_eq!(shown.last(), Some(&3));
