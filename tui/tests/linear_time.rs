@@ -139,3 +139,35 @@ fn sigterm_stops_a_headless_replay_and_says_so() {
     assert!(err.contains("interrupted by SIGTERM"), "{err}");
     assert!(report.contains("interrupted by SIGTERM"), "{report}");
 }
+
+/// `replay /dev/zero`: a "log" of one line that never ends costs a line's worth of memory,
+/// and SIGTERM stops it with an error that says so.
+#[test]
+fn an_endless_line_costs_bounded_memory_and_stops_on_sigterm() {
+    let child = Command::new(BIN)
+        .args(["replay", "/dev/zero", "--headless", "--max-mib", "32"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let rss_kib: u64 = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    assert!(rss_kib < 64 << 10, "{rss_kib} KiB resident");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let t = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        t.elapsed()
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted by SIGTERM"), "{err}");
+}

@@ -154,6 +154,14 @@ fn read(paths: &[PathBuf]) -> Result<(calls::Calls, LineCounts)> {
 fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<usize> {
     let mut total = 0;
     loop {
+        // A headless run caught SIGINT or SIGTERM: stop, even inside a line that never ends
+        // (`replay /dev/zero`).
+        if let Some(sig) = crate::signals::caught() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                format!("interrupted by {}", crate::signals::name(sig)),
+            ));
+        }
         let chunk = r.fill_buf()?;
         if chunk.is_empty() {
             return Ok(total);
