@@ -61,6 +61,12 @@ impl<W: Write> RecordingWriter<W> {
     pub fn into_inner(self) -> W {
         self.out
     }
+
+    /// The writer underneath (to cut a file back to its last whole frame after a failed
+    /// write: [`RecordingWriter::bytes_written`] counts only frames written whole).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
 }
 
 /// Reads a recording frame by frame: the header, then a [`FrameReader`] over the rest, so a

@@ -659,6 +659,10 @@ fn exit_of(end: &app::HeadlessEnd, report: &ReportArgs, worst_gap_pct: f64) -> E
         let _ = writeln!(err, "error: {why}");
         return Exit::Failure;
     }
+    if let Some(why) = &end.failed_task {
+        let _ = writeln!(err, "error: {why}");
+        return Exit::Failure;
+    }
     if let Some(sig) = end.interrupted {
         let _ = writeln!(
             err,

@@ -494,3 +494,42 @@ pub fn greet_viewer(
         .unwrap();
     s
 }
+
+/// Serves the frames of a recording to every client that subscribes, as a prover would.
+pub fn serve_recording(sock: PathBuf, rec: PathBuf) {
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    std::thread::Builder::new()
+        .name("recorded-prover".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(s) = conn else { continue };
+                let rec = rec.clone();
+                std::thread::Builder::new()
+                    .name("recorded-viewer".into())
+                    .spawn(move || serve_one(s, &rec))
+                    .unwrap();
+            }
+        })
+        .unwrap();
+}
+
+/// One client of a recorded prover: the recording's frames, then an open, quiet connection
+/// (a prover with nothing more to say) until the client leaves.
+pub fn serve_one(mut s: std::os::unix::net::UnixStream, rec: &Path) {
+    use std::io::{Read, Write};
+    // A liveness check connects and closes; a subscriber sends its Subscribe.
+    s.set_read_timeout(Some(std::time::Duration::from_millis(500)))
+        .unwrap();
+    let mut len = [0u8; 4];
+    if s.read_exact(&mut len).is_err() {
+        return;
+    }
+    let mut r = probe_protocol::RecordingReader::new(std::fs::File::open(rec).unwrap()).unwrap();
+    while let Ok(Some(f)) = r.next_raw() {
+        if s.write_all(f.bytes()).is_err() {
+            return;
+        }
+    }
+    let _ = s.set_read_timeout(None);
+    let _ = std::io::copy(&mut s, &mut std::io::sink());
+}

@@ -239,3 +239,37 @@ fn r_records_into_the_record_dir_under_new_dated_names() {
         drop(replayed);
     }
 }
+
+/// A recording that can no longer be written (here a file-size limit, as a full disk would):
+/// a headless run says so on stderr and in the report, exits 1, and the file keeps every
+/// frame up to the last whole one.
+#[test]
+fn a_recording_that_cannot_be_written_fails_the_run_and_stays_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("prover-31.sock");
+    common::serve_recording(sock.clone(), common::recording("h200-ghost-sync.psrec"));
+    let rec = dir.path().join("rec.psrec");
+    // 200 blocks of 512 bytes; SIGXFSZ ignored, so a write past it fails with EFBIG.
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            "trap '' XFSZ; ulimit -f 200 && exec \"$0\" \"$@\"",
+            BIN,
+            "attach",
+        ])
+        .arg(&sock)
+        .args(["--headless", "--duration", "3", "--record"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("recording stopped:"), "{err}");
+    assert!(report.contains("recording stopped:"), "{report}");
+    let len = std::fs::metadata(&rec).unwrap().len();
+    assert!(len > 12 && len <= 200 * 512, "{len} bytes");
+    let r = probe_protocol::read_all(std::fs::File::open(&rec).unwrap()).unwrap();
+    assert!(r.truncation.is_none(), "cut mid-frame: {:?}", r.truncation);
+    assert!(r.errors.is_empty() && !r.frames.is_empty());
+}

@@ -371,15 +371,15 @@ fn prometheus_scrapes_the_fleet_and_every_dashboard_and_alert_query_runs() {
     // line: the same worker name) and async on host a; a GPU session for the GPU panels.
     let ghost = common::recording("h200-ghost-sync.psrec");
     let ghost_pid = recorded_pid(&ghost);
-    serve_recording(
+    common::serve_recording(
         sockets_a.join(format!("prover-{ghost_pid}.sock")),
         ghost.clone(),
     );
-    serve_recording(sockets_b.join(format!("prover-{ghost_pid}.sock")), ghost);
+    common::serve_recording(sockets_b.join(format!("prover-{ghost_pid}.sock")), ghost);
     let calm = common::recording("h200-ghost-async.psrec");
     let calm_pid = recorded_pid(&calm);
-    serve_recording(sockets_a.join(format!("prover-{calm_pid}.sock")), calm);
-    serve_recording(
+    common::serve_recording(sockets_a.join(format!("prover-{calm_pid}.sock")), calm);
+    common::serve_recording(
         sockets_a.join("prover-572.sock"),
         common::recording("h200-gpu-sha256.psrec"),
     );
@@ -683,7 +683,11 @@ fn exposition_is_negotiated(addr: &str, text: &str) {
     );
     assert!(om.contains("# TYPE proofscope_exporter_build info"), "{om}");
     let (head, z) = get_with(addr, "/metrics", "Accept-Encoding: gzip\r\n");
-    assert!(head.contains("Content-Encoding: gzip"), "{head}");
+    // Header names are case-insensitive (hyper writes them in lower case).
+    assert!(
+        head.to_ascii_lowercase().contains("content-encoding: gzip"),
+        "{head}"
+    );
     let mut unzipped = String::new();
     flate2::read::GzDecoder::new(&z[..])
         .read_to_string(&mut unzipped)
@@ -776,51 +780,13 @@ fn the_exporter_keeps_aggregates_not_events() {
     );
 }
 
-/// Serves the frames of a recording to every client that subscribes, as a prover would.
-fn serve_recording(sock: PathBuf, rec: PathBuf) {
-    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-    std::thread::Builder::new()
-        .name("recorded-prover".into())
-        .spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(s) = conn else { continue };
-                let rec = rec.clone();
-                std::thread::Builder::new()
-                    .name("recorded-viewer".into())
-                    .spawn(move || serve_one(s, &rec))
-                    .unwrap();
-            }
-        })
-        .unwrap();
-}
-
-/// One client of a recorded prover: the recording's frames, then an open, quiet connection
-/// (a prover with nothing more to say) until the client leaves.
-fn serve_one(mut s: std::os::unix::net::UnixStream, rec: &Path) {
-    // A liveness check connects and closes; a subscriber sends its Subscribe.
-    s.set_read_timeout(Some(Duration::from_millis(500)))
-        .unwrap();
-    let mut len = [0u8; 4];
-    if s.read_exact(&mut len).is_err() {
-        return;
-    }
-    let mut r = probe_protocol::RecordingReader::new(std::fs::File::open(rec).unwrap()).unwrap();
-    while let Ok(Some(f)) = r.next_raw() {
-        if s.write_all(f.bytes()).is_err() {
-            return;
-        }
-    }
-    let _ = s.set_read_timeout(None);
-    let _ = std::io::copy(&mut s, &mut std::io::sink());
-}
-
 #[test]
 fn a_recorded_gpu_session_fills_the_gpu_metrics() {
     let dir = tempfile::tempdir().unwrap();
     let sockets = dir.path().join("proofscope");
     std::fs::create_dir_all(&sockets).unwrap();
     // Named as a prover's socket is (`<prover>-<pid>.sock`), so discovery finds it.
-    serve_recording(
+    common::serve_recording(
         sockets.join("prover-572.sock"),
         common::recording("h200-gpu-sha256.psrec"),
     );
@@ -870,7 +836,7 @@ fn counters_are_scraped_at_zero_before_their_first_count() {
     let dir = tempfile::tempdir().unwrap();
     let sockets = dir.path().join("proofscope");
     std::fs::create_dir_all(&sockets).unwrap();
-    serve_recording(
+    common::serve_recording(
         sockets.join("prover-573.sock"),
         common::recording("h200-gpu-sha256.psrec"),
     );
@@ -920,7 +886,7 @@ fn circuit_names_are_capped() {
     std::fs::create_dir_all(&sockets).unwrap();
     let rec = dir.path().join("sectors.psrec");
     common::busy_session_of(&rec, 1000, None, |i| format!("sector-{i}"));
-    serve_recording(sockets.join("busy-1.sock"), rec);
+    common::serve_recording(sockets.join("busy-1.sock"), rec);
     let (_exp, addr) = exporter(&sockets, &["--max-label-values", "10"]);
     // The last proof settles only once its session moves on or ends, and the served
     // recording goes quiet after it: 999 are counted.
@@ -1032,7 +998,7 @@ fn an_anomalous_proof_is_captured_with_its_neighbours_and_named_by_an_exemplar()
     let sockets = dir.path().join("proofscope");
     std::fs::create_dir_all(&sockets).unwrap();
     let original = common::recording("cpp-cuda-sync.psrec");
-    serve_recording(sockets.join("prover-4242.sock"), original.clone());
+    common::serve_recording(sockets.join("prover-4242.sock"), original.clone());
     let caps = dir.path().join("captures");
     let (_exp, addr) = exporter(
         &sockets,
@@ -1137,7 +1103,7 @@ fn an_anomalous_proof_is_captured_with_its_neighbours_and_named_by_an_exemplar()
 fn attach_writes_its_captures_and_reports_them() {
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("prover-77.sock");
-    serve_recording(sock.clone(), common::recording("cpp-cuda-sync.psrec"));
+    common::serve_recording(sock.clone(), common::recording("cpp-cuda-sync.psrec"));
     let caps = dir.path().join("captures");
     let out = Command::new(BIN)
         .arg("attach")
@@ -1181,7 +1147,7 @@ fn the_capture_directory_stays_within_its_bound_over_100_anomalies() {
     let rec = dir.path().join("ghosts.psrec");
     let proofs = 130;
     common::busy_session_of(&rec, proofs, Some(1), |_| "sha256".into());
-    serve_recording(sockets.join("prover-9.sock"), rec);
+    common::serve_recording(sockets.join("prover-9.sock"), rec);
     let caps = dir.path().join("captures");
     let bound: u64 = 256 << 10;
     let (_exp, addr) = exporter(

@@ -15,6 +15,8 @@ pub struct Controller {
     label: String,
     /// Warnings for the report, from the source.
     warnings: Vec<String>,
+    /// The first failure the source reported (Said::failed).
+    failed: Option<String>,
 }
 
 impl Controller {
@@ -24,7 +26,13 @@ impl Controller {
             feed,
             label,
             warnings: Vec::new(),
+            failed: None,
         }
+    }
+
+    /// What failed that the user asked for, if anything did.
+    pub fn failed(&self) -> Option<&str> {
+        self.failed.as_deref()
     }
 
     pub fn model(&self) -> &Model {
@@ -53,6 +61,9 @@ impl Controller {
     /// Keeps what the source said for the report; the rest is for the caller (the footer).
     fn take(&mut self, mut said: Said) -> Said {
         self.warnings.append(&mut said.warnings);
+        if self.failed.is_none() {
+            self.failed = said.failed.take();
+        }
         said
     }
 

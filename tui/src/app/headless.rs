@@ -32,6 +32,8 @@ pub struct HeadlessEnd {
     pub child_exit: Option<u8>,
     /// A replay stopped by this signal before the end of its file.
     pub interrupted: Option<i32>,
+    /// What the user asked for that failed (a recording on a full disk).
+    pub failed_task: Option<String>,
 }
 
 /// A run with a prover of its own (`run`) stops when the prover has exited and its output is
@@ -118,6 +120,7 @@ fn ending(app: &mut App) -> HeadlessEnd {
         captured_nothing,
         child_exit: app.session.child().and_then(|c| c.exit),
         interrupted: None,
+        failed_task: app.session.failed().map(str::to_owned),
     }
 }
 

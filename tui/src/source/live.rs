@@ -122,7 +122,10 @@ impl LiveSource {
         if let Some(r) = self.recorder.as_mut()
             && let Err(e) = r.frame(raw)
         {
-            said.message = Some(format!("recording stopped: {e}"));
+            let why = format!("recording stopped: {e}");
+            said.message = Some(why.clone());
+            said.warnings.push(why.clone());
+            said.failed.get_or_insert(why);
             self.stop_recording();
         }
     }

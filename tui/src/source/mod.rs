@@ -60,6 +60,9 @@ pub struct Said {
     pub message: Option<String>,
     /// Warnings for the report.
     pub warnings: Vec<String>,
+    /// Something the user asked for failed (a recording stopped on a full disk): a headless
+    /// run then exits with a failure, the report still written.
+    pub failed: Option<String>,
 }
 
 /// A paused view: events the live source holds back for the resume, and those it dropped

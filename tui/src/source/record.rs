@@ -1,18 +1,19 @@
 //! Recording a live session from the viewer: a header, a frame that re-states the session
 //! (its `Welcome`: Hello and every definition known so far — the same list the prover's
 //! collector welcomes a late viewer with — so a recording started mid-session decodes on its
-//! own), then the frames exactly as received.
+//! own), then the frames exactly as received. Each frame is one write to the file (no
+//! buffer), so that when a write fails (a full disk) the file can be cut back to its last
+//! whole frame: what was recorded stays readable to the end.
 
 use crate::model::Session;
 use anyhow::{Context, Result};
 use probe_protocol::{RecordingWriter, encode_frames};
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 #[derive(Debug)]
 pub struct Recorder {
-    out: RecordingWriter<BufWriter<std::fs::File>>,
+    out: RecordingWriter<std::fs::File>,
     pub path: String,
 }
 
@@ -45,7 +46,7 @@ impl Recorder {
     }
 
     fn start(f: std::fs::File, path: &Path, session: Option<&Session>) -> Result<Recorder> {
-        let mut out = RecordingWriter::new(BufWriter::new(f))?;
+        let mut out = RecordingWriter::new(f)?;
         let welcome = session
             .map(|s| s.welcome().into_events())
             .unwrap_or_default();
@@ -58,13 +59,35 @@ impl Recorder {
         })
     }
 
+    /// Appends a frame; on a failed write the file is cut back to its last whole frame (and
+    /// the error says so).
     pub fn frame(&mut self, raw: &[u8]) -> Result<()> {
-        self.out.write_frame(raw)?;
+        if let Err(e) = self.out.write_frame(raw) {
+            let whole = self.out.bytes_written();
+            // A device (/dev/full) cannot be cut: it holds nothing to read back anyway.
+            let cut = self.out.get_mut().set_len(whole).is_ok();
+            return Err(anyhow::anyhow!(
+                "{e}{}",
+                if cut {
+                    format!("; {} keeps its {whole} bytes of whole frames", self.path)
+                } else {
+                    String::new()
+                }
+            ));
+        }
         Ok(())
     }
 
     pub fn finish(mut self) -> Result<()> {
         self.out.flush()?;
+        self.out.get_mut().sync_data().or_else(|e| {
+            // A device or pipe has nothing to sync.
+            if e.raw_os_error() == Some(libc::EINVAL) {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })?;
         Ok(())
     }
 }
