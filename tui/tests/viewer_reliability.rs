@@ -457,3 +457,30 @@ fn a_report_never_replaces_its_own_input() {
     );
     assert!(!d.join("x.psrec").exists());
 }
+
+/// PROTOCOL.md §5: a recording cut short (no Goodbye) is reported as a session that ended
+/// without one; a whole one gives its goodbye's reason.
+#[test]
+fn a_cut_recording_says_its_session_ended_without_a_goodbye() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = common::recording("cpu-sha256-sync.psrec");
+    let bytes = std::fs::read(&whole).unwrap();
+    let cut = dir.path().join("cut.psrec");
+    std::fs::write(&cut, &bytes[..bytes.len() * 3 / 4]).unwrap();
+    let text = |f: &Path| {
+        let out = Command::new(BIN)
+            .arg("replay")
+            .arg(f)
+            .arg("--headless")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let t = text(&cut);
+    assert!(t.contains("session ended without a goodbye"), "{t}");
+    let t = text(&whole);
+    assert!(
+        t.contains("session ended: ") && !t.contains("without a goodbye"),
+        "{t}"
+    );
+}

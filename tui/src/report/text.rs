@@ -311,8 +311,18 @@ fn dropped(o: &mut String, s: &SessionReport) {
     for (k, n) in &s.dropped {
         let _ = writeln!(o, "{k}: {n}");
     }
-    if let Some(g) = &s.goodbye {
-        let _ = writeln!(o, "\nsession ended: {g}");
+    match &s.goodbye {
+        Some(g) => {
+            let _ = writeln!(o, "\nsession ended: {g}");
+        }
+        // PROTOCOL.md §5: a stream without a Goodbye ended without one.
+        None => {
+            let _ = writeln!(
+                o,
+                "\nsession ended without a goodbye: the stream stops here (the prover was killed \
+                 or is still running, or the recording was cut)"
+            );
+        }
     }
 }
 
