@@ -497,6 +497,16 @@ pub fn greet_viewer(
 
 /// Serves the frames of a recording to every client that subscribes, as a prover would.
 pub fn serve_recording(sock: PathBuf, rec: PathBuf) {
+    serve_recording_as(sock, rec, true);
+}
+
+/// [`serve_recording`] as a prover that is still running when its recording ends: its
+/// Goodbye is held back, so a watcher keeps it up (the alerts gated on `up` can hold).
+pub fn serve_recording_running(sock: PathBuf, rec: PathBuf) {
+    serve_recording_as(sock, rec, false);
+}
+
+fn serve_recording_as(sock: PathBuf, rec: PathBuf, goodbye: bool) {
     let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
     std::thread::Builder::new()
         .name("recorded-prover".into())
@@ -506,7 +516,7 @@ pub fn serve_recording(sock: PathBuf, rec: PathBuf) {
                 let rec = rec.clone();
                 std::thread::Builder::new()
                     .name("recorded-viewer".into())
-                    .spawn(move || serve_one(s, &rec))
+                    .spawn(move || serve_one(s, &rec, goodbye))
                     .unwrap();
             }
         })
@@ -515,7 +525,7 @@ pub fn serve_recording(sock: PathBuf, rec: PathBuf) {
 
 /// One client of a recorded prover: the recording's frames, then an open, quiet connection
 /// (a prover with nothing more to say) until the client leaves.
-pub fn serve_one(mut s: std::os::unix::net::UnixStream, rec: &Path) {
+pub fn serve_one(mut s: std::os::unix::net::UnixStream, rec: &Path, goodbye: bool) {
     use std::io::{Read, Write};
     // A liveness check connects and closes; a subscriber sends its Subscribe.
     s.set_read_timeout(Some(std::time::Duration::from_millis(500)))
@@ -525,9 +535,45 @@ pub fn serve_one(mut s: std::os::unix::net::UnixStream, rec: &Path) {
         return;
     }
     let mut r = probe_protocol::RecordingReader::new(std::fs::File::open(rec).unwrap()).unwrap();
+    let mut last_ts = 0;
     while let Ok(Some(f)) = r.next_raw() {
-        if s.write_all(f.bytes()).is_err() {
+        let decoded = probe_protocol::decode_frame(&f.bytes()[4..]);
+        if let Ok(d) = &decoded {
+            last_ts = d
+                .events
+                .iter()
+                .filter_map(Event::ts)
+                .fold(last_ts, u64::max);
+        }
+        let frame = match decoded {
+            Ok(d) if !goodbye && d.events.iter().any(|e| matches!(e, Event::Goodbye { .. })) => {
+                let rest: Vec<Event> = d
+                    .events
+                    .into_iter()
+                    .filter(|e| !matches!(e, Event::Goodbye { .. }))
+                    .collect();
+                if rest.is_empty() {
+                    continue;
+                }
+                probe_protocol::encode_frame(d.base_ns, &rest).unwrap()
+            }
+            _ => f.bytes().to_vec(),
+        };
+        if s.write_all(&frame).is_err() {
             return;
+        }
+    }
+    if !goodbye {
+        // Still running: a heartbeat every 0.5 s moves its session time on, as a probe's does,
+        // so that its last proof settles.
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            last_ts += 500_000_000;
+            let beat =
+                probe_protocol::encode_frame(last_ts, &[Event::Heartbeat { ts: last_ts }]).unwrap();
+            if s.write_all(&beat).is_err() {
+                return;
+            }
         }
     }
     let _ = s.set_read_timeout(None);

@@ -371,15 +371,15 @@ fn prometheus_scrapes_the_fleet_and_every_dashboard_and_alert_query_runs() {
     // line: the same worker name) and async on host a; a GPU session for the GPU panels.
     let ghost = common::recording("h200-ghost-sync.psrec");
     let ghost_pid = recorded_pid(&ghost);
-    common::serve_recording(
+    common::serve_recording_running(
         sockets_a.join(format!("prover-{ghost_pid}.sock")),
         ghost.clone(),
     );
-    common::serve_recording(sockets_b.join(format!("prover-{ghost_pid}.sock")), ghost);
+    common::serve_recording_running(sockets_b.join(format!("prover-{ghost_pid}.sock")), ghost);
     let calm = common::recording("h200-ghost-async.psrec");
     let calm_pid = recorded_pid(&calm);
-    common::serve_recording(sockets_a.join(format!("prover-{calm_pid}.sock")), calm);
-    common::serve_recording(
+    common::serve_recording_running(sockets_a.join(format!("prover-{calm_pid}.sock")), calm);
+    common::serve_recording_running(
         sockets_a.join("prover-572.sock"),
         common::recording("h200-gpu-sha256.psrec"),
     );
