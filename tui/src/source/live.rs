@@ -15,6 +15,9 @@ use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant, SystemTime};
 
+/// What a stopping viewer takes of what had already arrived, at most.
+const FINISH_DRAIN: Duration = Duration::from_millis(200);
+
 #[derive(Debug)]
 pub struct LiveSource {
     rx: Receiver<SourceMsg>,
@@ -272,8 +275,12 @@ impl Source for LiveSource {
     fn finish(&mut self, model: &mut Model) -> Said {
         let mut said = Said::default();
         // What had arrived counts, and the captures still waiting for the proofs after
-        // theirs are written with what there is.
-        while let Ok(m) = self.rx.try_recv() {
+        // theirs are written with what there is: disconnected first (a flooding prover would
+        // keep the channel full for ever), then what is left taken, for at most FINISH_DRAIN.
+        self.live.take();
+        let t = Instant::now();
+        while t.elapsed() < FINISH_DRAIN {
+            let Ok(m) = self.rx.try_recv() else { break };
             self.handle(m, model, &mut said);
         }
         self.resume(model, &mut said);
