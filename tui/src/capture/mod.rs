@@ -129,11 +129,6 @@ pub struct BlackBox {
     judged: HashMap<(u32, u64), u64>,
 }
 
-fn session_key(s: &Session) -> (u32, u64) {
-    s.hello()
-        .map_or((0, 0), |h| (h.pid, h.session_start_unix_ns))
-}
-
 impl BlackBox {
     pub fn new(opts: CaptureOpts, rule: GapRule) -> BlackBox {
         BlackBox {
@@ -169,7 +164,7 @@ impl BlackBox {
             .fold(start, u64::min);
         let name = capture_name(s, worker, id, outer.start);
         self.pending.push(Pending {
-            session: session_key(s),
+            session: s.key(),
             proof: id,
             from,
             proof_end: end,
@@ -186,7 +181,7 @@ impl BlackBox {
         for s in model.sessions() {
             let Some(h) = s.hello() else { continue };
             let worker = crate::export::worker_name(h);
-            let key = session_key(s);
+            let key = s.key();
             let done = self.judged.get(&key).copied().unwrap_or(0);
             let st = settled(s, done, ended);
             for r in &st.ready {
@@ -207,10 +202,7 @@ impl BlackBox {
         let mut out = Vec::new();
         let mut waiting = Vec::new();
         for p in std::mem::take(&mut self.pending) {
-            let s = model
-                .sessions()
-                .iter()
-                .find(|s| session_key(s) == p.session);
+            let s = model.sessions().iter().find(|s| s.key() == p.session);
             match s.and_then(|s| self.window_end(&p, s, ended).map(|to| (s, to))) {
                 Some((s, to)) => out.push(self.write(&p, s, to)),
                 None if s.is_none() => out.push(Outcome::Failed {

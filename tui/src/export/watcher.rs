@@ -14,7 +14,7 @@ use super::owned::Owned;
 use crate::analysis::GapRule;
 use crate::analysis::settled::settled;
 use crate::capture::{BlackBox, CaptureOpts};
-use crate::model::{Model, Retention, Session};
+use crate::model::{Model, Retention};
 use crate::report::{ProofReport, proof_report};
 use crate::source::LinkState;
 use crate::source::SourceMsg;
@@ -133,11 +133,6 @@ struct State {
     blackbox: Option<BlackBox>,
 }
 
-fn session_key(s: &Session) -> (u32, u64) {
-    s.hello()
-        .map_or((0, 0), |h| (h.pid, h.session_start_unix_ns))
-}
-
 impl State {
     fn new(n: usize, shared: Shared, live: Arc<AtomicBool>) -> State {
         State {
@@ -192,7 +187,7 @@ impl State {
 
     fn current_labels(&self) -> Option<ProverLabels> {
         let s = self.model.current()?;
-        self.names.get(&session_key(s)).cloned()
+        self.names.get(&s.key()).cloned()
     }
 
     fn handle(&mut self, msg: SourceMsg) {
@@ -267,7 +262,7 @@ impl State {
             version: h.prover_version.clone(),
             pid: h.pid.to_string(),
         };
-        self.names.insert(session_key(s), l.clone());
+        self.names.insert(s.key(), l.clone());
         // The worker's previous process (a reconnection or a restart) is not it any more.
         for old in self.owned.info.iter().filter(|i| i.worker == l.worker) {
             self.m.prover_info.remove(old);
@@ -330,10 +325,10 @@ impl State {
         let Some(s) = self.model.current() else {
             return;
         };
-        let Some(l) = self.names.get(&session_key(s)).cloned() else {
+        let Some(l) = self.names.get(&s.key()).cloned() else {
             return;
         };
-        let p = self.progress.entry(session_key(s)).or_default();
+        let p = self.progress.entry(s.key()).or_default();
         if d.ts <= p.dropped_until && p.dropped_until > 0 {
             return;
         }
@@ -353,7 +348,7 @@ impl State {
         let Some(s) = self.model.current() else {
             return;
         };
-        let Some(l) = self.names.get(&session_key(s)).cloned() else {
+        let Some(l) = self.names.get(&s.key()).cloned() else {
             return;
         };
         if let Some(a) = s.alloc_samples().last() {
@@ -429,7 +424,7 @@ impl State {
         let mut observed = Vec::new();
         let mut missed = 0;
         for s in self.model.sessions() {
-            let key = session_key(s);
+            let key = s.key();
             let Some(l) = self.names.get(&key).cloned() else {
                 continue;
             };

@@ -61,6 +61,14 @@ pub struct Session {
 }
 
 impl Session {
+    /// Which process's session this is, (pid, session start): a reconnection to it is the
+    /// same key, a restart a new one. (0, 0) before its Hello.
+    pub fn key(&self) -> (u32, u64) {
+        self.hello
+            .as_ref()
+            .map_or((0, 0), |h| (h.pid, h.session_start_unix_ns))
+    }
+
     pub fn hello(&self) -> Option<&Hello> {
         self.hello.as_ref()
     }

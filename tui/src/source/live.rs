@@ -290,7 +290,6 @@ impl Source for LiveSource {
             said.message = Some(e.clone());
             said.warnings.push(e);
         }
-        self.live.take();
         said
     }
 }
