@@ -9,14 +9,17 @@
 //! to. `TIMELINE` GPU runs are matched to the call whose lines appear while they run. A daemon
 //! restart (TIMELINE offsets back near 0, or the wall clock going back) starts a new session.
 
-use super::lines::{LogLine, TimelineEvent, Wrapper};
+use super::lines::{Key, LogLine, TimelineEvent, Wrapper};
+pub use super::runs::GpuRun;
+use super::runs::{Edge, Runs};
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 /// Where a line is: file and 1-based line number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct At {
-    pub file: String,
+    /// Shared by every line of the file (a `String` per line was a fifth of the reading).
+    pub file: std::sync::Arc<str>,
     pub line: usize,
 }
 
@@ -29,9 +32,9 @@ impl std::fmt::Display for At {
 /// One GPU worker's lines within a call.
 #[derive(Debug, Clone, Default)]
 pub struct Worker {
-    pub ms: BTreeMap<String, u64>,
+    pub ms: BTreeMap<Key, u64>,
     /// `CUZK_NTT_H` lines of this worker: the inside of its `ntt_msm_h`.
-    pub ntt_h: Vec<Vec<(String, u64)>>,
+    pub ntt_h: Vec<Vec<(Key, u64)>>,
 }
 
 /// One call of the C++ prover (one partition), or a bare bellperson proof.
@@ -40,10 +43,10 @@ pub struct Call {
     pub first: Option<At>,
     pub last: Option<At>,
     /// The caller's keys (milliseconds), e.g. `prep_msm_ms`, `total_start_fn_ms`.
-    pub ms: BTreeMap<String, u64>,
+    pub ms: BTreeMap<Key, u64>,
     pub workers: BTreeMap<u64, Worker>,
     /// `CUZK_NTT_H` lines no worker has claimed yet.
-    pending_ntt: Vec<Vec<(String, u64)>>,
+    pending_ntt: Vec<Vec<(Key, u64)>>,
     pub async_dealloc_ms: Option<u64>,
     /// The wrapper timers the caller printed, one per kind.
     pub wrappers: BTreeMap<Wrapper, Duration>,
@@ -78,7 +81,7 @@ impl Call {
     }
 
     /// Whether the call has every key of `pairs` already (for `gpu_tid` lines, its worker).
-    fn has_any(&self, pairs: &[(String, u64)], tid: Option<u64>) -> bool {
+    fn has_any(&self, pairs: &[(Key, u64)], tid: Option<u64>) -> bool {
         let have = match tid {
             Some(t) => self.workers.get(&t).map(|w| &w.ms),
             None => Some(&self.ms),
@@ -102,19 +105,6 @@ const STARTS_CALL: [&str; 4] = [
 ];
 /// A `ntt_msm_h_ms` may exceed the sum of its steps by this share (setup between them).
 const NTT_SLACK: f64 = 0.05;
-
-/// A `TIMELINE` GPU run of one job's partition (offsets in ms from the daemon's start).
-#[derive(Debug, Clone, Default)]
-pub struct GpuRun {
-    pub job: String,
-    pub partition: Option<String>,
-    pub queue: Option<u64>,
-    pub pickup: Option<u64>,
-    pub start: Option<u64>,
-    pub end: Option<u64>,
-    pub claimed: bool,
-    pub segment: usize,
-}
 
 /// A job's synthesis from `TIMELINE` lines.
 #[derive(Debug, Clone, Default)]
@@ -155,7 +145,7 @@ const OFFSET_BACK_MS: u64 = 60_000;
 #[derive(Debug, Default)]
 pub struct Calls {
     pub calls: Vec<Call>,
-    pub runs: Vec<GpuRun>,
+    pub runs: Runs,
     pub synthesis: BTreeMap<String, Synthesis>,
     pub segments: Vec<Segment>,
     pub warnings: Vec<String>,
@@ -263,16 +253,13 @@ impl Calls {
             ));
             self.close(c);
         }
-        for i in 0..self.runs.len() {
-            if !self.runs[i].claimed && self.runs[i].start.is_some() {
-                self.runs[i].claimed = true;
-                self.calls.push(Call {
-                    run: Some(i),
-                    closed: true,
-                    segment: self.runs[i].segment,
-                    ..Call::default()
-                });
-            }
+        for i in self.runs.claim_the_rest() {
+            self.calls.push(Call {
+                run: Some(i),
+                closed: true,
+                segment: self.runs[i].segment,
+                ..Call::default()
+            });
         }
     }
 
@@ -318,26 +305,13 @@ impl Calls {
 
     /// The earliest-started GPU run that has not ended and no call has claimed.
     fn claim_running(&mut self) -> Option<usize> {
-        let i = (0..self.runs.len())
-            .filter(|&i| {
-                let r = &self.runs[i];
-                !r.claimed && r.start.is_some() && r.end.is_none()
-            })
-            .min_by_key(|&i| self.runs[i].start)?;
-        self.runs[i].claimed = true;
-        Some(i)
+        self.runs.claim_running()
     }
 
     fn close(&mut self, mut c: Call) {
         if c.run.is_none() {
             // Lines printed after their run's GPU_END (buffered stderr): the earliest run left.
-            let i = (0..self.runs.len())
-                .filter(|&i| !self.runs[i].claimed && self.runs[i].start.is_some())
-                .min_by_key(|&i| self.runs[i].start);
-            if let Some(i) = i {
-                self.runs[i].claimed = true;
-                c.run = Some(i);
-            }
+            c.run = self.runs.claim_started();
         }
         if !c.pending_ntt.is_empty() {
             let n = c.pending_ntt.len();
@@ -355,7 +329,7 @@ impl Calls {
     /// The index of the latest closed call when a line of timers `pairs` belongs to it: no
     /// call is open, the line is the caller's (workers end before the call does), starts no
     /// call, and the call has none of its keys yet (a late line: `b_g2_msm_ms`, an epilogue).
-    fn late_line_of(&self, pairs: &[(String, u64)], tid: Option<u64>) -> Option<usize> {
+    fn late_line_of(&self, pairs: &[(Key, u64)], tid: Option<u64>) -> Option<usize> {
         let starts = pairs.iter().any(|(k, _)| STARTS_CALL.contains(&k.as_str()));
         if self.open.is_some() || tid.is_some() || starts {
             return None;
@@ -365,7 +339,7 @@ impl Calls {
         (c.has_cuzk() && c.segment == self.segment() && !c.has_any(pairs, tid)).then_some(i)
     }
 
-    fn timing(&mut self, pairs: Vec<(String, u64)>, at: At, wall: Option<SystemTime>) {
+    fn timing(&mut self, pairs: Vec<(Key, u64)>, at: At, wall: Option<SystemTime>) {
         // `async_dealloc_ms` comes from a detached thread, after its call closed.
         if let [(k, v)] = pairs.as_slice()
             && k == "async_dealloc_ms"
@@ -480,13 +454,16 @@ impl Calls {
                 s.kind = field("kind=").unwrap_or_default();
             }
             TimelineEvent::SynthEnd => self.synthesis.entry(job).or_default().end = Some(t),
-            TimelineEvent::GpuQueue => self.runs.push(GpuRun {
-                job,
-                partition: partition.or_else(|| (detail == "monolithic").then(|| detail.into())),
-                queue: Some(t),
-                segment,
-                ..GpuRun::default()
-            }),
+            TimelineEvent::GpuQueue => {
+                self.runs.push(GpuRun {
+                    job,
+                    partition: partition
+                        .or_else(|| (detail == "monolithic").then(|| detail.into())),
+                    queue: Some(t),
+                    segment,
+                    ..GpuRun::default()
+                });
+            }
             TimelineEvent::GpuPickup | TimelineEvent::GpuStart | TimelineEvent::GpuEnd => {
                 self.gpu_run_edge(t, event, job, partition, at)
             }
@@ -501,19 +478,16 @@ impl Calls {
         partition: Option<String>,
         at: &At,
     ) {
-        let slot = |r: &GpuRun| match event {
-            TimelineEvent::GpuPickup => r.pickup,
-            TimelineEvent::GpuStart => r.start,
-            _ => r.end,
+        let edge = match event {
+            TimelineEvent::GpuPickup => Edge::Pickup,
+            TimelineEvent::GpuStart => Edge::Start,
+            _ => Edge::End,
         };
         let segment = self.segment();
-        let i = self.runs.iter().position(|r| {
-            r.job == job
-                && r.segment == segment
-                && slot(r).is_none()
-                && (partition.is_none() || r.partition == partition)
-        });
-        let i = match i {
+        let i = match self
+            .runs
+            .waiting_for(segment, &job, partition.as_deref(), edge)
+        {
             Some(i) => i,
             None => {
                 self.warnings.push(format!(
@@ -527,22 +501,16 @@ impl Calls {
                     partition,
                     segment,
                     ..GpuRun::default()
-                });
-                self.runs.len() - 1
+                })
             }
         };
-        let r = &mut self.runs[i];
-        match event {
-            TimelineEvent::GpuPickup => r.pickup = Some(t),
-            TimelineEvent::GpuStart => r.start = Some(t),
-            _ => r.end = Some(t),
-        }
+        self.runs.set(i, edge, t);
     }
 }
 
 /// Files a line's timers under the call or, with `gpu_tid`, under its worker; a worker's
 /// `ntt_msm_h_ms` claims the pending `CUZK_NTT_H` steps it adds up to.
-fn file_pairs(c: &mut Call, pairs: Vec<(String, u64)>, tid: Option<u64>) {
+fn file_pairs(c: &mut Call, pairs: Vec<(Key, u64)>, tid: Option<u64>) {
     let Some(t) = tid else {
         c.ms.extend(pairs);
         return;
@@ -560,8 +528,8 @@ fn file_pairs(c: &mut Call, pairs: Vec<(String, u64)>, tid: Option<u64>) {
 /// The oldest pending steps whose totals add up to at most `ntt_ms` (with [`NTT_SLACK`]), at
 /// least one: with two workers printing at once, each takes as many circuits' steps as its own
 /// timer covers.
-fn claim_ntt(pending: &mut Vec<Vec<(String, u64)>>, ntt_ms: u64) -> Vec<Vec<(String, u64)>> {
-    let total = |s: &[(String, u64)]| {
+fn claim_ntt(pending: &mut Vec<Vec<(Key, u64)>>, ntt_ms: u64) -> Vec<Vec<(Key, u64)>> {
+    let total = |s: &[(Key, u64)]| {
         s.iter()
             .find(|(k, _)| k == "total")
             .map_or_else(|| s.iter().map(|p| p.1).sum(), |p| p.1)

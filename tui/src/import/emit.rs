@@ -247,11 +247,18 @@ impl Emitter {
     }
 }
 
+/// Sorts one proof's events by the key [`in_order`] sorts the stream by.
+pub fn sort_proof(timed: &mut [Timed]) {
+    timed.sort_by_key(|(ts, order, depth, _)| (*ts, *order, *depth));
+}
+
 fn kind_name(k: DiagnosisKind) -> String {
     k.cause_marker()
 }
 
 /// Sorts timed events as a stream carries them and drops the sort keys.
+/// Sorting each proof's events first ([`sort_proof`]) gives the same order (the sort is
+/// stable) and leaves this one runs to merge rather than a shuffle.
 pub fn in_order(mut timed: Vec<Timed>) -> Vec<Event> {
     timed.sort_by_key(|(ts, order, depth, _)| (*ts, *order, *depth));
     timed.into_iter().map(|t| t.3).collect()

@@ -12,6 +12,7 @@ mod emit;
 pub mod feed;
 mod lines;
 mod place;
+mod runs;
 
 use anyhow::{Context, Result, bail};
 use probe_protocol::{Event, Hello, RECORDING_MAGIC, RecordingWriter};
@@ -127,6 +128,7 @@ fn read(paths: &[PathBuf]) -> Result<(calls::Calls, LineCounts)> {
     let mut counts = LineCounts::default();
     for path in paths {
         let name = path.display().to_string();
+        let file: std::sync::Arc<str> = name.as_str().into();
         let f = std::fs::File::open(path).with_context(|| format!("opening {name}"))?;
         let mut r = BufReader::new(f);
         let mut buf = Vec::new();
@@ -138,7 +140,7 @@ fn read(paths: &[PathBuf]) -> Result<(calls::Calls, LineCounts)> {
             }
             n += 1;
             let at = calls::At {
-                file: name.clone(),
+                file: file.clone(),
                 line: n,
             };
             file_line(&mut calls, &mut counts, &buf, at, None);
@@ -237,9 +239,17 @@ pub fn import(paths: &[PathBuf]) -> Result<Imported> {
     out.warnings = calls.warnings.clone();
     out.warnings.extend(counts.warnings());
     out.warnings.push(summary(&counts, &out));
-    for (seg, origin) in origins.iter().enumerate().take(out.sessions) {
-        let mine: Vec<&place::Placed> = placed.iter().filter(|p| p.segment == seg).collect();
-        let who = counts.prover_name();
+    // Placed: what the calls held is not needed any more, and its memory serves the events.
+    drop(calls);
+    // Grouped once: a filter per session was quadratic in a log of many restarts.
+    let mut by_segment: Vec<Vec<&place::Placed>> = vec![Vec::new(); out.sessions];
+    for p in &placed {
+        if let Some(v) = by_segment.get_mut(p.segment) {
+            v.push(p);
+        }
+    }
+    let who = counts.prover_name();
+    for ((seg, origin), mine) in origins.iter().enumerate().zip(by_segment) {
         session_events(
             &mut out.events,
             paths,
@@ -294,7 +304,9 @@ fn session_events(
     let stated: Vec<Event> = warnings.iter().map(|w| e.warning(0, w)).collect();
     let mut timed = Vec::new();
     for p in placed {
-        timed.extend(e.proof(p));
+        let mut t = e.proof(p);
+        emit::sort_proof(&mut t);
+        timed.append(&mut t);
     }
     let end_ts = timed.iter().map(|t| t.0).max().unwrap_or(0);
     let gpu = placed.iter().any(|p| p.gpu);
@@ -400,7 +412,9 @@ pub fn join(paths: &[PathBuf], to: &JoinTo) -> Result<Imported> {
     }
     let mut timed = Vec::new();
     for p in &placed {
-        timed.extend(e.proof(p));
+        let mut t = e.proof(p);
+        emit::sort_proof(&mut t);
+        timed.append(&mut t);
     }
     let stated: Vec<Event> = out.warnings.iter().map(|w| e.warning(0, w)).collect();
     out.events = e.take_defs();
