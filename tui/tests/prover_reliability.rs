@@ -188,6 +188,32 @@ fn sigterm_during_a_pause_stops_the_prover_promptly() {
     );
 }
 
+/// The last line counts the proofs that completed, those still running at the signal
+/// included (it said "SIGTERM after 1 proofs" when 2 completed): the signal comes as proof 1
+/// ends, while the overlapped batch 2 is already under way.
+#[test]
+fn sigterm_says_how_many_proofs_completed_in_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = serve(&["--socket", dir.path().join("p.sock").to_str().unwrap()]);
+    let rx = lines(&mut p);
+    wait_for(&rx, 180, |l| l.starts_with("proof 1:"));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(p.id() as i32, libc::SIGTERM) };
+    let status = p.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let rest: Vec<String> = rx.iter().map(|(_, l)| l).collect();
+    let done = 1 + rest.iter().filter(|l| l.starts_with("proof ")).count();
+    let last = rest
+        .iter()
+        .find(|l| l.starts_with("stopping: "))
+        .unwrap_or_else(|| panic!("no stopping line: {rest:?}"));
+    let want = format!(
+        "stopping: SIGTERM after {done} proof{}",
+        if done == 1 { "" } else { "s" }
+    );
+    assert_eq!(last, &want, "{rest:?}");
+}
+
 #[test]
 fn a_closed_output_pipe_does_not_kill_the_prover() {
     let dir = tempfile::tempdir().unwrap();

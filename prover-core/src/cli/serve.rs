@@ -45,7 +45,28 @@ struct Tally {
     last: Option<Instant>,
     /// The earliest start of a proof that completed.
     earliest: Option<Instant>,
-    stop: Option<String>,
+    stop: Option<Stop>,
+}
+
+/// Why no further batch starts. A signal's line is written at the end, with the proofs that
+/// completed by then: batches already running when it came still finish (the count taken at
+/// the signal said "SIGTERM after 1 proofs" when 2 completed).
+#[derive(Debug, Clone)]
+enum Stop {
+    Signal(&'static str),
+    GaveUp(String),
+}
+
+impl Stop {
+    fn reason(&self, done: u64) -> String {
+        match self {
+            Stop::Signal(sig) => format!(
+                "{sig} after {done} proof{}",
+                if done == 1 { "" } else { "s" }
+            ),
+            Stop::GaveUp(why) => why.clone(),
+        }
+    }
 }
 
 impl Tally {
@@ -92,11 +113,12 @@ impl Run<'_> {
     fn stop_before(&self, batch: u64) -> Option<String> {
         let mut t = self.tally();
         if let Some(s) = &t.stop {
-            return Some(s.clone());
+            return Some(s.reason(t.done));
         }
         if let Some(sig) = signals::requested() {
-            let why = format!("{sig} after {} proofs", t.done);
-            t.stop = Some(why.clone());
+            let stop = Stop::Signal(sig);
+            let why = stop.reason(t.done);
+            t.stop = Some(stop);
             return Some(why);
         }
         (self.args.proofs > 0 && batch >= self.args.proofs)
@@ -156,7 +178,7 @@ impl Run<'_> {
                 t.failures += 1;
                 crate::errln!("proof failed: {e}");
                 if t.failures >= 3 && t.done == 0 && t.stop.is_none() {
-                    t.stop = Some(format!("giving up: {e}"));
+                    t.stop = Some(Stop::GaveUp(format!("giving up: {e}")));
                 }
             }
         }
@@ -279,7 +301,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     }
     let reason = match (&outcome, &t.stop) {
         (Err(e), _) => format!("error: {e}"),
-        (Ok(()), Some(s)) => s.clone(),
+        (Ok(()), Some(s)) => s.reason(t.done),
         (Ok(()), None) => format!("done: {} proofs", t.done),
     };
     crate::errln!("stopping: {reason}");
