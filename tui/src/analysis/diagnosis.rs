@@ -505,4 +505,28 @@ mod tests {
         assert_eq!(d.kind, DiagnosisKind::Blocked);
         assert_eq!(d.sentence, "a lock");
     }
+
+    /// docs/PROTOCOL.md §10: a cause marker counts when it is on the gap's thread and its time
+    /// lies in the gap, both ends included; one on another thread, or just outside, does not.
+    #[test]
+    fn a_cause_marker_counts_on_the_gaps_thread_with_both_ends_included() {
+        let gap = Interval::new(1000 * MS, 1500 * MS);
+        let cause = DiagnosisKind::Blocked.cause_marker();
+        for (ts, thread, counts) in [
+            (1000 * MS, 1, true),
+            (1500 * MS, 1, true),
+            (1000 * MS - 1, 1, false),
+            (1500 * MS + 1, 1, false),
+            (1200 * MS, 2, false),
+        ] {
+            let (mut f, outer) = fixture(3000);
+            f.marker(ts, &cause, ThreadId(thread), Some(outer), "a lock");
+            let d = diagnose_in(&f.model(), gap);
+            assert_eq!(
+                d.stated.is_some(),
+                counts,
+                "marker at {ts} on thread {thread}"
+            );
+        }
+    }
 }

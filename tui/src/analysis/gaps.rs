@@ -269,4 +269,30 @@ mod tests {
         };
         assert!(unaccounted(iv(0, 200), &[iv(40, 200)], &strict)[0].flagged);
     }
+
+    /// docs/PROTOCOL.md §10: a leaf span has no gaps (its time is its own work); the outer
+    /// span and every span with a child — a span on any thread, or a GPU span launched in it —
+    /// have them.
+    #[test]
+    fn gaps_are_of_the_outer_span_and_of_spans_with_children_never_of_leaves() {
+        use crate::model::ProofId;
+        use crate::model::fixture::{Fixture, session};
+        let mut f = Fixture::new();
+        let main = f.thread(1, "main");
+        let gpu = f.thread(2, "gpu-0");
+        let outer = f.proof(1, "gpu", "prove", main, 0, 1000 * MS);
+        f.span(Some(1), Some(outer), "leaf", main, 0, 400 * MS);
+        let launcher = f.span(Some(1), Some(outer), "ntt_msm_h", gpu, 400 * MS, 900 * MS);
+        f.gpu_span(launcher, 0, "msm", 500 * MS, 600 * MS);
+        let m = f.model();
+        let p = session(&m).proof(ProofId(1)).unwrap();
+        let got = proof_gaps(p, &GapRule::default(), 1000 * MS);
+        let names: Vec<u64> = got.iter().map(|g| g.span.id.get()).collect();
+        assert_eq!(names, vec![outer.get(), launcher.get()], "{got:?}");
+        // The launcher: head 100 ms, tail 300 ms around its GPU span.
+        assert_eq!(got[1].unaccounted_ns, 400 * MS);
+        // The outer span: the tail after its last child, 100 ms.
+        assert_eq!(got[0].unaccounted_ns, 100 * MS);
+        assert_eq!(got[0].gaps[0].place, Place::AfterLast);
+    }
 }
