@@ -438,3 +438,37 @@ pub fn write_recording(events: &[Event], out: impl Write) -> Result<()> {
     w.flush().context("flushing the recording")?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/PROTOCOL.md §4.1 "Imported sessions": the `Hello` of a session made from a log.
+    #[test]
+    fn an_imported_session_says_what_its_hello_fields_mean() {
+        let log = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../recordings/logs/cuzk-c2-3-partitions.log");
+        let imp = import(std::slice::from_ref(&log)).unwrap();
+        let Some(Event::Hello(h)) = imp.events.first() else {
+            panic!("no Hello first: {:?}", imp.events.first());
+        };
+        assert_eq!(h.pid, 0);
+        assert_eq!(h.clock, IMPORTED_CLOCK);
+        assert_eq!(h.clock, "reconstructed from log timers (ms)");
+        assert_eq!(h.large_block_threshold, 0);
+        assert_eq!(h.stack_threshold, 0);
+        assert!(h.hostname.is_empty());
+        assert_eq!(h.backend, "gpu");
+        assert_eq!(h.gpu_unavailable_reason.as_deref(), Some(NO_TELEMETRY));
+        assert_eq!(h.command_line[0], "proofscope import");
+        assert_eq!(h.command_line[1], log.display().to_string());
+        // Its TIMELINE lines (offsets from the daemon's start) carry no stamp of their own:
+        // the daemon's start is unknown, and said so by 0.
+        assert_eq!(h.session_start_unix_ns, 0);
+        assert!(
+            !imp.events
+                .iter()
+                .any(|e| matches!(e, Event::Alloc(_) | Event::Release(_)))
+        );
+    }
+}
