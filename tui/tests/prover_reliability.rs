@@ -214,6 +214,33 @@ fn sigterm_says_how_many_proofs_completed_in_the_end() {
     assert_eq!(last, &want, "{rest:?}");
 }
 
+/// A second SIGTERM exits at once (status 128 + 15) and still removes the socket: left
+/// behind, a viewer waited 10 s for a prover that was gone.
+#[test]
+fn a_second_sigterm_exits_at_once_and_removes_the_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("p.sock");
+    let mut p = serve(&["--socket", sock.to_str().unwrap()]);
+    let rx = lines(&mut p);
+    // Proof 2 is under way when proof 1's line comes.
+    wait_for(&rx, 180, |l| l.starts_with("proof 1:"));
+    assert!(sock.exists());
+    for _ in 0..2 {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(p.id() as i32, libc::SIGTERM) };
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let status = p.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.code(),
+        Some(128 + libc::SIGTERM),
+        "{status:?} {:?}",
+        status.signal()
+    );
+    assert!(!sock.exists(), "the socket was left behind");
+}
+
 #[test]
 fn a_closed_output_pipe_does_not_kill_the_prover() {
     let dir = tempfile::tempdir().unwrap();

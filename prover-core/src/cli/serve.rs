@@ -267,6 +267,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .probe
         .start(SocketChoice::Default, backend.name(), &reason)?;
     if let Some(p) = probe.socket_path() {
+        signals::remove_on_exit(p);
         crate::errln!(
             "probe: viewers attach with `proofscope attach {}`",
             p.display()

@@ -1,16 +1,35 @@
 //! SIGINT/SIGTERM: the first asks for a clean stop (finish the current proof, say goodbye,
-//! remove the socket); the second exits at once.
+//! remove the socket); the second removes the socket and exits at once.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 static SIGNALS: AtomicUsize = AtomicUsize::new(0);
 static LAST: AtomicUsize = AtomicUsize::new(0);
 
+/// The probe's socket, removed by a second signal before it exits: left behind, it made a
+/// viewer wait 10 s for a prover that was gone.
+static SOCKET: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
+
 extern "C" fn on_signal(sig: libc::c_int) {
     LAST.store(sig as usize, Ordering::Relaxed);
     if SIGNALS.fetch_add(1, Ordering::Relaxed) >= 1 {
+        if let Some(path) = SOCKET.get() {
+            // SAFETY: unlink is async-signal-safe; `path` is a NUL-terminated string set once
+            // before the handlers could need it and never freed (`OnceLock::get` is a plain
+            // atomic load, no lock).
+            unsafe { libc::unlink(path.as_ptr()) };
+        }
         // SAFETY: _exit is async-signal-safe.
         unsafe { libc::_exit(128 + sig) };
+    }
+}
+
+/// The socket a second signal removes before exiting at once (set once; later calls keep
+/// the first).
+pub fn remove_on_exit(path: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    if let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) {
+        let _ = SOCKET.set(c);
     }
 }
 
