@@ -1,5 +1,5 @@
 //! `--max-mib` bounds the viewer's memory whatever it replays: hostile recordings of about
-//! 20 MiB each (loose spans, samples, definitions, sessions, proofs, marker texts) replay in
+//! 20 MiB each (loose spans, deep nesting, samples, definitions, sessions, proofs, marker texts) replay in
 //! at most the budget × 1.25 plus the viewer's fixed footprint, read as the process's peak RSS.
 
 use probe_protocol::{
@@ -63,6 +63,31 @@ fn recordings(dir: &Path) -> Vec<(&'static str, PathBuf)> {
             span: i + 1,
             parent: None,
             proof: None,
+            name: 1,
+            thread: 1,
+        }));
+        v
+    });
+    add("deep nesting", &mut |i| {
+        // One chain of spans, each inside the previous one, none ended, in one proof.
+        let mut v = if i == 0 {
+            vec![
+                hello(1, 1),
+                Event::ProofBegin(Box::new(ProofBegin {
+                    ts: 1,
+                    proof: 1,
+                    span: 1,
+                    ..Default::default()
+                })),
+            ]
+        } else {
+            vec![]
+        };
+        v.push(Event::SpanBegin(SpanBegin {
+            ts: i * 1000 + 1,
+            span: i + 1,
+            parent: (i > 0).then_some(i),
+            proof: Some(1),
             name: 1,
             thread: 1,
         }));

@@ -90,10 +90,11 @@ impl Model {
         let budget = self.retention.max_bytes / 8;
         let grew = match self.sessions.last_mut() {
             Some(s) => {
-                let before = s.proofs.len();
+                let (before, late) = (s.proofs.len(), s.evicted_late);
                 let grew = s.apply(ev, budget);
                 // Proofs are only ever added here (retention removes them).
                 self.proofs_held += s.proofs.len().saturating_sub(before);
+                self.evicted_events += s.evicted_late - late;
                 grew
             }
             None => 0,
@@ -309,7 +310,17 @@ impl Session {
         }
     }
 
+    /// Whether proof `id` was evicted: its events are dropped (and counted).
+    fn gone(&mut self, id: ProofId) -> bool {
+        let gone = id.get() < self.evicted_below && !self.proofs.contains_key(&id);
+        self.evicted_late += u64::from(gone);
+        gone
+    }
+
     fn proof_begins(&mut self, mut p: ProofBegin) -> usize {
+        if self.gone(ProofId(p.proof)) {
+            return 0;
+        }
         p.circuit = cut(std::mem::take(&mut p.circuit), MAX_NAME);
         p.backend = cut(std::mem::take(&mut p.backend), MAX_NAME);
         let cost = cost::PROOF_BEGIN + p.circuit.len() + p.backend.len();
@@ -320,6 +331,9 @@ impl Session {
     fn proof_ends(&mut self, mut p: ProofEnd) -> usize {
         p.error = p.error.map(|e| cut(e, MAX_TEXT));
         let cost = cost::PROOF_END + p.error.as_ref().map_or(0, String::len);
+        if self.gone(ProofId(p.proof)) {
+            return 0;
+        }
         let ts = p.ts;
         if self.proof_mut(ProofId(p.proof)).set_end(p) {
             self.proofs_done += 1;
@@ -335,6 +349,11 @@ impl Session {
     fn span_begins(&mut self, span: Span, proof: Option<ProofId>) -> usize {
         if self.span_proof.contains_key(&span.id) {
             return 0; // replayed history
+        }
+        if let Some(p) = proof
+            && self.gone(p)
+        {
+            return 0;
         }
         self.span_proof.insert(span.id, proof);
         self.tree_mut(proof).push_span(span);
@@ -439,6 +458,47 @@ impl Session {
 mod tests {
     use super::*;
     use crate::model::Retention;
+
+    /// An in-progress proof evicted by retention stays evicted: the rest of its events are
+    /// dropped and counted (each re-made the proof, evicted again: 24 evictions of 1 proof).
+    #[test]
+    fn an_evicted_proof_is_evicted_once_and_its_later_events_are_counted() {
+        let mut m = Model::new(Retention {
+            max_proofs: 1000,
+            max_bytes: 64 << 10,
+        });
+        m.ingest(Event::ProofBegin(Box::new(ProofBegin {
+            ts: 1,
+            proof: 1,
+            span: 1,
+            ..Default::default()
+        })));
+        for i in 0..20_000u64 {
+            m.ingest(Event::SpanBegin(probe_protocol::SpanBegin {
+                ts: i + 1,
+                span: i + 1,
+                parent: (i > 0).then_some(i),
+                proof: Some(1),
+                name: 1,
+                thread: 1,
+            }));
+        }
+        assert_eq!(m.evicted_proofs(), 1);
+        assert!(m.approx_bytes() <= 64 << 10, "{}", m.approx_bytes());
+        let s = m.current().unwrap();
+        assert!(s.proofs.is_empty());
+        assert!(s.span_proof.len() < 1000, "{}", s.span_proof.len());
+        // Every span begun after the eviction is counted as evicted.
+        assert!(m.evicted_events() > 19_000, "{}", m.evicted_events());
+        // A later proof is kept.
+        m.ingest(Event::ProofBegin(Box::new(ProofBegin {
+            ts: 30_000,
+            proof: 2,
+            span: 50_000,
+            ..Default::default()
+        })));
+        assert_eq!(m.current().unwrap().proofs.len(), 1);
+    }
 
     /// Name ids come off the wire; a corrupt or hostile id must cost one map entry, not an
     /// array sized by the id.

@@ -41,9 +41,10 @@ impl Model {
         };
         self.proofless = si;
         let s = &mut self.sessions[si];
-        let Some((_, p)) = s.proofs.pop_first() else {
+        let Some((id, p)) = s.proofs.pop_first() else {
             return false;
         };
+        s.evicted_below = s.evicted_below.max(id.get().saturating_add(1));
         self.proofs_held = self.proofs_held.saturating_sub(1);
         for sp in p.spans() {
             s.span_proof.remove(&sp.id);

@@ -58,6 +58,13 @@ pub struct Session {
     /// Bytes of its names and threads, and definitions refused past their budget.
     pub(super) def_bytes: usize,
     pub(super) defs_refused: u64,
+    /// Proof ids below this were evicted (retention takes the lowest id first): their later
+    /// events are dropped and counted, not made into the proof again — that re-made an
+    /// in-progress proof once per eviction (24 "evicted proofs" for a file of 1) and kept a
+    /// deep chain of its spans past the budget.
+    pub(super) evicted_below: u64,
+    /// Events dropped because their proof had been evicted.
+    pub(super) evicted_late: u64,
 }
 
 impl Session {
