@@ -144,3 +144,58 @@ pub fn sched_sentence(e: &SchedEvidence) -> String {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::fixture::{Fixture, session};
+    use crate::model::{ProofId, ThreadId};
+
+    const MS: u64 = 1_000_000;
+
+    /// A gap over 1000–2000 ms on `main` and scheduler samples of `main` at `samples`
+    /// (ts ms, cpu ms, runq ms); the evidence docs/PROTOCOL.md §10 defines.
+    fn evidence(samples: &[(u64, u64, u64)]) -> Option<SchedEvidence> {
+        let mut f = Fixture::new();
+        let main = f.thread(1, "main");
+        f.proof(1, "cpu", "prove", main, 0, 3000 * MS);
+        for &(ts, cpu, runq) in samples {
+            f.sched(ts * MS, ThreadId(1), cpu * MS, runq * MS);
+        }
+        let m = f.model();
+        let s = session(&m);
+        let p = s.proof(ProofId(1)).unwrap();
+        sched_evidence(
+            s,
+            p,
+            p.outer().unwrap(),
+            Interval::new(1000 * MS, 2000 * MS),
+        )
+    }
+
+    /// §10 "Scheduling evidence": the window runs from the last sample at or before the gap's
+    /// start to the first at or after its end, within 250 ms of the gap (else the nearest
+    /// inside that reach); under half the gap covered, no evidence; the kind by the shares.
+    #[test]
+    fn the_window_and_the_kind_follow_the_spec() {
+        // Samples at 900 and 2100 ms: the window is 1200 ms; 300 ms on a CPU, 240 ms (20 %)
+        // runnable: waiting for a CPU.
+        let e = evidence(&[(900, 0, 0), (2100, 300, 240)]).unwrap();
+        assert_eq!(e.window_ns, 1200 * MS);
+        assert_eq!(e.kind, DiagnosisKind::WaitingForCpu);
+        // Just under 20 % runnable, on a CPU at least as long as off it: running.
+        let e = evidence(&[(900, 0, 0), (2100, 700, 239)]).unwrap();
+        assert_eq!(e.kind, DiagnosisKind::RunningUninstrumented);
+        // Mostly neither: blocked.
+        let e = evidence(&[(900, 0, 0), (2100, 100, 0)]).unwrap();
+        assert_eq!((e.kind, e.off_ns), (DiagnosisKind::Blocked, 1100 * MS));
+        // No sample after the gap: the last one inside the reach ends the window — 900 to
+        // 1600 ms covers 600 ms of the 1000 ms gap (at least half): evidence.
+        let e = evidence(&[(900, 0, 0), (1600, 700, 0)]).unwrap();
+        assert_eq!(e.window_ns, 700 * MS);
+        // 900 to 1400 ms covers 400 ms: under half, none.
+        assert_eq!(evidence(&[(900, 0, 0), (1400, 500, 0)]), None);
+        // Samples farther than 250 ms from the gap are not looked at.
+        assert_eq!(evidence(&[(700, 0, 0), (2300, 100, 0)]), None);
+    }
+}
