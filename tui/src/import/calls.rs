@@ -291,7 +291,7 @@ impl Calls {
 
     fn open_call(&mut self, at: &At) -> &mut Call {
         if self.open.is_none() {
-            let run = self.claim_running();
+            let run = self.runs.claim_running();
             self.open = Some(Call {
                 first: Some(at.clone()),
                 run,
@@ -301,11 +301,6 @@ impl Calls {
             });
         }
         self.open.as_mut().expect("just opened")
-    }
-
-    /// The earliest-started GPU run that has not ended and no call has claimed.
-    fn claim_running(&mut self) -> Option<usize> {
-        self.runs.claim_running()
     }
 
     fn close(&mut self, mut c: Call) {
@@ -422,7 +417,7 @@ impl Calls {
             return;
         }
         // A bellperson proof with no C++ timers.
-        let run = self.claim_running();
+        let run = self.runs.claim_running();
         self.calls.push(Call {
             first: Some(at.clone()),
             last: Some(at),

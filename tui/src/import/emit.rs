@@ -247,9 +247,21 @@ impl Emitter {
     }
 }
 
-/// Sorts one proof's events by the key [`in_order`] sorts the stream by.
-pub fn sort_proof(timed: &mut [Timed]) {
+/// Sorts timed events by the key a stream carries them in.
+fn sort_timed(timed: &mut [Timed]) {
     timed.sort_by_key(|(ts, order, depth, _)| (*ts, *order, *depth));
+}
+
+/// The timed events of `placed`, each proof's already in order: [`in_order`] then merges runs
+/// rather than sorting a shuffle, and gives the same order (the sort is stable).
+pub fn proofs<'a>(e: &mut Emitter, placed: impl IntoIterator<Item = &'a Placed>) -> Vec<Timed> {
+    let mut timed = Vec::new();
+    for p in placed {
+        let mut t = e.proof(p);
+        sort_timed(&mut t);
+        timed.append(&mut t);
+    }
+    timed
 }
 
 fn kind_name(k: DiagnosisKind) -> String {
@@ -257,9 +269,7 @@ fn kind_name(k: DiagnosisKind) -> String {
 }
 
 /// Sorts timed events as a stream carries them and drops the sort keys.
-/// Sorting each proof's events first ([`sort_proof`]) gives the same order (the sort is
-/// stable) and leaves this one runs to merge rather than a shuffle.
 pub fn in_order(mut timed: Vec<Timed>) -> Vec<Event> {
-    timed.sort_by_key(|(ts, order, depth, _)| (*ts, *order, *depth));
+    sort_timed(&mut timed);
     timed.into_iter().map(|t| t.3).collect()
 }

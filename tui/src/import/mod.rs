@@ -302,12 +302,7 @@ fn session_events(
     let mut e = emit::Emitter::standalone();
     // The import's warnings travel in the recording, so its report names them too.
     let stated: Vec<Event> = warnings.iter().map(|w| e.warning(0, w)).collect();
-    let mut timed = Vec::new();
-    for p in placed {
-        let mut t = e.proof(p);
-        emit::sort_proof(&mut t);
-        timed.append(&mut t);
-    }
+    let timed = emit::proofs(&mut e, placed.iter().copied());
     let end_ts = timed.iter().map(|t| t.0).max().unwrap_or(0);
     let gpu = placed.iter().any(|p| p.gpu);
     out.push(Event::Hello(Box::new(imported_hello(
@@ -410,12 +405,7 @@ pub fn join(paths: &[PathBuf], to: &JoinTo) -> Result<Imported> {
             crate::format::dur(res)
         ));
     }
-    let mut timed = Vec::new();
-    for p in &placed {
-        let mut t = e.proof(p);
-        emit::sort_proof(&mut t);
-        timed.append(&mut t);
-    }
+    let timed = emit::proofs(&mut e, &placed);
     let stated: Vec<Event> = out.warnings.iter().map(|w| e.warning(0, w)).collect();
     out.events = e.take_defs();
     out.events.extend(stated);
