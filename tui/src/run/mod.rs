@@ -6,6 +6,7 @@
 //! unchanged; its log lines become the session's proofs and phases ([`source`]).
 
 pub mod channel;
+mod descendants;
 mod reader;
 pub mod relay;
 pub mod source;

@@ -4,6 +4,7 @@
 //! proofs and phases joined to the same session: one dashboard, one recording, one report.
 
 use super::channel::{self, Msg};
+use super::descendants::Descendants;
 use crate::import::feed::{LogFeed, Stream};
 use crate::input::Action;
 use crate::model::Model;
@@ -75,9 +76,10 @@ pub struct RunSource {
     cmd: Vec<String>,
     log: Option<PathBuf>,
     pid: Option<u32>,
-    /// The process whose probe is followed (the prover, or the latest process it started),
-    /// and when its socket appeared (once it has).
-    followed: Option<(u32, Option<SystemTime>)>,
+    /// The process whose probe is followed (the prover, or the latest process it started).
+    followed: Option<u32>,
+    /// The run's processes' sockets, for the next one to follow.
+    descendants: Option<Descendants>,
     last_scan: Instant,
     started: Instant,
     spawned_wall_ns: u64,
@@ -107,7 +109,7 @@ impl RunSource {
         let channel = super::reader::Reader::start(l.channel).context("the relay's channel")?;
         Ok(RunSource {
             live: None,
-            socket: l.socket,
+            socket: l.socket.clone(),
             record: l.record,
             record_dir: l.record_dir,
             blackbox: l.blackbox,
@@ -119,6 +121,7 @@ impl RunSource {
             log: l.log,
             pid: None,
             followed: None,
+            descendants: Descendants::new(&l.socket, DESCENDANT_SETTLE),
             last_scan: Instant::now(),
             started: Instant::now(),
             spawned_wall_ns: wall_ns(),
@@ -180,7 +183,10 @@ impl RunSource {
             self.blackbox.take(),
         )?;
         self.live = Some(live);
-        self.followed = Some((pid, None));
+        self.followed = Some(pid);
+        if let Some(d) = self.descendants.as_mut() {
+            d.follow(pid);
+        }
         Ok(())
     }
 
@@ -193,42 +199,36 @@ impl RunSource {
 
     /// A process the prover started (a wrapper script's prover, a daemon's worker) carries
     /// the preload too and serves on a socket of its own in the run's directory: the run
-    /// follows the latest one to appear, a session of its own after the one before (the
-    /// earlier processes' sessions stay, as far as they were seen). Processes that live
-    /// under the preload's start delay (a script's `date`, `sed`) never open one.
+    /// follows the latest one to appear ([`Descendants`]), a session of its own after the one
+    /// before (the earlier processes' sessions stay, as far as they were seen).
     fn follow_descendants(&mut self, model: &mut Model, said: &mut Said) {
-        let Some((pid, since)) = self.followed else {
+        let Some(pid) = self.followed else {
             return;
         };
         if self.last_scan.elapsed() < SCAN_EVERY {
             return;
         }
         self.last_scan = Instant::now();
-        // Processes started after the one followed: those whose sockets are younger.
-        let Some(since) = since.or_else(|| {
-            let at = std::fs::metadata(self.socket_of(pid))
-                .ok()?
-                .modified()
-                .ok()?;
-            self.followed = Some((pid, Some(at)));
-            Some(at)
-        }) else {
+        let Some(next) = self
+            .descendants
+            .as_mut()
+            .and_then(|d| d.scan(Instant::now()))
+        else {
             return;
         };
-        let Some(newest) = self.newest_socket(pid, since) else {
-            return;
-        };
-        let (next, at) = newest;
         let target = Target::Socket(self.socket_of(next));
         let Some(live) = self.live.as_mut() else {
             return;
         };
+        if let Some(d) = self.descendants.as_mut() {
+            d.follow(next);
+        }
         match live.retarget(target, model, said) {
             Ok(()) => {
                 said.warnings.push(format!(
                     "following pid {next}, started by the prover (pid {pid}): a session of its own"
                 ));
-                self.followed = Some((next, Some(at)));
+                self.followed = Some(next);
                 self.caller_known = false;
                 self.feed_rebased = false;
                 self.log_proofs = 0;
@@ -237,25 +237,6 @@ impl RunSource {
                 .warnings
                 .push(format!("cannot follow pid {next}: {e:#}")),
         }
-    }
-
-    /// The newest socket in the run's directory other than `pid`'s, made after `since` and
-    /// at least [`DESCENDANT_SETTLE`] ago.
-    fn newest_socket(&self, pid: u32, since: SystemTime) -> Option<(u32, SystemTime)> {
-        let dir = self.socket.parent()?;
-        let name = self.socket.file_name()?.to_str()?;
-        let (head, tail) = name.split_once("{pid}")?;
-        std::fs::read_dir(dir)
-            .ok()?
-            .filter_map(|e| {
-                let e = e.ok()?;
-                let n = e.file_name().into_string().ok()?;
-                let p: u32 = n.strip_prefix(head)?.strip_suffix(tail)?.parse().ok()?;
-                let at = e.metadata().ok()?.modified().ok()?;
-                let settled = at.elapsed().is_ok_and(|age| age >= DESCENDANT_SETTLE);
-                (p != pid && at > since && settled).then_some((p, at))
-            })
-            .max_by_key(|&(_, at)| at)
     }
 
     /// Whether the relay has exited (the prover with it, and every line sent).
@@ -294,7 +275,7 @@ impl RunSource {
     fn tie_log(&mut self, model: &mut Model, said: &mut Said) {
         let hello = model.current().and_then(|s| s.hello());
         // Until the process followed now says hello, the current session is the one before.
-        if let (Some(h), Some((pid, _))) = (hello, self.followed)
+        if let (Some(h), Some(pid)) = (hello, self.followed)
             && h.pid != pid
             && self.feed.has_origin()
         {
@@ -304,7 +285,7 @@ impl RunSource {
             if !self.feed.has_origin() {
                 self.feed.set_origin(h.session_start_unix_ns, None);
                 self.feed_rebased = true;
-            } else if !self.feed_rebased && self.followed.is_some_and(|(p, _)| p == h.pid) {
+            } else if !self.feed_rebased && self.followed == Some(h.pid) {
                 // The process followed now said hello: the log's next calls are its own.
                 self.feed.rebase(h.session_start_unix_ns);
                 self.feed_rebased = true;
@@ -574,6 +555,9 @@ impl Source for RunSource {
             .as_mut()
             .map(|l| l.finish(model))
             .unwrap_or_default();
+        if let Some(d) = &self.descendants {
+            d.clean_up();
+        }
         if self.lines_dropped > 0 {
             said.message.get_or_insert_with(|| {
                 format!(
