@@ -345,40 +345,44 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
 }
 
 extern "C" fn start_own_session() {
-    let _ = std::thread::Builder::new()
-        .name("proofscope-preload".into())
-        .spawn(|| {
-            std::thread::sleep(self_start_delay());
-            let mut own = OWN.lock().unwrap_or_else(|e| e.into_inner());
-            if TAKEN_OVER.load(Ordering::Acquire) {
-                return; // the program's own probe took over
-            }
-            let exe = std::env::current_exe()
-                .ok()
-                .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
-                .unwrap_or_else(|| "program".into());
-            let config = match proofscope_probe::ProbeConfig::from_env(&exe, "") {
-                Ok(c) => c,
-                Err(e) => {
-                    eprintln!("[proofscope preload] {e}; no session");
-                    return;
+    // The program's signals never run on this thread, nor on the probe's it starts
+    // (`with_signals_blocked` says why).
+    let _ = proofscope_probe::with_signals_blocked(|| {
+        std::thread::Builder::new()
+            .name("proofscope-preload".into())
+            .spawn(|| {
+                std::thread::sleep(self_start_delay());
+                let mut own = OWN.lock().unwrap_or_else(|e| e.into_inner());
+                if TAKEN_OVER.load(Ordering::Acquire) {
+                    return; // the program's own probe took over
                 }
-            };
-            THRESHOLD.store(config.large_block, Ordering::Relaxed);
-            let info = proofscope_probe::SessionInfo {
-                backend: String::new(),
-                backend_reason: "allocator probe (LD_PRELOAD): no spans".into(),
-                command_line: std::env::args().collect(),
-            };
-            match proofscope_probe::Probe::start(config, info) {
-                Ok(p) => {
-                    *own = Some(p);
-                    // SAFETY: registers a handler with no preconditions that lives forever.
-                    unsafe { libc::atexit(stop_own_session) };
+                let exe = std::env::current_exe()
+                    .ok()
+                    .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+                    .unwrap_or_else(|| "program".into());
+                let config = match proofscope_probe::ProbeConfig::from_env(&exe, "") {
+                    Ok(c) => c,
+                    Err(e) => {
+                        eprintln!("[proofscope preload] {e}; no session");
+                        return;
+                    }
+                };
+                THRESHOLD.store(config.large_block, Ordering::Relaxed);
+                let info = proofscope_probe::SessionInfo {
+                    backend: String::new(),
+                    backend_reason: "allocator probe (LD_PRELOAD): no spans".into(),
+                    command_line: std::env::args().collect(),
+                };
+                match proofscope_probe::Probe::start(config, info) {
+                    Ok(p) => {
+                        *own = Some(p);
+                        // SAFETY: registers a handler with no preconditions that lives forever.
+                        unsafe { libc::atexit(stop_own_session) };
+                    }
+                    Err(e) => eprintln!("[proofscope preload] no session: {e}"),
                 }
-                Err(e) => eprintln!("[proofscope preload] no session: {e}"),
-            }
-        });
+            })
+    });
 }
 
 extern "C" fn stop_own_session() {

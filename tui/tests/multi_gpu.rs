@@ -117,7 +117,7 @@ fn app() -> App {
     w.flush().unwrap();
     drop(w);
     let mut app = App::replay(path, &common::opts()).unwrap();
-    app.wait(std::time::Duration::ZERO);
+    common::read_through(&mut app);
     app
 }
 

@@ -55,7 +55,7 @@ fn rename_spans(from: &Path, to: &Path) -> BTreeMap<String, String> {
 fn json_report(path: &Path, label: &str) -> String {
     let mut app = App::replay(path.to_owned(), &common::opts()).unwrap();
     app.relabel(label);
-    app.wait(std::time::Duration::ZERO);
+    common::read_through(&mut app);
     report::json(&app.report())
 }
 
