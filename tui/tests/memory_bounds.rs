@@ -151,15 +151,19 @@ fn recordings(dir: &Path) -> Vec<(&'static str, PathBuf)> {
 
 /// Peak RSS (bytes) and exit status of `proofscope replay FILE --headless` with `args`. The
 /// child is reaped by `wait4` (which reports its peak RSS), not by `Child::wait`.
-#[allow(clippy::zombie_processes)]
 fn peak_rss(file: &Path, args: &[&str]) -> (u64, i32) {
-    let child = Command::new(BIN)
-        .arg("replay")
+    let mut c = Command::new(BIN);
+    c.arg("replay")
         .arg(file)
         .args(["--headless", "-o", "/dev/null"])
-        .args(args)
-        .spawn()
-        .unwrap();
+        .args(args);
+    peak_rss_of(c)
+}
+
+/// Peak RSS (bytes) and exit status of `c`, reaped by `wait4`.
+#[allow(clippy::zombie_processes)]
+fn peak_rss_of(mut c: Command) -> (u64, i32) {
+    let child = c.stderr(std::process::Stdio::null()).spawn().unwrap();
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -251,4 +255,50 @@ fn the_chrome_export_of_a_300k_event_session_stays_small() {
         .count();
     assert_eq!(spans, 2900 * 50, "every span in the trace");
     assert!(rss < 150 << 20, "peak RSS {} MiB", rss >> 20);
+}
+
+/// Logs with no line end in sight stay within a fixed bound, imported or replayed: a line is
+/// read up to 64 KiB and the rest skipped (one 50 MB line cost 305 MiB in import when the
+/// issue was filed; a 300 MB file without newlines 305 MiB at `--max-mib 64`).
+#[test]
+fn a_log_of_one_50_mb_line_or_no_newline_at_all_is_read_in_bounded_memory() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join("long.log");
+    // Written 1 MiB at a time: a child's peak RSS starts from this process's at spawn time.
+    let chunk = vec![b'x'; 1 << 20];
+    let mut f = std::fs::File::create(&long).unwrap();
+    let line = "[2026-11-30T12:01:49Z INFO  bellperson::groth16::supraseal] prover time: 1.5s\n";
+    f.write_all(line.as_bytes()).unwrap();
+    for _ in 0..50 {
+        f.write_all(&chunk).unwrap();
+    }
+    f.write_all(b"\n").unwrap();
+    f.write_all(line.as_bytes()).unwrap();
+    let endless = dir.path().join("endless.log");
+    let mut f = std::fs::File::create(&endless).unwrap();
+    for _ in 0..100 {
+        f.write_all(&chunk).unwrap();
+    }
+    drop(f);
+    let small =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../recordings/cpu-sha256-sync.psrec");
+    let (base, _) = peak_rss(&small, &["--max-mib", "1"]);
+    let bound = base + (16 << 20);
+    for (log, proofs) in [(&long, true), (&endless, false)] {
+        let out = dir.path().join("out.psrec");
+        let _ = std::fs::remove_file(&out);
+        let mut import = Command::new(BIN);
+        import.arg("import").arg(log).arg("-o").arg(&out);
+        let (rss, code) = peak_rss_of(import);
+        let name = log.file_name().unwrap().to_string_lossy();
+        println!("{name}: import peak {} MiB (exit {code})", rss >> 20);
+        assert!(rss <= bound, "{name}: import peak {} MiB", rss >> 20);
+        // The log with proofs imports them; the one without any says so and fails.
+        assert_eq!(code == 0, proofs, "{name}: import exit {code}");
+        let (rss, code) = peak_rss(log, &["--max-mib", "32"]);
+        println!("{name}: replay peak {} MiB (exit {code})", rss >> 20);
+        assert!(rss <= bound, "{name}: replay peak {} MiB", rss >> 20);
+        assert_eq!(code == 0, proofs, "{name}: replay exit {code}");
+    }
 }
