@@ -17,12 +17,15 @@
 //!   a session of its own, named after the executable, once the program has run for
 //!   [`SELF_START_DELAY`] (so short-lived children of the prover, which inherit `LD_PRELOAD`,
 //!   do not each open a session).
-//! - After `fork`, the child's probe is off (the probe's fork handling).
+//! - After `fork`, the child's probe is off (the probe's fork handling). Before `exec`, this
+//!   library's own session ends with a goodbye and its socket goes ([`exec`]).
 
 use libc::{c_int, c_void, off_t, size_t};
 use std::cell::Cell;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+mod exec;
 use std::time::Duration;
 
 /// How long the program runs before this library starts its own session
@@ -95,6 +98,9 @@ static TAKEN_OVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool
 
 /// This library's own session, when the program has none.
 static OWN: Mutex<Option<proofscope_probe::Probe>> = Mutex::new(None);
+/// The process [`OWN`] is the session of (0: none): a forked or vforked child, whose pid
+/// differs, never ends it ([`exec`]).
+static OWN_PID: AtomicU32 = AtomicU32::new(0);
 
 fn report(bytes: u64, inside_ns: u64, release: bool) {
     let f = FORWARD.load(Ordering::Acquire);
@@ -376,6 +382,8 @@ extern "C" fn start_own_session() {
                 match proofscope_probe::Probe::start(config, info) {
                     Ok(p) => {
                         *own = Some(p);
+                        // SAFETY: getpid has no preconditions.
+                        OWN_PID.store(unsafe { libc::getpid() } as u32, Ordering::Release);
                         // SAFETY: registers a handler with no preconditions that lives forever.
                         unsafe { libc::atexit(stop_own_session) };
                     }

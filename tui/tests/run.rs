@@ -128,7 +128,10 @@ fn check_sync(v: &Value, out: &Output) {
             );
         }
         for g in p["gaps"].as_array().unwrap() {
-            if g["flagged"] != true {
+            // The proof's own gaps: at the 10 ms floor a loaded machine can also flag one
+            // inside a GPU worker's phase (13 ms after `ntt_msm_h`'s last child, once in CI),
+            // which is no tail and not this test's subject.
+            if g["flagged"] != true || g["span"] != "prove" {
                 continue;
             }
             let d = &g["diagnosis"];
@@ -218,6 +221,50 @@ fn a_prover_started_by_a_wrapper_script_is_followed() {
     check_sync(&v, &out);
     assert!(
         v["warnings"].to_string().contains("started by the prover"),
+        "{}",
+        v["warnings"]
+    );
+}
+
+/// `exec prover` at the end of a wrapper that ran something long enough to be followed first
+/// (`sleep 0.8`): the prover keeps the shell's pid, and is followed all the same (it was not:
+/// the run had followed that pid once, and the log's proofs went to `sleep`'s session).
+#[test]
+fn a_wrapper_that_execs_its_prover_is_followed_to_it() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build(dir.path(), false) else {
+        return;
+    };
+    let report = dir.path().join("exec.json");
+    let script = format!(
+        "sleep 0.8; exec '{}' --proofs 4 --mib 96 --dealloc sync",
+        exe.display()
+    );
+    let out = output(
+        &[
+            "--headless".as_ref(),
+            "--format".as_ref(),
+            "json".as_ref(),
+            "-o".as_ref(),
+            report.as_os_str(),
+        ],
+        &["sh".as_ref(), "-c".as_ref(), script.as_ref()],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let s = prover_session(&v);
+    assert_eq!(s["proofs"].as_array().unwrap().len(), 4, "{s}");
+    let sleep_proofs: usize = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["prover"] == "sleep")
+        .map(|s| s["proofs"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(sleep_proofs, 0, "no proof is sleep's: {v}");
+    assert!(
+        v["warnings"].to_string().contains("exec'd another program"),
         "{}",
         v["warnings"]
     );

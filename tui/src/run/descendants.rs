@@ -8,10 +8,22 @@
 //! prover it starts a few milliseconds later got the same mtime — the prover was then never
 //! followed (1 run in 4 of `sh -c "date; prover; date"` here). Ties within one scan go to the
 //! process started last (`/proc/<pid>/stat`), then to the higher pid.
+//!
+//! A socket is known by its pid, inode and mtime: a process that `exec`s keeps its pid, and
+//! the new program's probe binds the path anew — a process of its own to follow (`sh -c "sleep
+//! 1; exec prover"` was followed to `sleep` and never to the prover). The inode alone does not
+//! tell: ext4 hands the one just freed to the next file (and the mtime alone, coarse, would
+//! not tell a socket made within a clock tick of the one before).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// The inode of a process's socket not bound yet.
+const UNBOUND: u64 = u64::MAX;
+
+/// A socket: its process's pid, the socket file's inode and its mtime (ns).
+type Id = (u32, u64, i128);
 
 /// The sockets of a run's processes, as scans saw them.
 #[derive(Debug)]
@@ -20,10 +32,10 @@ pub struct Descendants {
     /// The socket name's parts around the pid.
     head: String,
     tail: String,
-    /// When a scan first saw each pid's socket.
-    seen: HashMap<u32, (Instant, u64)>,
-    /// Processes followed so far (never followed again).
-    followed: HashSet<u32>,
+    /// When a scan first saw each socket, and its process's start (clock ticks).
+    seen: HashMap<Id, (Instant, u64)>,
+    /// Sockets followed so far (never followed again).
+    followed: HashSet<Id>,
     /// How long a socket must have been seen, its process alive, before it is followed: the
     /// short-lived processes of a script (`date`, `sed`) are gone by then.
     settle: Duration,
@@ -46,42 +58,64 @@ impl Descendants {
         })
     }
 
-    /// `pid` is followed now.
+    /// `pid`'s socket, as it is now, is followed (the process's, before it is there: the
+    /// socket it opens first is then its own, followed already).
     pub fn follow(&mut self, pid: u32) {
-        self.followed.insert(pid);
+        match self.sockets().into_iter().find(|&(p, _, _)| p == pid) {
+            Some(id) => self.followed.insert(id),
+            None => self.followed.insert((pid, UNBOUND, 0)),
+        };
     }
 
-    /// Looks at the directory; the process to follow next, if one has settled: alive, not
-    /// followed before, first seen at least the settle time ago, the latest so seen.
+    /// A socket of `pid` was followed before (the process `exec`ed another program since).
+    pub fn followed_before(&self, pid: u32) -> bool {
+        self.followed.iter().any(|&(p, _, _)| p == pid)
+    }
+
+    /// Looks at the directory; the process to follow next, if one has settled: alive, its
+    /// socket not followed before, first seen at least the settle time ago, the latest so seen.
     pub fn scan(&mut self, now: Instant) -> Option<u32> {
-        let present = self.pids();
-        self.seen.retain(|p, _| present.contains(p));
-        for &p in &present {
-            if !self.followed.contains(&p) && !self.seen.contains_key(&p) {
-                self.seen.insert(p, (now, start_ticks(p).unwrap_or(0)));
+        let present = self.sockets();
+        // A process followed before its socket was there: this socket is the one followed.
+        for &(p, ino, mtime) in &present {
+            if self.followed.remove(&(p, UNBOUND, 0)) {
+                self.followed.insert((p, ino, mtime));
+            }
+        }
+        self.seen.retain(|id, _| present.contains(id));
+        for &id in &present {
+            if !self.followed.contains(&id) && !self.seen.contains_key(&id) {
+                self.seen.insert(id, (now, start_ticks(id.0).unwrap_or(0)));
             }
         }
         self.seen
             .iter()
-            .filter(|&(p, &(at, _))| {
-                !self.followed.contains(p) && now.duration_since(at) >= self.settle && alive(*p)
+            .filter(|&(id, &(at, _))| {
+                !self.followed.contains(id) && now.duration_since(at) >= self.settle && alive(id.0)
             })
-            .max_by_key(|&(&p, &(at, ticks))| (at, ticks, p))
-            .map(|(&p, _)| p)
+            .max_by_key(|&(&(p, _, _), &(at, ticks))| (at, ticks, p))
+            .map(|(&(p, _, _), _)| p)
     }
 
-    /// The pids of the sockets in the directory now.
-    fn pids(&self) -> HashSet<u32> {
+    /// The sockets in the directory now.
+    fn sockets(&self) -> HashSet<Id> {
+        use std::os::unix::fs::MetadataExt;
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return HashSet::new();
         };
         entries
             .filter_map(|e| {
-                let n = e.ok()?.file_name().into_string().ok()?;
-                n.strip_prefix(&self.head)?
+                let e = e.ok()?;
+                let n = e.file_name().into_string().ok()?;
+                let pid = n
+                    .strip_prefix(&self.head)?
                     .strip_suffix(&self.tail)?
                     .parse()
-                    .ok()
+                    .ok()?;
+                let meta = e.metadata().ok()?;
+                let mtime =
+                    i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+                Some((pid, meta.ino(), mtime))
             })
             .collect()
     }
@@ -90,7 +124,7 @@ impl Descendants {
     /// leaves its socket), then the directory if nothing is left in it: a run leaves nothing
     /// behind but the sockets of processes still running.
     pub fn clean_up(&self) {
-        for p in self.pids() {
+        for (p, _, _) in self.sockets() {
             if !alive(p) {
                 let name = format!("{}{p}{}", self.head, self.tail);
                 let _ = std::fs::remove_file(self.dir.join(name));
@@ -192,6 +226,37 @@ mod tests {
         // The sockets of processes that are gone go, and the directory with them.
         d.clean_up();
         assert!(!dir.path().exists(), "{second_id}'s and the rest removed");
+    }
+
+    #[test]
+    fn a_process_that_execs_is_followed_again_once_its_new_program_binds_anew() {
+        let dir = tempfile::tempdir().unwrap();
+        let pattern = dir.path().join("prover-{pid}.sock");
+        let (shell, sleep) = (sleeper(), sleeper());
+        let mut d = Descendants::new(&pattern, Duration::from_millis(500)).unwrap();
+        let t0 = Instant::now();
+        // Followed before its socket is there, as the run follows the process it started.
+        d.follow(shell.id());
+        touch(dir.path(), shell.id());
+        touch(dir.path(), sleep.id());
+        assert_eq!(d.scan(t0), None);
+        assert_eq!(d.scan(t0 + Duration::from_secs(1)), Some(sleep.id()));
+        d.follow(sleep.id());
+        // The shell `exec`s the prover: the same pid, its socket made anew.
+        let path = dir.path().join(format!("prover-{}.sock", shell.id()));
+        std::fs::remove_file(&path).unwrap();
+        // Past a tick of the coarse clock file times come from; the inode may well be the
+        // one just freed.
+        std::thread::sleep(Duration::from_millis(20));
+        touch(dir.path(), shell.id());
+        assert_eq!(d.scan(t0 + Duration::from_secs(2)), None, "not settled yet");
+        assert_eq!(
+            d.scan(t0 + Duration::from_secs(3)),
+            Some(shell.id()),
+            "the program the shell became"
+        );
+        kill(shell);
+        kill(sleep);
     }
 
     #[test]

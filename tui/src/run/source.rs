@@ -220,14 +220,17 @@ impl RunSource {
         let Some(live) = self.live.as_mut() else {
             return;
         };
+        let mut why = format!("started by the prover (pid {pid})");
         if let Some(d) = self.descendants.as_mut() {
+            if d.followed_before(next) {
+                why = "again: it exec'd another program".into();
+            }
             d.follow(next);
         }
         match live.retarget(target, model, said) {
             Ok(()) => {
-                said.warnings.push(format!(
-                    "following pid {next}, started by the prover (pid {pid}): a session of its own"
-                ));
+                said.warnings
+                    .push(format!("following pid {next}, {why}: a session of its own"));
                 self.followed = Some(next);
                 self.caller_known = false;
                 self.feed_rebased = false;
