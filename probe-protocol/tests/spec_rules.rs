@@ -224,3 +224,107 @@ fn a_recording_may_hold_a_subscribe_which_readers_pass_over() {
     assert!(r.errors.is_empty());
     assert_eq!(r.frames[0].events, vec![sub, Event::Heartbeat { ts: 1 }]);
 }
+
+/// §4, StackDef: `0xHEX` (lowercase, no leading zeros), or a non-empty `FUNCTION` with an
+/// optional trailing ` (FILE:LINE)`, the line a decimal ≥ 1. `0x0` is accepted only as the
+/// last frame, from recordings made before the probe stopped sending it.
+fn frame_form(frame: &str, last: bool) -> Result<(), String> {
+    if let Some(hex) = frame.strip_prefix("0x") {
+        let ok = !hex.is_empty()
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            && (!hex.starts_with('0') || (hex == "0" && last));
+        return ok
+            .then_some(())
+            .ok_or(format!("bad address frame {frame:?}"));
+    }
+    let (function, location) = match frame.strip_suffix(')').and_then(|f| f.rsplit_once(" (")) {
+        Some((func, loc))
+            if loc
+                .rsplit_once(':')
+                .is_some_and(|(_, l)| l.parse::<u32>().is_ok()) =>
+        {
+            (func, Some(loc))
+        }
+        _ => (frame, None),
+    };
+    if function.trim().is_empty() {
+        return Err(format!("no function in {frame:?}"));
+    }
+    if let Some(loc) = location {
+        let (file, line) = loc.rsplit_once(':').unwrap_or_default();
+        if file.is_empty() || line.parse::<u32>().map_or(true, |l| l == 0) {
+            return Err(format!("bad location in {frame:?}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_stack_frame_of_every_recording_is_one_of_the_two_forms() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings");
+    let mut frames = 0;
+    let mut located = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "psrec") {
+            continue;
+        }
+        let file = std::fs::File::open(&path).unwrap();
+        let mut r = RecordingReader::new(std::io::BufReader::new(file)).unwrap();
+        while let Ok(Some(f)) = r.next_frame() {
+            for e in &f.events {
+                let Event::StackDef { id, frames: fs } = e else {
+                    continue;
+                };
+                assert!(
+                    !fs.is_empty(),
+                    "{}: stack {id} has no frame",
+                    path.display()
+                );
+                for (i, fr) in fs.iter().enumerate() {
+                    frame_form(fr, i + 1 == fs.len())
+                        .unwrap_or_else(|e| panic!("{}: stack {id}: {e}", path.display()));
+                    frames += 1;
+                    located += usize::from(fr.ends_with(')') && !fr.starts_with("0x"));
+                }
+            }
+        }
+    }
+    // Both forms are there: stripped binaries' bare names and line-tabled ones.
+    assert!(frames > 100, "{frames} frames");
+    assert!(
+        located > 0 && located < frames,
+        "{located} of {frames} with a location"
+    );
+}
+
+#[test]
+fn the_two_frame_forms_and_what_is_not_a_frame() {
+    for ok in [
+        "prover_core::groth16::params::random_g1",
+        "`vector<Scalar, allocator<Scalar> >::~vector()` (stl_vector.h:733)",
+        "Assignment::~Assignment() (c2.cpp:120)",
+        "0x7f503c02a1ca",
+        "std::rt::lang_start::{{closure}}",
+    ] {
+        assert_eq!(frame_form(ok, false), Ok(()), "{ok}");
+    }
+    assert_eq!(
+        frame_form("0x0", true),
+        Ok(()),
+        "the old end-of-stack marker, last only"
+    );
+    for bad in [
+        "",
+        "0x",
+        "0x0",
+        "0x00ff",
+        "0xABC",
+        " (c2.cpp:0)",
+        "f (c2.cpp:0)",
+    ] {
+        assert!(frame_form(bad, false).is_err(), "{bad:?}");
+    }
+}

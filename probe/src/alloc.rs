@@ -273,7 +273,12 @@ fn capture_stack_cold() -> u64 {
                 inside = !ours.contains(&(frame.symbol_address() as usize)) && skipped < 8;
                 return true;
             }
-            s.ips[n] = frame.ip() as usize;
+            // Address 0 is the end of the stack, not a frame (PROTOCOL.md §4, StackDef).
+            let ip = frame.ip() as usize;
+            if ip == 0 {
+                return false;
+            }
+            s.ips[n] = ip;
             n += 1;
             n < STACK_DEPTH
         });

@@ -96,6 +96,20 @@ pub fn with_signals_blocked<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// CPU time the probe's running threads have spent so far (ns): the first field of each one's
+/// `/proc/self/task/<tid>/schedstat` (time on a CPU, exact to the scheduler's accounting).
+/// Threads that have ended are not counted: read it while the session runs.
+pub fn own_threads_cpu_ns() -> u64 {
+    TIDS.iter()
+        .map(|s| s.load(Ordering::Acquire))
+        .filter(|&t| t != 0 && t & ENDED == 0)
+        .filter_map(|t| {
+            let stat = std::fs::read_to_string(format!("/proc/self/task/{t}/schedstat")).ok()?;
+            stat.split_whitespace().next()?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
 /// Some probe thread is starting: blocks queued now may be its own and not yet known as such,
 /// so the collector leaves the queue for its next cycle.
 pub(crate) fn starting() -> bool {

@@ -2,6 +2,7 @@
 //! `create_random_proof_batch`, alternating, in one run; or the probe on against off
 //! (`overhead.rs`).
 
+use super::accounted::{Accounted, HotPath, Mark};
 use super::common::{ProverArgs, select_backend};
 use super::overhead::{Pairs, Side, order};
 use crate::groth16::circuits::AnyCircuit;
@@ -149,9 +150,17 @@ pub fn run(args: BenchArgs) -> Result<()> {
 fn probe_overhead(b: &Bench<'_>) -> Result<()> {
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
     let mut pairs = Pairs::default();
+    let hot = HotPath::calibrate()?;
+    crate::outln!(
+        "hot path (this machine, thread CPU time): a span's begin and end {:.0} ns, a large block's event with its stack {:.0} ns",
+        hot.span_pair_ns,
+        hot.block_ns
+    );
+    let mut shares = (Vec::new(), Vec::new());
     for k in 0..=b.args.runs as usize {
         let circuits = b.batch(&mut rng);
         let mut t = [Duration::ZERO; 2];
+        let mut accounted = None;
         for side in order(k) {
             let probe = match side {
                 Side::On => Probe::start(
@@ -160,9 +169,22 @@ fn probe_overhead(b: &Bench<'_>) -> Result<()> {
                 )?,
                 Side::Off => Probe::disabled(),
             };
+            let before = Mark::now();
             let el = b.ours(circuits.clone())?;
-            probe.shutdown("bench");
+            let after = Mark::now();
+            let stats = probe.shutdown("bench");
+            if let Some(stats) = stats.filter(|_| side == Side::On) {
+                accounted = Some(Accounted::of(before, after, &stats, hot, el));
+            }
             t[(side == Side::On) as usize] = el;
+        }
+        if let Some(a) = &accounted {
+            // Not a `pair` line: `--pool` reads those back.
+            crate::outln!("{} [pair {k}]", a.line());
+            if k > 0 {
+                shares.0.push(a.of_cpu_pct());
+                shares.1.push(a.of_wall_pct());
+            }
         }
         if k == 0 {
             crate::outln!(
@@ -186,6 +208,13 @@ fn probe_overhead(b: &Bench<'_>) -> Result<()> {
         pairs.push(t[0], t[1]);
     }
     crate::out!("{}", pairs.report(&mut rng));
+    let med = |v: &[f64]| super::overhead::median(v).unwrap_or(f64::NAN);
+    crate::outln!(
+        "accounted (median of {} pairs): {:.3} % of the proof's CPU time, {:.3} % of its wall",
+        shares.0.len(),
+        med(&shares.0),
+        med(&shares.1)
+    );
     Ok(())
 }
 

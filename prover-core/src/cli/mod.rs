@@ -1,5 +1,6 @@
 //! The `prover` command line: `serve`, `prove`, `params`, `bench`.
 
+mod accounted;
 mod bench;
 mod common;
 mod gpu_bench;

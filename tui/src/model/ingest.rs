@@ -254,6 +254,8 @@ impl Session {
     fn define_stack(&mut self, id: StackId, frames: Vec<String>, budget: usize) -> usize {
         let frames: Vec<String> = frames
             .into_iter()
+            // The end of the stack, not a frame: older probes sent it (PROTOCOL.md §4).
+            .filter(|f| f != "0x0")
             .take(MAX_FRAMES)
             .map(|f| cut(f, MAX_NAME))
             .collect();
