@@ -33,6 +33,15 @@ pub struct BenchArgs {
     /// files give the same interval).
     #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "runs")]
     pub pool: Vec<PathBuf>,
+    /// With --probe-overhead: count the instructions of one proof with the probe off and on,
+    /// each in a run of this bench under `valgrind --tool=callgrind` (same binary, inputs and
+    /// environment; deterministic where wall time is not). Best on the CPU backend.
+    #[arg(long, requires = "probe_overhead")]
+    pub instructions: bool,
+    /// One proof of a fixed batch with the probe on or off, instructions counted around it
+    /// only (what --instructions runs under callgrind).
+    #[arg(long, value_name = "SIDE", value_parser = ["on", "off"], hide = true)]
+    pub one_proof: Option<String>,
 }
 
 /// `--pool`: the pairs of several saved runs, reported together.
@@ -138,7 +147,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
         backend,
         size,
     };
-    if args.probe_overhead {
+    if let Some(side) = &bench.args.one_proof {
+        one_proof(&bench, side == "on")
+    } else if args.instructions {
+        instructions()
+    } else if args.probe_overhead {
         probe_overhead(&bench)
     } else {
         against_bellperson(&bench)
@@ -214,6 +227,50 @@ fn probe_overhead(b: &Bench<'_>) -> Result<()> {
         shares.0.len(),
         med(&shares.0),
         med(&shares.1)
+    );
+    Ok(())
+}
+
+/// `--one-proof`: a fixed batch (seed 1), proved once, its instructions counted.
+fn one_proof(b: &Bench<'_>, on: bool) -> Result<()> {
+    let circuits = b.batch(&mut rand_chacha::ChaCha20Rng::seed_from_u64(1));
+    let probe = if on {
+        Probe::start(
+            ProbeConfig::from_env("prover", env!("CARGO_PKG_VERSION"))?,
+            SessionInfo::default(),
+        )?
+    } else {
+        Probe::disabled()
+    };
+    super::callgrind::start();
+    let el = b.ours(circuits)?;
+    super::callgrind::stop();
+    probe.shutdown("bench");
+    crate::outln!(
+        "one proof, probe {}: {:.3} s",
+        if on { "on" } else { "off" },
+        el.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// `--instructions`: this bench's own arguments, run twice under callgrind, off then on.
+fn instructions() -> Result<()> {
+    let exe = std::env::current_exe().context("locating the prover binary")?;
+    let args: Vec<String> = std::env::args()
+        .skip_while(|a| a != "bench")
+        .skip(1)
+        .filter(|a| a != "--instructions")
+        .collect();
+    let dir = tempfile::tempdir().context("a directory for callgrind's output")?;
+    let off = super::callgrind::count(&exe, &args, "off", dir.path())?;
+    let on = super::callgrind::count(&exe, &args, "on", dir.path())?;
+    crate::outln!(
+        "instructions (callgrind, one proof, every thread): off {off}, on {on}: {:+.3} %",
+        (on as f64 / off as f64 - 1.0) * 100.0
+    );
+    crate::outln!(
+        "an upper bound: under valgrind the proof runs some 50× slower and the probe's periodic threads wake on the wall clock"
     );
     Ok(())
 }

@@ -2,6 +2,7 @@
 
 mod accounted;
 mod bench;
+mod callgrind;
 mod common;
 mod gpu_bench;
 mod overhead;
