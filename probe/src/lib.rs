@@ -62,7 +62,7 @@ pub use fork::in_forked_child;
 pub use gpu::{DeviceClock, gpu_span, monotonic_to_session_ns, now_ns};
 pub use log::lost_lines as log_lines_lost;
 pub use names::{CallSite, intern};
-pub use observer::{own_threads_cpu_ns, with_signals_blocked};
+pub use observer::{own_threads_cpu, with_signals_blocked};
 pub use probe::{Probe, SessionInfo, wait_drained};
 pub use probe_protocol::Verification;
 pub use probe_protocol::discovery::{default_socket_dir, default_socket_path};

@@ -96,18 +96,22 @@ pub fn with_signals_blocked<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
-/// CPU time the probe's running threads have spent so far (ns): the first field of each one's
-/// `/proc/self/task/<tid>/schedstat` (time on a CPU, exact to the scheduler's accounting).
-/// Threads that have ended are not counted: read it while the session runs.
-pub fn own_threads_cpu_ns() -> u64 {
+/// CPU time each of the probe's running threads has spent so far (ns), with its name: the
+/// first field of `/proc/self/task/<tid>/schedstat` (time on a CPU, exact to the scheduler's
+/// accounting) and its `comm`. Threads that have ended are not counted: read it while the
+/// session runs.
+pub fn own_threads_cpu() -> Vec<(String, u64)> {
     TIDS.iter()
         .map(|s| s.load(Ordering::Acquire))
         .filter(|&t| t != 0 && t & ENDED == 0)
         .filter_map(|t| {
-            let stat = std::fs::read_to_string(format!("/proc/self/task/{t}/schedstat")).ok()?;
-            stat.split_whitespace().next()?.parse::<u64>().ok()
+            let task = format!("/proc/self/task/{t}");
+            let stat = std::fs::read_to_string(format!("{task}/schedstat")).ok()?;
+            let ns = stat.split_whitespace().next()?.parse::<u64>().ok()?;
+            let name = std::fs::read_to_string(format!("{task}/comm")).unwrap_or_default();
+            Some((name.trim().to_owned(), ns))
         })
-        .sum()
+        .collect()
 }
 
 /// Some probe thread is starting: blocks queued now may be its own and not yet known as such,

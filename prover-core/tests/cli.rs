@@ -125,3 +125,139 @@ fn bad_arguments_are_clear_errors() {
         );
     }
 }
+
+/// `bench --probe-overhead` (one pair, the smallest circuit): the hot path's calibrated cost,
+/// and an `accounted:` line per probe-on proof whose parts add up and whose shares are of the
+/// proof's CPU and wall time.
+#[test]
+fn probe_overhead_accounts_for_the_probes_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "bench",
+            "--probe-overhead",
+            "--runs",
+            "1",
+            "--circuit",
+            "squaring",
+        ])
+        .args([
+            "--log-size",
+            "10",
+            "--circuits",
+            "1",
+            "--srs",
+            "synthetic",
+            "--backend",
+            "cpu",
+        ])
+        .env("PROOFSCOPE_SOCKET", dir.path().join("bench-{pid}.sock"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("hot path (this machine"), "{text}");
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("accounted: "))
+        .collect();
+    // The warm-up pair and the measured one.
+    assert_eq!(lines.len(), 2, "{text}");
+    for l in &lines {
+        // The per-thread breakdown after the threads' total, then the figures.
+        let (head, rest) = l.split_once(" (").unwrap();
+        let (threads, rest) = rest.split_once(") + ").unwrap();
+        let by_thread: f64 = threads
+            .split(", ")
+            .map(|t| t.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
+            .sum();
+        assert!(threads.contains("probe-collector"), "{l}");
+        let l = &format!("{head} + {rest}");
+        let nums: Vec<f64> = l
+            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        // threads ms, span events, block events, hot-path ms, total ms, % cpu, cpu s, % wall, wall s, pair
+        assert_eq!(nums.len(), 10, "{l}");
+        let (threads, hot, total) = (nums[0], nums[3], nums[4]);
+        assert!(
+            (by_thread - threads).abs() <= 0.05,
+            "the threads add up: {l}"
+        );
+        assert!(
+            (threads + hot - total).abs() <= 0.011,
+            "the parts add up: {l}"
+        );
+        assert!(nums[1] > 0.0, "the proof's spans were counted: {l}");
+        let (cpu_pct, cpu_s, wall_pct, wall_s) = (nums[5], nums[6], nums[7], nums[8]);
+        assert!(cpu_s > 0.0 && wall_s > 0.0, "{l}");
+        assert!((total / 1e3 / cpu_s * 100.0 - cpu_pct).abs() < 0.01, "{l}");
+        assert!(
+            (total / 1e3 / wall_s * 100.0 - wall_pct).abs() < 0.01,
+            "{l}"
+        );
+    }
+    assert!(text.contains("accounted (median of 1 pairs)"), "{text}");
+}
+
+/// `bench --probe-overhead --instructions`: both sides counted under callgrind, the probe's
+/// side more (it does strictly more), and not wildly more.
+#[test]
+fn probe_overhead_counts_instructions_under_callgrind() {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs valgrind (.ci/run)"
+        );
+        println!("SKIPPED: no valgrind");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "bench",
+            "--probe-overhead",
+            "--instructions",
+            "--circuit",
+            "squaring",
+        ])
+        .args([
+            "--log-size",
+            "10",
+            "--circuits",
+            "1",
+            "--srs",
+            "synthetic",
+            "--backend",
+            "cpu",
+        ])
+        .env("PROOFSCOPE_SOCKET", dir.path().join("bench-{pid}.sock"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("instructions (callgrind"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let count = |side: &str| -> u64 {
+        let at = line.find(side).unwrap() + side.len();
+        line[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .find(|w| !w.is_empty())
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let (off, on) = (count("off "), count("on "));
+    assert!(off > 1_000_000, "{line}");
+    assert!(on > off && (on as f64) < off as f64 * 1.2, "{line}");
+}

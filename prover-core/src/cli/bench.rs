@@ -158,6 +158,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
 }
 
+/// How long a pair's side waits between starting the probe (or not) and proving.
+const SESSION_SETTLE: Duration = Duration::from_millis(300);
+
 /// The probe on against off, pairs in ABBA order; one unmeasured pair first (allocator, page
 /// cache and GPU modules warm).
 fn probe_overhead(b: &Bench<'_>) -> Result<()> {
@@ -182,12 +185,16 @@ fn probe_overhead(b: &Bench<'_>) -> Result<()> {
                 )?,
                 Side::Off => Probe::disabled(),
             };
+            // Both sides wait as long before proving: a session's start (its threads, the
+            // first GPU sample with its costly counters) is the session's cost, not a proof's
+            // — a serving prover pays it once.
+            std::thread::sleep(SESSION_SETTLE);
             let before = Mark::now();
             let el = b.ours(circuits.clone())?;
             let after = Mark::now();
             let stats = probe.shutdown("bench");
             if let Some(stats) = stats.filter(|_| side == Side::On) {
-                accounted = Some(Accounted::of(before, after, &stats, hot, el));
+                accounted = Some(Accounted::of(&before, &after, &stats, hot, el));
             }
             t[(side == Side::On) as usize] = el;
         }
@@ -242,6 +249,7 @@ fn one_proof(b: &Bench<'_>, on: bool) -> Result<()> {
     } else {
         Probe::disabled()
     };
+    std::thread::sleep(SESSION_SETTLE);
     super::callgrind::start();
     let el = b.ours(circuits)?;
     super::callgrind::stop();
