@@ -1,15 +1,13 @@
 //! `--max-mib` bounds the viewer's memory whatever it replays: hostile recordings of about
-//! 20 MiB each (loose spans, deep nesting, samples, definitions, sessions, proofs, marker texts) replay in
-//! at most the budget × 1.25 plus the viewer's fixed footprint, read as the process's peak RSS.
+//! 20 MiB each, one per shape of `shapes.rs`, replay in at most the budget × 1.25 plus the
+//! viewer's fixed footprint, read as the process's peak RSS.
 
-use probe_protocol::{
-    AllocSample, Event, FrameBuilder, Hello, Marker, ProofBegin, ProofEnd, RecordingWriter,
-    SpanBegin, SpanEnd,
-};
+use probe_protocol::{Event, FrameBuilder, RecordingWriter};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
+mod shapes;
 
 use common::BIN;
 
@@ -37,116 +35,16 @@ fn craft(path: &Path, mut next: impl FnMut(u64) -> Vec<Event>) {
     }
 }
 
-fn hello(pid: u32, args: usize) -> Event {
-    Event::Hello(Box::new(Hello {
-        protocol_major: 1,
-        pid,
-        prover_name: "hostile".into(),
-        command_line: (0..args)
-            .map(|i| format!("--arg-{i}-{}", "x".repeat(900)))
-            .collect(),
-        ..Default::default()
-    }))
-}
-
+/// Every shape of `shapes.rs`, crafted into a file of about `FILE_BYTES` each.
 fn recordings(dir: &Path) -> Vec<(&'static str, PathBuf)> {
-    let mut out = Vec::new();
-    let mut add = |name: &'static str, f: &mut dyn FnMut(u64) -> Vec<Event>| {
-        let p = dir.join(format!("{name}.psrec"));
-        craft(&p, f);
-        out.push((name, p));
-    };
-    add("loose spans", &mut |i| {
-        let mut v = if i == 0 { vec![hello(1, 1)] } else { vec![] };
-        v.push(Event::SpanBegin(SpanBegin {
-            ts: i * 1000 + 1,
-            span: i + 1,
-            parent: None,
-            proof: None,
-            name: 1,
-            thread: 1,
-        }));
-        v
-    });
-    add("deep nesting", &mut |i| {
-        // One chain of spans, each inside the previous one, none ended, in one proof.
-        let mut v = if i == 0 {
-            vec![
-                hello(1, 1),
-                Event::ProofBegin(Box::new(ProofBegin {
-                    ts: 1,
-                    proof: 1,
-                    span: 1,
-                    ..Default::default()
-                })),
-            ]
-        } else {
-            vec![]
-        };
-        v.push(Event::SpanBegin(SpanBegin {
-            ts: i * 1000 + 1,
-            span: i + 1,
-            parent: (i > 0).then_some(i),
-            proof: Some(1),
-            name: 1,
-            thread: 1,
-        }));
-        v
-    });
-    add("samples", &mut |i| {
-        vec![Event::AllocSample(AllocSample {
-            ts: i * 1000 + 1,
-            live_bytes: i,
-            ..Default::default()
-        })]
-    });
-    add("definitions", &mut |i| {
-        vec![Event::NameDef {
-            id: i as u32 + 1,
-            name: format!("{i}-{}", "n".repeat(200)),
-        }]
-    });
-    add("sessions", &mut |i| vec![hello(i as u32 + 1, 20)]);
-    add("proofs", &mut |i| {
-        let (p, s) = (i + 1, i * 10 + 1);
-        vec![
-            Event::ProofBegin(Box::new(ProofBegin {
-                ts: i * 1000 + 1,
-                proof: p,
-                span: s,
-                circuit: "c".repeat(100),
-                ..Default::default()
-            })),
-            Event::SpanBegin(SpanBegin {
-                ts: i * 1000 + 1,
-                span: s,
-                parent: None,
-                proof: Some(p),
-                name: 1,
-                thread: 1,
-            }),
-            Event::SpanEnd(SpanEnd {
-                ts: i * 1000 + 900,
-                span: s,
-            }),
-            Event::ProofEnd(Box::new(ProofEnd {
-                ts: i * 1000 + 901,
-                proof: p,
-                ok: true,
-                ..Default::default()
-            })),
-        ]
-    });
-    add("marker texts", &mut |i| {
-        vec![Event::Marker(Box::new(Marker {
-            ts: i * 1000 + 1,
-            name: 1,
-            thread: 1,
-            span: None,
-            text: Some("t".repeat(3000)),
-        }))]
-    });
-    out
+    shapes::shapes()
+        .into_iter()
+        .map(|(name, mut f)| {
+            let p = dir.join(format!("{name}.psrec"));
+            craft(&p, &mut f);
+            (name, p)
+        })
+        .collect()
 }
 
 /// Peak RSS (bytes) and exit status of `proofscope replay FILE --headless` with `args`. The
