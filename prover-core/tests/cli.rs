@@ -126,40 +126,40 @@ fn bad_arguments_are_clear_errors() {
     }
 }
 
-/// `bench --probe-overhead` (one pair, the smallest circuit): the hot path's calibrated cost,
-/// and an `accounted:` line per probe-on proof whose parts add up and whose shares are of the
-/// proof's CPU and wall time.
-#[test]
-fn probe_overhead_accounts_for_the_probes_cost() {
+/// `prover bench --probe-overhead` with `extra`, on the smallest squaring circuit (synthetic
+/// SRS, CPU backend, one circuit), its socket in a directory of its own; its stdout, once it
+/// succeeded.
+fn bench_probe_overhead(extra: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(BIN)
         .args([
             "bench",
             "--probe-overhead",
-            "--runs",
-            "1",
             "--circuit",
             "squaring",
-        ])
-        .args([
             "--log-size",
             "10",
-            "--circuits",
-            "1",
-            "--srs",
-            "synthetic",
-            "--backend",
-            "cpu",
         ])
+        .args(["--circuits", "1", "--srs", "synthetic", "--backend", "cpu"])
+        .args(extra)
         .env("PROOFSCOPE_SOCKET", dir.path().join("bench-{pid}.sock"))
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    text
+}
+
+/// `bench --probe-overhead` (one pair, the smallest circuit): the hot path's calibrated cost,
+/// and an `accounted:` line per probe-on proof whose parts add up and whose shares are of the
+/// proof's CPU and wall time.
+#[test]
+fn probe_overhead_accounts_for_the_probes_cost() {
+    let text = bench_probe_overhead(&["--runs", "1"]);
     assert!(text.contains("hot path (this machine"), "{text}");
     let lines: Vec<&str> = text
         .lines()
@@ -216,34 +216,7 @@ fn probe_overhead_counts_instructions_under_callgrind() {
         println!("SKIPPED: no valgrind");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args([
-            "bench",
-            "--probe-overhead",
-            "--instructions",
-            "--circuit",
-            "squaring",
-        ])
-        .args([
-            "--log-size",
-            "10",
-            "--circuits",
-            "1",
-            "--srs",
-            "synthetic",
-            "--backend",
-            "cpu",
-        ])
-        .env("PROOFSCOPE_SOCKET", dir.path().join("bench-{pid}.sock"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = bench_probe_overhead(&["--instructions"]);
     let line = text
         .lines()
         .find(|l| l.starts_with("instructions (callgrind"))

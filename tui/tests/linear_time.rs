@@ -3,56 +3,29 @@
 //! a quadratic eviction (it was: `Vec::remove(0)` and whole scans per eviction) takes 16× as
 //! long, a linear one 4×.
 
-use probe_protocol::{
-    Event, FrameBuilder, Hello, ProofBegin, ProofEnd, RecordingWriter, SpanBegin, SpanEnd,
-};
+use probe_protocol::{FrameBuilder, RecordingWriter};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
+mod shapes;
 
 use common::BIN;
 
-/// `n` sessions of one proof each.
+/// `n` sessions of one proof each (the shape `shapes.rs` names so).
 fn sessions(path: &Path, n: u64) {
+    let (_, mut next) = shapes::shapes()
+        .into_iter()
+        .find(|(name, _)| *name == "sessions of one proof")
+        .unwrap();
     let mut w = RecordingWriter::new(std::io::BufWriter::new(
         std::fs::File::create(path).unwrap(),
     ))
     .unwrap();
     let mut b = FrameBuilder::new(0);
     for i in 0..n {
-        let evs = [
-            Event::Hello(Box::new(Hello {
-                protocol_major: 1,
-                pid: i as u32 + 1,
-                session_start_unix_ns: i,
-                prover_name: "many".into(),
-                ..Default::default()
-            })),
-            Event::ProofBegin(Box::new(ProofBegin {
-                ts: 10,
-                proof: 1,
-                span: 1,
-                ..Default::default()
-            })),
-            Event::SpanBegin(SpanBegin {
-                ts: 10,
-                span: 1,
-                parent: None,
-                proof: Some(1),
-                name: 1,
-                thread: 1,
-            }),
-            Event::SpanEnd(SpanEnd { ts: 20, span: 1 }),
-            Event::ProofEnd(Box::new(ProofEnd {
-                ts: 21,
-                proof: 1,
-                ok: true,
-                ..Default::default()
-            })),
-        ];
-        for e in &evs {
+        for e in &next(i) {
             b.push(e).unwrap();
         }
         if b.body_len() > 48 << 10 {
