@@ -189,17 +189,17 @@ fn probe_overhead_accounts_for_the_probes_cost() {
             "the threads add up: {l}"
         );
         assert!(
-            (threads + hot - total).abs() <= 0.011,
+            (threads + hot - total).abs() <= 0.016,
             "the parts add up: {l}"
         );
         assert!(nums[1] > 0.0, "the proof's spans were counted: {l}");
         let (cpu_pct, cpu_s, wall_pct, wall_s) = (nums[5], nums[6], nums[7], nums[8]);
         assert!(cpu_s > 0.0 && wall_s > 0.0, "{l}");
-        assert!((total / 1e3 / cpu_s * 100.0 - cpu_pct).abs() < 0.01, "{l}");
-        assert!(
-            (total / 1e3 / wall_s * 100.0 - wall_pct).abs() < 0.01,
-            "{l}"
-        );
+        // The line's figures are rounded (ms to 0.01, s to 0.001): a share recomputed from
+        // them agrees to within that rounding, relative for a short proof.
+        let close = |share: f64, printed: f64| (share - printed).abs() <= 0.01 + printed * 0.06;
+        assert!(close(total / 1e3 / cpu_s * 100.0, cpu_pct), "{l}");
+        assert!(close(total / 1e3 / wall_s * 100.0, wall_pct), "{l}");
     }
     assert!(text.contains("accounted (median of 1 pairs)"), "{text}");
 }
