@@ -24,9 +24,9 @@ use libc::{c_int, c_void, off_t, size_t};
 use std::cell::Cell;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
 
 mod exec;
-use std::time::Duration;
 
 /// How long the program runs before this library starts its own session
 /// (`PROOFSCOPE_PRELOAD_DELAY_MS` sets another; under `proofscope run` there is none).

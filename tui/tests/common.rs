@@ -356,12 +356,17 @@ pub mod cpp {
                     "-lc",
                 ]);
         }
+        compiled(c, out)
+    }
+
+    /// Runs the compiler command `c` that writes `out`; `None` without a compiler (CI
+    /// installs one, .ci/run: there a missing one is a failure, not a skip).
+    pub fn compiled(mut c: Command, out: PathBuf) -> Option<PathBuf> {
         match c.status() {
             Ok(s) => {
-                assert!(s.success(), "c++ failed on c2.cpp");
+                assert!(s.success(), "c++ failed writing {}", out.display());
                 Some(out)
             }
-            // CI installs the compiler (.ci/run): there a missing one is a failure, not a skip.
             Err(e) if std::env::var_os("CI").is_some() => panic!("CI without a C++ compiler: {e}"),
             Err(_) => {
                 println!("SKIPPED: no C++ compiler (c++) installed");

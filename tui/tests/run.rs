@@ -66,6 +66,12 @@ fn headless_c2(dir: &Path, exe: &Path, dealloc: &str, wrapped: bool) -> (Value, 
             .chain(c2_args(dealloc))
             .collect()
     };
+    headless_json(&report, sync_rule(dealloc), &cmd)
+}
+
+/// `run --headless --format json -o REPORT RULE… -- CMD…`, which must succeed; the report and
+/// run's output.
+fn headless_json(report: &Path, rule: &[&str], cmd: &[String]) -> (Value, Output) {
     let cmd: Vec<&OsStr> = cmd.iter().map(OsStr::new).collect();
     let mut opts: Vec<&OsStr> = vec![
         "--headless".as_ref(),
@@ -74,10 +80,10 @@ fn headless_c2(dir: &Path, exe: &Path, dealloc: &str, wrapped: bool) -> (Value, 
         "-o".as_ref(),
         report.as_os_str(),
     ];
-    opts.extend(sync_rule(dealloc).iter().map(OsStr::new));
+    opts.extend(rule.iter().map(OsStr::new));
     let out = output(&opts, &cmd);
     assert!(out.status.success(), "{out:?}");
-    let text = std::fs::read_to_string(&report).unwrap();
+    let text = std::fs::read_to_string(report).unwrap();
     (serde_json::from_str(&text).unwrap(), out)
 }
 
@@ -241,18 +247,7 @@ fn a_wrapper_that_execs_its_prover_is_followed_to_it() {
         "sleep 0.8; exec '{}' --proofs 4 --mib 96 --dealloc sync",
         exe.display()
     );
-    let out = output(
-        &[
-            "--headless".as_ref(),
-            "--format".as_ref(),
-            "json".as_ref(),
-            "-o".as_ref(),
-            report.as_os_str(),
-        ],
-        &["sh".as_ref(), "-c".as_ref(), script.as_ref()],
-    );
-    assert!(out.status.success(), "{out:?}");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let (v, _) = headless_json(&report, &[], &["sh".into(), "-c".into(), script]);
     let s = prover_session(&v);
     assert_eq!(s["proofs"].as_array().unwrap().len(), 4, "{s}");
     let sleep_proofs: usize = v["sessions"]

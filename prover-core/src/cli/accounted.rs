@@ -147,7 +147,6 @@ impl Mark {
 /// What the probe cost one proof, accounted.
 #[derive(Debug, Clone)]
 pub struct Accounted {
-    pub probe_threads_ns: u64,
     /// The probe's threads' part, by thread name.
     pub by_thread: Vec<(String, u64)>,
     pub span_events: u64,
@@ -175,10 +174,8 @@ impl Accounted {
         let block_events = e[EventKind::Alloc] + e[EventKind::Release];
         let hot_path_ns =
             span_events as f64 / 2.0 * hot.span_pair_ns + block_events as f64 * hot.block_ns;
-        let by_thread = after.threads_since(before);
         Accounted {
-            probe_threads_ns: by_thread.iter().map(|t| t.1).sum(),
-            by_thread,
+            by_thread: after.threads_since(before),
             span_events,
             block_events,
             hot_path_ns,
@@ -187,8 +184,13 @@ impl Accounted {
         }
     }
 
+    /// The probe's threads' CPU time during the proof, every thread.
+    pub fn probe_threads_ns(&self) -> u64 {
+        self.by_thread.iter().map(|t| t.1).sum()
+    }
+
     pub fn total_ns(&self) -> f64 {
-        self.probe_threads_ns as f64 + self.hot_path_ns
+        self.probe_threads_ns() as f64 + self.hot_path_ns
     }
 
     /// Share of the proof's CPU time (every thread of the process), %.
@@ -210,7 +212,7 @@ impl Accounted {
             .collect();
         format!(
             "accounted: probe threads {:.2} ms ({}) + {} span/marker and {} block events on the hot path {:.2} ms = {:.2} ms: {:.3} % of the proof's CPU time ({:.3} s), {:.3} % of its wall ({:.3} s)",
-            self.probe_threads_ns as f64 / 1e6,
+            self.probe_threads_ns() as f64 / 1e6,
             threads.join(", "),
             self.span_events,
             self.block_events,
@@ -264,7 +266,7 @@ mod tests {
             Duration::from_secs(1),
         );
         // 2 ms of threads + 1,000 pairs × 100 ns + 500 blocks × 2 µs = 3.1 ms.
-        assert_eq!(a.probe_threads_ns, 2_000_000);
+        assert_eq!(a.probe_threads_ns(), 2_000_000);
         assert!((a.total_ns() - 3_100_000.0).abs() < 1e-6, "{a:?}");
         assert!((a.of_cpu_pct() - 0.155).abs() < 1e-9, "{}", a.of_cpu_pct());
         assert!((a.of_wall_pct() - 0.31).abs() < 1e-9, "{}", a.of_wall_pct());

@@ -158,6 +158,17 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
 }
 
+/// The probe of a bench side: configured from the environment, as `serve` would, or off.
+fn probe_for(on: bool) -> Result<Probe> {
+    if !on {
+        return Ok(Probe::disabled());
+    }
+    Ok(Probe::start(
+        ProbeConfig::from_env("prover", env!("CARGO_PKG_VERSION"))?,
+        SessionInfo::default(),
+    )?)
+}
+
 /// How long a pair's side waits between starting the probe (or not) and proving.
 const SESSION_SETTLE: Duration = Duration::from_millis(300);
 
@@ -178,13 +189,7 @@ fn probe_overhead(b: &Bench<'_>) -> Result<()> {
         let mut t = [Duration::ZERO; 2];
         let mut accounted = None;
         for side in order(k) {
-            let probe = match side {
-                Side::On => Probe::start(
-                    ProbeConfig::from_env("prover", env!("CARGO_PKG_VERSION"))?,
-                    SessionInfo::default(),
-                )?,
-                Side::Off => Probe::disabled(),
-            };
+            let probe = probe_for(side == Side::On)?;
             // Both sides wait as long before proving: a session's start (its threads, the
             // first GPU sample with its costly counters) is the session's cost, not a proof's
             // — a serving prover pays it once.
@@ -241,14 +246,7 @@ fn probe_overhead(b: &Bench<'_>) -> Result<()> {
 /// `--one-proof`: a fixed batch (seed 1), proved once, its instructions counted.
 fn one_proof(b: &Bench<'_>, on: bool) -> Result<()> {
     let circuits = b.batch(&mut rand_chacha::ChaCha20Rng::seed_from_u64(1));
-    let probe = if on {
-        Probe::start(
-            ProbeConfig::from_env("prover", env!("CARGO_PKG_VERSION"))?,
-            SessionInfo::default(),
-        )?
-    } else {
-        Probe::disabled()
-    };
+    let probe = probe_for(on)?;
     std::thread::sleep(SESSION_SETTLE);
     super::callgrind::start();
     let el = b.ours(circuits)?;
