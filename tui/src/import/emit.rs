@@ -268,8 +268,19 @@ fn kind_name(k: DiagnosisKind) -> String {
     k.cause_marker()
 }
 
-/// Sorts timed events as a stream carries them and drops the sort keys.
-pub fn in_order(mut timed: Vec<Timed>) -> Vec<Event> {
-    sort_timed(&mut timed);
-    timed.into_iter().map(|t| t.3).collect()
+/// Sorts timed events as a stream carries them and drops the sort keys. The keys are sorted
+/// apart from the events, each with its position (which keeps equal keys in their order, as
+/// the stable sort did): moving whole events through the sort was a fifth of importing 100k
+/// partitions.
+pub fn in_order(timed: Vec<Timed>) -> Vec<Event> {
+    let mut keys: Vec<(u64, u8, i64, usize)> = timed
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.0, t.1, t.2, i))
+        .collect();
+    keys.sort_unstable();
+    let mut events: Vec<Option<Event>> = timed.into_iter().map(|t| Some(t.3)).collect();
+    keys.into_iter()
+        .filter_map(|k| events[k.3].take())
+        .collect()
 }
