@@ -9,7 +9,10 @@ fn main() {
         "mont.cuh",
         "fr.cuh",
         "fp.cuh",
+        "fp2.cuh",
+        "curve.cuh",
         "g1.cuh",
+        "g2.cuh",
         "msm.cuh",
         "host/check.cpp",
     ] {

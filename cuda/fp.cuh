@@ -124,3 +124,14 @@ PS_FN fp fp_mul(const fp &a, const fp &b) {
 }
 
 PS_FN fp fp_sqr(const fp &a) { return fp_mul(a, a); }
+
+// The field under the names curve.cuh's formulas use.
+PS_FN fp f_add(const fp &a, const fp &b) { return fp_add(a, b); }
+PS_FN fp f_sub(const fp &a, const fp &b) { return fp_sub(a, b); }
+PS_FN fp f_dbl(const fp &a) { return fp_dbl(a); }
+PS_FN fp f_mul(const fp &a, const fp &b) { return fp_mul(a, b); }
+PS_FN fp f_sqr(const fp &a) { return fp_sqr(a); }
+PS_FN fp f_neg(const fp &a) { return fp_neg(a); }
+PS_FN bool f_is_zero(const fp &a) { return fp_is_zero(a); }
+PS_FN void f_zero(fp &r) { r = fp_zero(); }
+PS_FN void f_one(fp &r) { r = fp_one(); }

@@ -6,6 +6,9 @@
 //                   runs of at most K entries of one bucket summed per thread; repeated until
 //                   every bucket holds one sum, so a bucket that holds every point (all scalars
 //                   equal) costs log_K(n) passes, not one thread adding n points
+//   g1_sums_to_jac / g2_sums_to_jac
+//                   batch addition (sums of index lists, one bucket per list) stops after the
+//                   accumulation: each bucket's one sum leaves as a Jacobian point
 //   msm_window_reduce
 //                   per window, Σ magnitude·bucket by runs of buckets, then a block-wide tree;
 //                   one Jacobian point per block leaves for the host, which adds the blocks
@@ -13,6 +16,7 @@
 // Buckets of all windows live in one flat array: bucket (w, mag) is w·(B+1) + mag, B = 2^(c−1).
 #include "fr.cuh"
 #include "msm.cuh"
+#include "g2.cuh"
 
 extern "C" __global__ void msm_digits(const fr *scalars, u64 n, u32 c, u32 windows,
                                       u32 *digits, u32 *counts) {
@@ -100,53 +104,94 @@ __device__ __forceinline__ u32 msm_owner(const u32 *off, u32 m, u32 t) {
     return lo;
 }
 
-__device__ __forceinline__ g1_affine msm_load_affine(const g1_affine *bases, u32 i) {
+// A point of any curve read as 16-byte vectors (6 for G1's 96 bytes, 12 for G2's 192).
+template <class A> __device__ __forceinline__ A msm_load_affine(const A *bases, u32 i) {
+    static_assert(sizeof(A) % 16 == 0, "a point is whole 16-byte vectors");
     const uint4 *q = reinterpret_cast<const uint4 *>(bases + i);
-    g1_affine a;
-    u32 *dst = a.x.l;
+    A a;
+    uint4 *dst = reinterpret_cast<uint4 *>(&a);
 #pragma unroll
-    for (int k = 0; k < 6; k++) {
-        const uint4 v = q[k];
-        dst[4 * k] = v.x;
-        dst[4 * k + 1] = v.y;
-        dst[4 * k + 2] = v.z;
-        dst[4 * k + 3] = v.w;
-    }
+    for (int k = 0; k < (int)(sizeof(A) / 16); k++) dst[k] = q[k];
     return a;
 }
 
 // Item t of the next level: the sum of entries [off_in[b] + k·K, …) of its bucket b, at most K.
-// Two blocks of 256 per SM (128 registers) with the addition inlined: 254 ms at 2^24 on the
-// H200, against 368 ms for a called addition and 385 ms for 170 registers, one block per SM.
-extern "C" __global__ void __launch_bounds__(256, 2) msm_accumulate_affine(
-    const g1_affine *bases, const u32 *sorted, const u32 *off_in, const u32 *off_out, u32 m,
-    u32 K, g1_xyzz *out) {
+template <class F>
+__device__ __forceinline__ void accumulate_affine(const affine_t<F> *bases, const u32 *sorted,
+                                                  const u32 *off_in, const u32 *off_out, u32 m,
+                                                  u32 K, xyzz_t<F> *out) {
     const u32 total = off_out[m];
     for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
         u32 start, end;
         msm_item_run(off_in, off_out, msm_owner(off_out, m, t), t, K, start, end);
-        g1_xyzz acc = g1_xyzz_identity();
+        xyzz_t<F> acc = xyzz_identity<F>();
         for (u32 e = start; e < end; e++) {
             const u32 code = sorted[e];
-            g1_affine q = msm_load_affine(bases, code & ~MSM_NEG);
-            if (g1_affine_is_identity(q)) continue;
-            if (code & MSM_NEG) q.y = fp_neg(q.y);
-            g1_xyzz_add_affine(acc, q);
+            affine_t<F> q = msm_load_affine(bases, code & ~MSM_NEG);
+            if (affine_is_identity(q)) continue;
+            if (code & MSM_NEG) q.y = f_neg(q.y);
+            xyzz_add_affine(acc, q);
         }
         out[t] = acc;
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256) msm_accumulate_xyzz(
-    const g1_xyzz *in, const u32 *off_in, const u32 *off_out, u32 m, u32 K, g1_xyzz *out) {
+template <class F>
+__device__ __forceinline__ void accumulate_xyzz(const xyzz_t<F> *in, const u32 *off_in,
+                                                const u32 *off_out, u32 m, u32 K,
+                                                xyzz_t<F> *out) {
     const u32 total = off_out[m];
     for (u32 t = blockIdx.x * blockDim.x + threadIdx.x; t < total; t += gridDim.x * blockDim.x) {
         u32 start, end;
         msm_item_run(off_in, off_out, msm_owner(off_out, m, t), t, K, start, end);
-        g1_xyzz acc = g1_xyzz_identity();
-        for (u32 e = start; e < end; e++) g1_xyzz_add(acc, in[e]);
+        xyzz_t<F> acc = xyzz_identity<F>();
+        for (u32 e = start; e < end; e++) xyzz_add(acc, in[e]);
         out[t] = acc;
     }
+}
+
+// Bucket b's one sum (accumulation left at most one item per bucket) as a Jacobian point; an
+// empty bucket is the identity. The sums of index lists (batch addition) leave this way.
+template <class F>
+__device__ __forceinline__ void sums_to_jac(const xyzz_t<F> *items, const u32 *off, u32 m,
+                                            jac_t<F> *out) {
+    for (u32 b = blockIdx.x * blockDim.x + threadIdx.x; b < m; b += gridDim.x * blockDim.x)
+        out[b] = xyzz_to_jac(off[b + 1] > off[b] ? items[off[b]] : xyzz_identity<F>());
+}
+
+// Two blocks of 256 per SM (128 registers) with the addition inlined: 254 ms at 2^24 on the
+// H200, against 368 ms for a called addition and 385 ms for 170 registers, one block per SM.
+extern "C" __global__ void __launch_bounds__(256, 2) msm_accumulate_affine(
+    const g1_affine *bases, const u32 *sorted, const u32 *off_in, const u32 *off_out, u32 m,
+    u32 K, g1_xyzz *out) {
+    accumulate_affine(bases, sorted, off_in, off_out, m, K, out);
+}
+
+extern "C" __global__ void __launch_bounds__(256) msm_accumulate_xyzz(
+    const g1_xyzz *in, const u32 *off_in, const u32 *off_out, u32 m, u32 K, g1_xyzz *out) {
+    accumulate_xyzz(in, off_in, off_out, m, K, out);
+}
+
+extern "C" __global__ void g1_sums_to_jac(const g1_xyzz *items, const u32 *off, u32 m,
+                                          g1_jac *out) {
+    sums_to_jac(items, off, m, out);
+}
+
+// G2's accumulator is twice G1's: a block of 128 keeps it in registers.
+extern "C" __global__ void __launch_bounds__(128) g2_accumulate_affine(
+    const g2_affine *bases, const u32 *sorted, const u32 *off_in, const u32 *off_out, u32 m,
+    u32 K, g2_xyzz *out) {
+    accumulate_affine(bases, sorted, off_in, off_out, m, K, out);
+}
+
+extern "C" __global__ void __launch_bounds__(128) g2_accumulate_xyzz(
+    const g2_xyzz *in, const u32 *off_in, const u32 *off_out, u32 m, u32 K, g2_xyzz *out) {
+    accumulate_xyzz(in, off_in, off_out, m, K, out);
+}
+
+extern "C" __global__ void g2_sums_to_jac(const g2_xyzz *items, const u32 *off, u32 m,
+                                          g2_jac *out) {
+    sums_to_jac(items, off, m, out);
 }
 
 #define MSM_REDUCE_THREADS 128

@@ -1,4 +1,5 @@
-//! The CUDA kernel headers (`cuda/fr.cuh`, `fp.cuh`, `g1.cuh`, `msm.cuh`), compiled for the host and
+//! The CUDA kernel headers (`cuda/fr.cuh`, `fp.cuh`, `fp2.cuh`, `curve.cuh`, `g1.cuh`, `g2.cuh`,
+//! `msm.cuh`), compiled for the host and
 //! wrapped for tests against blst: the arithmetic the GPU runs is checked on every CI machine,
 //! none of which has a GPU. Points cross as the raw words both sides use: Montgomery-form
 //! field elements of 12 × u32, affine points as blst stores them, XYZZ accumulators, and
@@ -24,6 +25,8 @@ mod ffi {
         pub fn ps_g1_dbl(p: *const u32, out: *mut u32);
         pub fn ps_g1_mul_small(p: *const u32, k: u32, bits: i32, out: *mut u32);
         pub fn ps_g1_to_jac(p: *const u32, out: *mut u32);
+        pub fn ps_fp2_op(op: i32, a: *const u32, b: *const u32, out: *mut u32);
+        pub fn ps_g2_op(op: i32, p: *const u32, q: *const u32, out: *mut u32);
         pub fn ps_msm_digits(s: *const u32, c: u32, out: *mut u32);
         pub fn ps_msm_reference(
             bases: *const u32,
@@ -117,6 +120,72 @@ pub fn to_jac(p: &Xyzz) -> Jac {
     // SAFETY: reads 48 words, writes 36.
     unsafe { ffi::ps_g1_to_jac(p.as_ptr(), out.as_mut_ptr()) };
     out
+}
+
+/// An element of Fp2 (`fp2.cuh`): c0 then c1, 12 words each, as blst's `blst_fp2`.
+pub type Fp2 = [u32; 24];
+/// A G2 point in blst's affine layout, an XYZZ accumulator and a Jacobian point (`g2.cuh`).
+pub type Affine2 = [u32; 48];
+pub type Xyzz2 = [u32; 96];
+pub type Jac2 = [u32; 72];
+
+pub fn fp2_op(op: FpOp, a: &Fp2, b: &Fp2) -> Fp2 {
+    let mut out = [0u32; 24];
+    // SAFETY: the C side reads 24 words from each input and writes 24 to `out`.
+    unsafe { ffi::ps_fp2_op(op as i32, a.as_ptr(), b.as_ptr(), out.as_mut_ptr()) };
+    out
+}
+
+/// The G2 point operations of `curve.cuh` over fp2.
+#[derive(Debug, Clone, Copy)]
+pub enum G2Op {
+    FromAffine = 0,
+    AddAffine = 1,
+    Add = 2,
+    Dbl = 3,
+}
+
+/// `op` on `p` (and `q`: an affine point for FromAffine and AddAffine, XYZZ for Add).
+pub fn g2_op(op: G2Op, p: &Xyzz2, q: &[u32]) -> Xyzz2 {
+    let need = match op {
+        G2Op::Add => 96,
+        G2Op::FromAffine | G2Op::AddAffine => 48,
+        G2Op::Dbl => 0,
+    };
+    assert!(q.len() >= need, "{op:?} reads {need} words of q");
+    let mut out = [0u32; 96];
+    // SAFETY: reads 96 words of p and `need` of q (checked above), writes 96.
+    unsafe { ffi::ps_g2_op(op as i32, p.as_ptr(), q.as_ptr(), out.as_mut_ptr()) };
+    out
+}
+
+pub fn g2_to_jac(p: &Xyzz2) -> Jac2 {
+    let mut out = [0u32; 72];
+    // SAFETY: reads 96 words of p (q unused by op 4), writes 72.
+    unsafe { ffi::ps_g2_op(4, p.as_ptr(), p.as_ptr(), out.as_mut_ptr()) };
+    out
+}
+
+/// An XYZZ accumulator as a blstrs G2 point, through the device's Jacobian conversion.
+pub fn xyzz2_point(p: &Xyzz2) -> blstrs::G2Projective {
+    jac2_point(&g2_to_jac(p))
+}
+
+/// The words of a G2 affine point as blst holds it in memory.
+pub fn affine2_words(p: &blstrs::G2Affine) -> Affine2 {
+    // SAFETY: G2Affine is `#[repr(transparent)]` over blst_p2_affine, `#[repr(C)]` of two
+    // blst_fp2, each two blst_fp: 24 u64.
+    let raw: [u64; 24] = unsafe { std::mem::transmute::<blstrs::G2Affine, [u64; 24]>(*p) };
+    words::<48>(&raw)
+}
+
+/// The Jacobian words as a blstrs G2 point, through the conversion the device's results take.
+pub fn jac2_point(j: &Jac2) -> blstrs::G2Projective {
+    let mut l = [0u64; 36];
+    for (i, x) in l.iter_mut().enumerate() {
+        *x = j[2 * i] as u64 | (j[2 * i + 1] as u64) << 32;
+    }
+    prover_core::gpu::jac_to_g2(&l)
 }
 
 /// The signed window digits of a canonical scalar, as `msm_digits` computes them.

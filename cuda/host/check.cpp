@@ -4,6 +4,7 @@
 // bucket runs), so a wrong formula or index shows on a machine without a GPU.
 #include "../fr.cuh"
 #include "../msm.cuh"
+#include "../g2.cuh"
 
 #include <algorithm>
 #include <cstring>
@@ -31,7 +32,57 @@ static void store_jac(u32 *p, const g1_jac &a) {
     store_fp(p + 24, a.z);
 }
 
+static fp2 load_fp2(const u32 *p) { return fp2{load_fp(p), load_fp(p + 12)}; }
+static void store_fp2(u32 *p, const fp2 &a) {
+    store_fp(p, a.c0);
+    store_fp(p + 12, a.c1);
+}
+static g2_affine load_affine2(const u32 *p) { return g2_affine{load_fp2(p), load_fp2(p + 24)}; }
+static g2_xyzz load_xyzz2(const u32 *p) {
+    return g2_xyzz{load_fp2(p), load_fp2(p + 24), load_fp2(p + 48), load_fp2(p + 72)};
+}
+static void store_xyzz2(u32 *p, const g2_xyzz &a) {
+    store_fp2(p, a.x);
+    store_fp2(p + 24, a.y);
+    store_fp2(p + 48, a.zz);
+    store_fp2(p + 72, a.zzz);
+}
+
 extern "C" {
+
+void ps_fp2_op(int op, const u32 *a, const u32 *b, u32 *out) {
+    const fp2 x = load_fp2(a), y = load_fp2(b);
+    fp2 r;
+    switch (op) {
+    case 0: r = fp2_add(x, y); break;
+    case 1: r = fp2_sub(x, y); break;
+    case 2: r = fp2_mul(x, y); break;
+    case 3: r = fp2_neg(x); break;
+    case 4: r = fp2_sqr(x); break;
+    default: f_one(r); break;
+    }
+    store_fp2(out, r);
+}
+
+// G2 in XYZZ (96 words), affine points as blst stores them (48 words): op 0 from affine (q),
+// 1 p + affine q, 2 p + q (q XYZZ), 3 2p; 4 p as Jacobian (72 words out).
+void ps_g2_op(int op, const u32 *p, const u32 *q, u32 *out) {
+    g2_xyzz r = op == 0 ? xyzz_from_affine(load_affine2(q)) : load_xyzz2(p);
+    switch (op) {
+    case 1: xyzz_add_affine(r, load_affine2(q)); break;
+    case 2: xyzz_add(r, load_xyzz2(q)); break;
+    case 3: xyzz_dbl(r); break;
+    case 4: {
+        const g2_jac j = xyzz_to_jac(r);
+        store_fp2(out, j.x);
+        store_fp2(out + 24, j.y);
+        store_fp2(out + 48, j.z);
+        return;
+    }
+    default: break;
+    }
+    store_xyzz2(out, r);
+}
 
 void ps_fp_op(int op, const u32 *a, const u32 *b, u32 *out) {
     const fp x = load_fp(a), y = load_fp(b);

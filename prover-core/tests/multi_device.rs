@@ -1,7 +1,7 @@
 //! A batch is split across every device a backend drives, one named thread per device, and
 //! the proofs still verify. A CPU backend stands in for two GPUs (CI has none); it records
 //! which circuits each unit was given and on which thread.
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use prover_core::groth16::backend::{Abc, Backend, BackendError, CpuBackend};
 use prover_core::groth16::circuits::CircuitKind;
 use prover_core::groth16::dealloc::DeallocMode;
@@ -51,6 +51,14 @@ impl Backend for Unit {
         self.note("batch_add", ones.len());
         CpuBackend.batch_add(bases, ones)
     }
+    fn batch_add_g2(
+        &self,
+        bases: &[G2Affine],
+        ones: &[Vec<u32>],
+    ) -> Result<Vec<G2Projective>, BackendError> {
+        self.note("batch_add_g2", ones.len());
+        CpuBackend.batch_add_g2(bases, ones)
+    }
     fn tail_msm(
         &self,
         bases: &[G1Affine],
@@ -84,6 +92,13 @@ impl Backend for TwoDevices {
         Err(BackendError::Gpu("the pipeline must use the units".into()))
     }
     fn batch_add(&self, _: &[G1Affine], _: &[Vec<u32>]) -> Result<Vec<G1Projective>, BackendError> {
+        Err(BackendError::Gpu("the pipeline must use the units".into()))
+    }
+    fn batch_add_g2(
+        &self,
+        _: &[G2Affine],
+        _: &[Vec<u32>],
+    ) -> Result<Vec<G2Projective>, BackendError> {
         Err(BackendError::Gpu("the pipeline must use the units".into()))
     }
     fn tail_msm(

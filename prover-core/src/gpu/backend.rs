@@ -14,7 +14,7 @@ use crate::groth16::backend::{Abc, Backend, BackendError};
 use crate::groth16::ntt::Domain;
 use crate::probe::SpanHandle;
 use crate::span;
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use group::Group;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
@@ -92,16 +92,17 @@ struct BasesKey {
 }
 
 impl BasesKey {
-    fn of(bases: &[G1Affine]) -> BasesKey {
-        let words = tables::g1_limbs(bases);
+    /// A list of points of `point_words` u64 each, known by where it lies, its length and a
+    /// sample of its words.
+    fn of(words: &[u64], point_words: usize) -> BasesKey {
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        let n = bases.len();
+        let n = words.len() / point_words.max(1);
         for j in 0..64usize.min(n) {
             let i = if n <= 64 { j } else { j * (n - 1) / 63 };
-            words[12 * i..12 * i + 12].hash(&mut h);
+            words[point_words * i..point_words * (i + 1)].hash(&mut h);
         }
         BasesKey {
-            ptr: bases.as_ptr() as usize,
+            ptr: words.as_ptr() as usize,
             len: n,
             sample: h.finish(),
         }
@@ -109,7 +110,7 @@ impl BasesKey {
 }
 
 /// Base lists kept on the device, most recently used last.
-const RESIDENT_MAX: usize = 6;
+const RESIDENT_MAX: usize = 7;
 
 pub struct GpuBackend {
     pub device: Device,
@@ -151,7 +152,23 @@ impl GpuBackend {
 
     /// The device copy of a base list the host keeps (uploaded on first use).
     pub fn resident(&self, bases: &[G1Affine]) -> Result<Arc<DeviceBases>, GpuError> {
-        let key = BasesKey::of(bases);
+        self.resident_words(BasesKey::of(tables::g1_limbs(bases), 12), || {
+            self.device.upload_bases(bases)
+        })
+    }
+
+    /// The device copy of a G2 base list the host keeps (B's G2 query), as [`Self::resident`].
+    pub fn resident_g2(&self, bases: &[G2Affine]) -> Result<Arc<DeviceBases>, GpuError> {
+        self.resident_words(BasesKey::of(super::g2_limbs(bases), 24), || {
+            self.device.upload_bases_g2(bases)
+        })
+    }
+
+    fn resident_words(
+        &self,
+        key: BasesKey,
+        upload: impl FnOnce() -> Result<DeviceBases, GpuError>,
+    ) -> Result<Arc<DeviceBases>, GpuError> {
         let mut r = self.resident.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(i) = r.iter().position(|(k, _)| *k == key) {
             let hit = r.remove(i);
@@ -165,14 +182,14 @@ impl GpuBackend {
         // The first proof pays this (hundreds of MB per query): a span of its own, so the
         // profile names it instead of leaving a gap at the start of the phase.
         let _s = span!("upload_bases");
-        let d = Arc::new(self.device.upload_bases(bases)?);
+        let d = Arc::new(upload()?);
         r.push((key, d.clone()));
         Ok(d)
     }
 
     /// The device copy if the list is resident already.
     fn resident_if_known(&self, bases: &[G1Affine]) -> Option<Arc<DeviceBases>> {
-        let key = BasesKey::of(bases);
+        let key = BasesKey::of(tables::g1_limbs(bases), 12);
         let r = self.resident.lock().unwrap_or_else(|p| p.into_inner());
         r.iter().find(|(k, _)| *k == key).map(|(_, d)| d.clone())
     }
@@ -380,10 +397,25 @@ impl Backend for GpuBackend {
         let parent = SpanHandle::current();
         let d = self.resident(bases)?;
         let mut tl = self.timeline(super::timing::wanted())?;
-        let mut out = Vec::with_capacity(ones.len());
-        for idx in ones {
-            out.push(self.device.g1_sum_indices(&d, idx, &mut tl)?);
+        let lists: Vec<&[u32]> = ones.iter().map(Vec::as_slice).collect();
+        let out = self.device.g1_list_sums(&d, &lists, &mut tl)?;
+        report(self.device.nvml_index, &finish(tl)?, parent);
+        Ok(out)
+    }
+
+    fn batch_add_g2(
+        &self,
+        bases: &[G2Affine],
+        ones: &[Vec<u32>],
+    ) -> Result<Vec<G2Projective>, BackendError> {
+        if ones.iter().all(Vec::is_empty) {
+            return Ok(vec![G2Projective::identity(); ones.len()]);
         }
+        let parent = SpanHandle::current();
+        let d = self.resident_g2(bases)?;
+        let mut tl = self.timeline(super::timing::wanted())?;
+        let lists: Vec<&[u32]> = ones.iter().map(Vec::as_slice).collect();
+        let out = self.device.g2_list_sums(&d, &lists, &mut tl)?;
         report(self.device.nvml_index, &finish(tl)?, parent);
         Ok(out)
     }

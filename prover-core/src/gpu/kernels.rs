@@ -19,7 +19,10 @@ const FILES: &[(&str, &str)] = &[
     ("mont.cuh", include_str!("../../../cuda/mont.cuh")),
     ("fr.cuh", include_str!("../../../cuda/fr.cuh")),
     ("fp.cuh", include_str!("../../../cuda/fp.cuh")),
+    ("fp2.cuh", include_str!("../../../cuda/fp2.cuh")),
+    ("curve.cuh", include_str!("../../../cuda/curve.cuh")),
     ("g1.cuh", include_str!("../../../cuda/g1.cuh")),
+    ("g2.cuh", include_str!("../../../cuda/g2.cuh")),
     ("msm.cuh", include_str!("../../../cuda/msm.cuh")),
     ("ntt.cu", include_str!("../../../cuda/ntt.cu")),
     ("msm.cu", include_str!("../../../cuda/msm.cu")),
@@ -79,6 +82,10 @@ pub struct Kernels {
     pub msm_accumulate_affine: CudaFunction,
     pub msm_accumulate_xyzz: CudaFunction,
     pub msm_window_reduce: CudaFunction,
+    pub g1_sums_to_jac: CudaFunction,
+    pub g2_accumulate_affine: CudaFunction,
+    pub g2_accumulate_xyzz: CudaFunction,
+    pub g2_sums_to_jac: CudaFunction,
     /// Whether this start compiled (false: loaded from the cache), and how long it took.
     pub compiled: bool,
     pub load_ms: f64,
@@ -185,6 +192,10 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
         msm_accumulate_affine: f("msm_accumulate_affine")?,
         msm_accumulate_xyzz: f("msm_accumulate_xyzz")?,
         msm_window_reduce: f("msm_window_reduce")?,
+        g1_sums_to_jac: f("g1_sums_to_jac")?,
+        g2_accumulate_affine: f("g2_accumulate_affine")?,
+        g2_accumulate_xyzz: f("g2_accumulate_xyzz")?,
+        g2_sums_to_jac: f("g2_sums_to_jac")?,
         _module: module,
         compiled,
         load_ms: t0.elapsed().as_secs_f64() * 1e3,
@@ -205,6 +216,8 @@ mod tests {
         // Each header once, however many files include it.
         assert_eq!(s.matches("struct fr {").count(), 1);
         assert_eq!(s.matches("struct fp {").count(), 1);
+        assert_eq!(s.matches("struct fp2 {").count(), 1);
+        assert_eq!(s.matches("struct xyzz_t {").count(), 1);
         assert_eq!(s.matches("typedef unsigned int u32;").count(), 1);
     }
 }

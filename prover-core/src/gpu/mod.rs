@@ -10,6 +10,7 @@ mod msm;
 pub mod msm_bench;
 mod set;
 mod staging;
+mod sums;
 mod tables;
 mod timing;
 
@@ -19,6 +20,7 @@ pub use device::{Device, DeviceFr, NttOp};
 pub use kernels::source as kernel_source;
 pub use msm::{DeviceBases, JAC_LIMBS, MsmBases, MsmPlan, MsmScalars, combine_windows, jac_to_g1};
 pub use set::GpuSet;
+pub use sums::{JAC2_LIMBS, g2_limbs, jac_to_g2};
 pub use tables::{g1_limbs, limbs};
 pub use timing::{GpuTimeline, TimedOp};
 

@@ -156,7 +156,7 @@ pub enum MsmScalars<'a> {
 
 impl Device {
     /// Copies host words to a new device buffer on `stream` through the staging buffers.
-    fn upload_staged(
+    pub(super) fn upload_staged(
         &self,
         s: &Arc<CudaStream>,
         words: &[u64],
@@ -322,44 +322,7 @@ impl Device {
         Ok(combine_windows(&parts, plan.c, plan.groups))
     }
 
-    /// Σ bases[i] over `idx` (the C2 batch addition of the points whose scalar is 1), with
-    /// the bases on the device: the indices are the sorted list of one bucket, summed by the
-    /// MSM's passes. Indices past the bases are an error, not a read out of bounds.
-    pub fn g1_sum_indices(
-        &self,
-        bases: &DeviceBases,
-        idx: &[u32],
-        tl: &mut Option<GpuTimeline>,
-    ) -> Result<G1Projective, GpuError> {
-        if let Some(&bad) = idx.iter().find(|&&i| i as usize >= bases.len) {
-            return Err(GpuError::Driver(format!(
-                "batch addition index {bad} past {} bases",
-                bases.len
-            )));
-        }
-        if idx.is_empty() {
-            return Ok(G1Projective::identity());
-        }
-        // Two-bit windows: slot 1 (window 0, magnitude 1) holds every entry, so the result
-        // is that bucket's sum; the other windows are empty.
-        let plan = MsmPlan::with_c(2, 64);
-        let m = plan.slots() as usize;
-        let len = idx.len() as u32;
-        let mut off = vec![len; m + 2];
-        off[0] = 0;
-        off[1] = 0;
-        let s = &self.compute;
-        let sorted = timed(tl, "upload_ones", 0, s, || {
-            Ok(Sorted {
-                sorted: s.clone_htod(idx).map_err(GpuError::driver)?,
-                off: s.clone_htod(&off).map_err(GpuError::driver)?,
-            })
-        })?;
-        let parts = self.msm_reduce(s, &bases.words, &sorted, idx.len(), idx.len(), &plan, tl)?;
-        Ok(combine_windows(&parts, plan.c, plan.groups))
-    }
-
-    fn scan(
+    pub(super) fn scan(
         &self,
         s: &Arc<CudaStream>,
         input: &CudaSlice<u32>,

@@ -6,7 +6,7 @@
 use super::msm::{MsmBases, MsmPlan, MsmScalars};
 use super::timing::TimedOp;
 use super::{Device, GpuError};
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
 use rand::SeedableRng;
@@ -16,25 +16,38 @@ use std::time::Instant;
 /// n distinct points, cheaply: per chunk a random start stepped by a random point, then one
 /// batch normalisation per chunk (random points one by one would take minutes at 2^24).
 pub fn distinct_points(n: usize, seed: u64) -> Vec<G1Affine> {
+    distinct::<G1Projective>(n, seed)
+}
+
+/// As [`distinct_points`], in G2 (B's G2 query).
+pub fn distinct_points_g2(n: usize, seed: u64) -> Vec<G2Affine> {
+    distinct::<G2Projective>(n, seed)
+}
+
+fn distinct<G>(n: usize, seed: u64) -> Vec<G::AffineRepr>
+where
+    G: Curve + Group + Send + Sync,
+    G::AffineRepr: Default + Clone + Send,
+{
     let chunk = 1 << 14;
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-    let step = G1Projective::random(&mut rng);
-    let starts: Vec<G1Projective> = (0..n.div_ceil(chunk))
-        .map(|_| G1Projective::random(&mut rng))
+    let step = G::random(&mut rng);
+    let starts: Vec<G> = (0..n.div_ceil(chunk))
+        .map(|_| G::random(&mut rng))
         .collect();
-    let mut out = vec![G1Affine::default(); n];
+    let mut out = vec![G::AffineRepr::default(); n];
     out.par_chunks_mut(chunk)
         .zip(starts.par_iter())
         .for_each(|(dst, start)| {
             let mut p = *start;
-            let proj: Vec<G1Projective> = (0..dst.len())
+            let proj: Vec<G> = (0..dst.len())
                 .map(|_| {
                     let q = p;
                     p += step;
                     q
                 })
                 .collect();
-            G1Projective::batch_normalize(&proj, dst);
+            G::batch_normalize(&proj, dst);
         });
     out
 }

@@ -7,7 +7,7 @@ use crate::groth16::backend::{Abc, Backend, BackendError};
 use crate::groth16::ntt::Domain;
 use crate::groth16::pipeline::split_ranges;
 use crate::probe::SpanHandle;
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
 #[derive(Debug)]
 pub struct GpuSet {
@@ -107,6 +107,15 @@ impl Backend for GpuSet {
     ) -> Result<Vec<G1Projective>, BackendError> {
         let parts = self.runs(ones);
         self.each(parts, |gpu, mine| gpu.batch_add(bases, mine))
+    }
+
+    fn batch_add_g2(
+        &self,
+        bases: &[G2Affine],
+        ones: &[Vec<u32>],
+    ) -> Result<Vec<G2Projective>, BackendError> {
+        let parts = self.runs(ones);
+        self.each(parts, |gpu, mine| gpu.batch_add_g2(bases, mine))
     }
 
     fn tail_msm(

@@ -5,7 +5,7 @@
 use super::msm;
 use super::ntt::{self, Domain};
 use crate::span;
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use rayon::prelude::*;
 
 /// One circuit's A, B, C evaluations (one scalar per constraint). After `ntt_msm_h`, `a` holds
@@ -68,6 +68,14 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         bases: &[G1Affine],
         ones: &[Vec<u32>],
     ) -> Result<Vec<G1Projective>, BackendError>;
+
+    /// For each circuit: the sum of the G2 `bases[i]` over the indices in its list (B's G2
+    /// query).
+    fn batch_add_g2(
+        &self,
+        bases: &[G2Affine],
+        ones: &[Vec<u32>],
+    ) -> Result<Vec<G2Projective>, BackendError>;
 
     /// For each circuit: Σ scalars[i]·bases[i].
     fn tail_msm(
@@ -156,6 +164,24 @@ impl Backend for CpuBackend {
                     .filter_map(|&i| bases.get(i as usize).copied())
                     .collect();
                 msm::g1_sum(&picked)
+            })
+            .collect())
+    }
+
+    fn batch_add_g2(
+        &self,
+        bases: &[G2Affine],
+        ones: &[Vec<u32>],
+    ) -> Result<Vec<G2Projective>, BackendError> {
+        Ok(ones
+            .iter()
+            .map(|idx| {
+                // Millions of scattered 192-byte reads per circuit: gathered in parallel.
+                let picked: Vec<G2Affine> = idx
+                    .par_iter()
+                    .filter_map(|&i| bases.get(i as usize).copied())
+                    .collect();
+                msm::g2_sum(&picked)
             })
             .collect())
     }

@@ -5,6 +5,8 @@
 //! prep_msm thread ──────────── prep_msm ─▶ b_g2_msm
 //! compute/gpu-i thread(s) ──── ntt_msm_h ─ barrier_wait ─ batch_add ─ tail_msm
 //! ```
+//! `batch_add` sums the ones of all four queries (L, A, B in G1 and B in G2) on the device, as
+//! supraseal does; `b_g2_msm` is B's G2 tail, by Pippenger on the CPU.
 //! With several devices (GPUs), the batch's circuits are split into contiguous runs, one
 //! device thread each; all wait on the same prep result.
 //! Every phase is a probe span under the proof's outer span `prove` (the wrapper timer).
@@ -22,8 +24,8 @@ use crate::span;
 use bellperson::groth16::{Proof, verify_proofs_batch};
 use blstrs::{Bls12, G1Affine, G1Projective, G2Projective, Scalar};
 use ff::Field;
-use group::Curve;
 use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
 use rand::SeedableRng;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -221,6 +223,8 @@ struct DevicePart {
     l: Vec<G1Projective>,
     a: Vec<G1Projective>,
     b: Vec<G1Projective>,
+    /// Per circuit: the batch-added ones of B's G2 query (its tail is `b_g2_msm`'s).
+    b2_ones: Vec<G2Projective>,
     abc: Vec<Abc>,
     times: Vec<(&'static str, Duration)>,
 }
@@ -232,6 +236,7 @@ impl DevicePart {
         self.l.extend(o.l);
         self.a.extend(o.a);
         self.b.extend(o.b);
+        self.b2_ones.extend(o.b2_ones);
         self.abc.extend(o.abc);
         for (name, d) in o.times {
             match self.times.iter_mut().find(|(n, _)| *n == name) {
@@ -265,12 +270,13 @@ pub fn run_of<T>(v: &[T], r: std::ops::Range<usize>) -> &[T] {
     v.get(r).unwrap_or(&[])
 }
 
-/// The G1 queries a device thread needs.
-struct G1Queries<'p> {
+/// The queries a device thread needs: the G1 ones and B's G2 query.
+struct DeviceQueries<'p> {
     h: &'p [G1Affine],
     l: &'p [G1Affine],
     a: &'p [G1Affine],
     b: &'p [G1Affine],
+    b2: &'p [blstrs::G2Affine],
 }
 
 /// One device's share of the batch (circuits `range`): ntt_msm_h, the barrier, batch_add and
@@ -280,7 +286,7 @@ fn device_part(
     domain: &Domain,
     mut abc: Vec<Abc>,
     range: std::ops::Range<usize>,
-    bases: &G1Queries<'_>,
+    bases: &DeviceQueries<'_>,
     rx: std::sync::mpsc::Receiver<Arc<Prepared>>,
 ) -> Result<DevicePart, ProveError> {
     let mut t = Timer::default();
@@ -294,12 +300,17 @@ fn device_part(
             .map_err(|_| ProveError::Thread("prep_msm ended without a result".into()))?
     };
     let (p, full) = (&prepared, bases);
-    let (l1, a1, b1) = t.time("batch_add", || -> Result<_, BackendError> {
+    let (l1, a1, b1, g2_ones) = t.time("batch_add", || -> Result<_, BackendError> {
         let _s = span!("batch_add");
+        let b_ones = run_of(&p.b.ones, range.clone());
+        let mut b2 = backend.batch_add_g2(full.b2, b_ones)?;
+        // An unsplit B has no ones: every circuit's G2 sum is the identity.
+        b2.resize(range.len(), G2Projective::identity());
         Ok((
             backend.batch_add(full.l, run_of(&p.l.ones, range.clone()))?,
             backend.batch_add(full.a, run_of(&p.a.ones, range.clone()))?,
-            backend.batch_add(full.b, run_of(&p.b.ones, range.clone()))?,
+            backend.batch_add(full.b, b_ones)?,
+            b2,
         ))
     })?;
     let (l2, a2, b2) = t.time("tail_msm", || -> Result<_, BackendError> {
@@ -322,6 +333,7 @@ fn device_part(
         l: sum(l1, l2),
         a: sum(a1, a2),
         b: sum(b1, b2),
+        b2_ones: g2_ones,
         abc,
         times: t.phases,
     })
@@ -491,11 +503,12 @@ fn device_phases(
         for ((range, rx), unit) in ranges.iter().cloned().zip(receivers).zip(units) {
             let tail = rest.split_off(range.len());
             let mine = std::mem::replace(&mut rest, tail);
-            let bases = G1Queries {
+            let bases = DeviceQueries {
                 h: &params.h,
                 l: &params.l,
                 a: q.a_aux,
                 b: q.b_aux,
+                b2: q.b2_aux,
             };
             threads.push(spawn(s, unit.thread_name(), move || {
                 let _a = root.adopt();
@@ -535,7 +548,7 @@ fn epilogue(
             let s = Scalar::random(&mut rng);
             let a_answer = msm::g1_msm(q.a_in, &inputs[i]) + dev.a[i];
             let b1_answer = msm::g1_msm(q.b_in, &prepared.b_inputs[i]) + dev.b[i];
-            let b2_answer = msm::g2_msm(q.b2_in, &prepared.b_inputs[i]) + g2[i];
+            let b2_answer = msm::g2_msm(q.b2_in, &prepared.b_inputs[i]) + g2[i] + dev.b2_ones[i];
             let g_a = vk.delta_g1 * r + vk.alpha_g1 + a_answer;
             let g_b = vk.delta_g2 * s + vk.beta_g2 + b2_answer;
             let g_c = a_answer * s
@@ -647,28 +660,18 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
     })
 }
 
-/// B_G2: the ones by batch addition and the tail by Pippenger, on the CPU (as in C2).
+/// B_G2's tail by Pippenger, on the CPU (its ones are batch-added by the device threads).
 fn b_g2(prepared: &Prepared, aux_bases: &[blstrs::G2Affine]) -> Vec<G2Projective> {
     let split = &prepared.b;
+    let bases = if split.is_split() {
+        &prepared.b_g2_tail_bases[..]
+    } else {
+        aux_bases
+    };
     split
         .tail_scalars
         .iter()
-        .enumerate()
-        .map(|(c, tail)| {
-            let bases = if split.is_split() {
-                &prepared.b_g2_tail_bases[..]
-            } else {
-                aux_bases
-            };
-            let mut acc = msm::g2_msm(bases, tail);
-            if let Some(ones) = split.ones.get(c) {
-                // Millions of scattered 192-byte reads per circuit: gathered in parallel.
-                let picked: Vec<blstrs::G2Affine> =
-                    ones.par_iter().map(|&i| aux_bases[i as usize]).collect();
-                acc += msm::g2_sum(&picked);
-            }
-            acc
-        })
+        .map(|tail| msm::g2_msm(bases, tail))
         .collect()
 }
 

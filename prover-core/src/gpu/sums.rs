@@ -1,0 +1,273 @@
+//! Batch addition on the device: for each list of indices, Σ bases[i] — the "ones" of the L, A
+//! and B queries (G1) and of B's G2 query. All lists of one query go up at once, one bucket
+//! each, through the MSM's accumulation kernels (`cuda/msm.cu`: runs of K points a thread,
+//! repeated until one sum per bucket), and leave as one Jacobian point per list; a batch of
+//! circuits costs one upload and a few launches per query, not one MSM per circuit.
+
+use super::GpuError;
+use super::device::Device;
+use super::msm::{DeviceBases, JAC_LIMBS, jac_to_g1};
+use super::timing::{GpuTimeline, timed};
+use blst::{blst_fp, blst_fp2, blst_p2};
+use blstrs::{G1Projective, G2Affine, G2Projective};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// Words of one G2 Jacobian point as the kernels write it (blst's `blst_p2`).
+pub const JAC2_LIMBS: usize = 36;
+
+/// Points (then partial sums) one thread adds in an accumulation pass.
+const K: u32 = 32;
+
+/// One curve's kernels and sizes for [`Device::list_sums`].
+struct Curve<'k> {
+    accumulate_affine: &'k CudaFunction,
+    accumulate_xyzz: &'k CudaFunction,
+    to_jac: &'k CudaFunction,
+    /// u64 words of an XYZZ accumulator and of a Jacobian point.
+    xyzz_words: usize,
+    jac_words: usize,
+    /// Threads a block (the kernels' launch bounds).
+    threads: u32,
+    /// Names of the timed passes.
+    names: [&'static str; 2],
+}
+
+fn cfg(items: usize, threads: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (
+            (items.div_ceil(threads as usize)).clamp(1, 132 * 64) as u32,
+            1,
+            1,
+        ),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Passes after the first for buckets of at most `most` entries: each divides by K.
+fn levels(most: usize) -> u32 {
+    let mut cap = most.div_ceil(K as usize);
+    let mut l = 0;
+    while cap > 1 {
+        cap = cap.div_ceil(K as usize);
+        l += 1;
+    }
+    l
+}
+
+/// A G2 Jacobian point in the kernels' layout as a blstrs point.
+pub fn jac_to_g2(l: &[u64; JAC2_LIMBS]) -> G2Projective {
+    let fp = |i: usize| blst_fp {
+        l: [l[i], l[i + 1], l[i + 2], l[i + 3], l[i + 4], l[i + 5]],
+    };
+    let fp2 = |i: usize| blst_fp2 {
+        fp: [fp(i), fp(i + 6)],
+    };
+    let raw = blst_p2 {
+        x: fp2(0),
+        y: fp2(12),
+        z: fp2(24),
+    };
+    // SAFETY: G2Projective is `#[repr(transparent)]` over blst_p2; the kernels write points of
+    // the curve (or Z = 0, blst's identity) in Montgomery form, fully reduced.
+    unsafe { std::mem::transmute::<blst_p2, G2Projective>(raw) }
+}
+
+/// The u64 words of G2 affine points as they lie in memory (24 a point).
+pub fn g2_limbs(v: &[G2Affine]) -> &[u64] {
+    // SAFETY: G2Affine is `#[repr(transparent)]` over blst_p2_affine, `#[repr(C)]` `{ x, y }`
+    // of blst_fp2 `{ fp: [blst_fp; 2] }`, each `{ l: [u64; 6] }`: n points are 24n u64s with
+    // the same alignment.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u64>(), v.len() * 24) }
+}
+
+impl Device {
+    /// For each list, the sum of the G1 `bases` at its indices.
+    pub fn g1_list_sums(
+        &self,
+        bases: &DeviceBases,
+        lists: &[&[u32]],
+        tl: &mut Option<GpuTimeline>,
+    ) -> Result<Vec<G1Projective>, GpuError> {
+        let k = &self.kernels;
+        let curve = Curve {
+            accumulate_affine: &k.msm_accumulate_affine,
+            accumulate_xyzz: &k.msm_accumulate_xyzz,
+            to_jac: &k.g1_sums_to_jac,
+            xyzz_words: 24,
+            jac_words: JAC_LIMBS,
+            threads: 256,
+            names: ["g1_sums", "g1_sums_xyzz"],
+        };
+        let words = self.list_sums(&curve, bases, lists, tl)?;
+        Ok(words
+            .chunks_exact(JAC_LIMBS)
+            .map(|p| jac_to_g1(p.try_into().expect("JAC_LIMBS words")))
+            .collect())
+    }
+
+    /// For each list, the sum of the G2 `bases` (uploaded by [`Device::upload_bases_g2`]) at
+    /// its indices.
+    pub fn g2_list_sums(
+        &self,
+        bases: &DeviceBases,
+        lists: &[&[u32]],
+        tl: &mut Option<GpuTimeline>,
+    ) -> Result<Vec<G2Projective>, GpuError> {
+        let k = &self.kernels;
+        let curve = Curve {
+            accumulate_affine: &k.g2_accumulate_affine,
+            accumulate_xyzz: &k.g2_accumulate_xyzz,
+            to_jac: &k.g2_sums_to_jac,
+            xyzz_words: 48,
+            jac_words: JAC2_LIMBS,
+            threads: 128,
+            names: ["g2_sums", "g2_sums_xyzz"],
+        };
+        let words = self.list_sums(&curve, bases, lists, tl)?;
+        Ok(words
+            .chunks_exact(JAC2_LIMBS)
+            .map(|p| jac_to_g2(p.try_into().expect("JAC2_LIMBS words")))
+            .collect())
+    }
+
+    /// Uploads G2 bases (pageable or not) on the upload stream, to keep on the device.
+    pub fn upload_bases_g2(&self, bases: &[G2Affine]) -> Result<DeviceBases, GpuError> {
+        Ok(DeviceBases {
+            len: bases.len(),
+            words: self.upload_staged(&self.upload, g2_limbs(bases))?,
+        })
+    }
+
+    /// The lists' sums as Jacobian words, `curve.jac_words` a list.
+    fn list_sums(
+        &self,
+        curve: &Curve<'_>,
+        bases: &DeviceBases,
+        lists: &[&[u32]],
+        tl: &mut Option<GpuTimeline>,
+    ) -> Result<Vec<u64>, GpuError> {
+        check_indices(lists, bases.len)?;
+        let m = lists.len() as u32;
+        let total: usize = lists.iter().map(|l| l.len()).sum();
+        let most = lists.iter().map(|l| l.len()).max().unwrap_or(0);
+        if total == 0 {
+            // Z = 0: the identity, as the kernels would have written it.
+            return Ok(vec![0; lists.len() * curve.jac_words]);
+        }
+        if total > (u32::MAX >> 1) as usize {
+            return Err(GpuError::Driver(format!(
+                "batch addition of {total} points: offsets are 31-bit"
+            )));
+        }
+        let s = &self.compute;
+        let (entries, off) = timed(tl, "upload_ones", 0, s, || upload_lists(s, lists))?;
+        // Upper bounds of what each pass produces: ⌈count/K⌉ summed ≤ total/K + lists.
+        let mut bound = total.div_ceil(K as usize) + lists.len();
+        let mut off_cur = s
+            .alloc_zeros::<u32>(lists.len() + 2)
+            .map_err(GpuError::driver)?;
+        // SAFETY: the pass writes items [0, off_cur[m]) before anything reads them.
+        let mut items =
+            unsafe { s.alloc::<u64>(bound * curve.xyzz_words) }.map_err(GpuError::driver)?;
+        timed(tl, curve.names[0], 0, s, || {
+            self.scan(s, &off, &mut off_cur, m, K, true)?;
+            // SAFETY: reads entries within off's ranges and bases by index < len (checked
+            // above); writes items below off_cur[m] ≤ bound.
+            unsafe {
+                s.launch_builder(curve.accumulate_affine)
+                    .arg(&bases.words)
+                    .arg(&entries)
+                    .arg(&off)
+                    .arg(&off_cur)
+                    .arg(&m)
+                    .arg(&K)
+                    .arg(&mut items)
+                    .launch(cfg(bound, curve.threads))
+            }
+            .map_err(GpuError::driver)
+        })?;
+        for _ in 0..levels(most) {
+            bound = bound.div_ceil(K as usize) + lists.len();
+            let mut off_next = s
+                .alloc_zeros::<u32>(lists.len() + 2)
+                .map_err(GpuError::driver)?;
+            // SAFETY: written below off_next[m] ≤ bound before being read.
+            let mut next =
+                unsafe { s.alloc::<u64>(bound * curve.xyzz_words) }.map_err(GpuError::driver)?;
+            timed(tl, curve.names[1], 0, s, || {
+                self.scan(s, &off_cur, &mut off_next, m, K, true)?;
+                // SAFETY: reads items within off_cur's ranges; writes below off_next[m].
+                unsafe {
+                    s.launch_builder(curve.accumulate_xyzz)
+                        .arg(&items)
+                        .arg(&off_cur)
+                        .arg(&off_next)
+                        .arg(&m)
+                        .arg(&K)
+                        .arg(&mut next)
+                        .launch(cfg(bound, curve.threads))
+                }
+                .map_err(GpuError::driver)
+            })?;
+            items = next;
+            off_cur = off_next;
+        }
+        // SAFETY: the kernel writes every list's point.
+        let mut out =
+            unsafe { s.alloc::<u64>(lists.len() * curve.jac_words) }.map_err(GpuError::driver)?;
+        // SAFETY: each bucket now holds at most one item at off_cur[b]; writes m points.
+        unsafe {
+            s.launch_builder(curve.to_jac)
+                .arg(&items)
+                .arg(&off_cur)
+                .arg(&m)
+                .arg(&mut out)
+                .launch(cfg(lists.len(), 64))
+        }
+        .map_err(GpuError::driver)?;
+        let host = s.clone_dtoh(&out).map_err(GpuError::driver)?;
+        s.synchronize().map_err(GpuError::driver)?;
+        Ok(host)
+    }
+}
+
+/// An index past the bases would read outside them on the device: refused before any launch.
+fn check_indices(lists: &[&[u32]], len: usize) -> Result<(), GpuError> {
+    let bad = lists
+        .par_iter()
+        .find_map_any(|l| l.par_iter().find_any(|&&i| i as usize >= len).copied());
+    match bad {
+        Some(i) => Err(GpuError::Driver(format!(
+            "batch addition index {i} past {len} bases"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The lists, end to end, and their offsets (lists + 2 words: the scan's layout, total then
+/// a word it writes).
+fn upload_lists(
+    s: &Arc<CudaStream>,
+    lists: &[&[u32]],
+) -> Result<(CudaSlice<u32>, CudaSlice<u32>), GpuError> {
+    let total: usize = lists.iter().map(|l| l.len()).sum();
+    // SAFETY: every word is written by the copies below before a kernel reads it.
+    let mut entries = unsafe { s.alloc::<u32>(total) }.map_err(GpuError::driver)?;
+    let mut off = Vec::with_capacity(lists.len() + 2);
+    let mut at = 0usize;
+    for l in lists {
+        off.push(at as u32);
+        if !l.is_empty() {
+            let mut dst = entries.slice_mut(at..at + l.len());
+            s.memcpy_htod(*l, &mut dst).map_err(GpuError::driver)?;
+        }
+        at += l.len();
+    }
+    off.push(at as u32);
+    off.push(at as u32);
+    let off = s.clone_htod(&off).map_err(GpuError::driver)?;
+    Ok((entries, off))
+}
