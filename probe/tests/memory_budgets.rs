@@ -88,38 +88,79 @@ fn child_mode() {
 
 const MIB: u64 = 1 << 20;
 
+/// A probe's budgets: history, subscriber queue, and whether a viewer subscribes and never reads.
+#[derive(Clone, Copy)]
+struct Budgets {
+    history: usize,
+    subscriber: usize,
+    stalled_viewer: bool,
+}
+
+/// Checks that a probe with `budgets` grows by at most `bound(fixed)`, where `fixed` is the
+/// growth of the probe `fixed` describes (a history too small to matter: what the probe holds
+/// besides it — rings, threads, buffers). Both are peaks of RSS, so a collector starved of CPU
+/// for a moment (it then drains a fuller ring into a larger frame) raises either side by a few
+/// hundred KiB: CI once read the fixed footprint at 6,016 KiB and a 256 KiB history at
+/// 6,984 KiB, where a quiet or busy build machine reads ~6,200 and ~6,500 every time. A bound
+/// missed once is measured again, both sides back to back: a budget really overrun misses twice.
+fn grows_within(fixed: Budgets, budgets: Budgets, bound: impl Fn(u64) -> u64) {
+    let run = |b: Budgets| grew(b.history, b.subscriber, b.stalled_viewer);
+    let mut misses = Vec::new();
+    for _ in 0..2 {
+        let base = run(fixed);
+        let g = run(budgets);
+        if g <= bound(base) {
+            return;
+        }
+        misses.push(format!(
+            "grew {} KiB, over {} KiB (fixed {} KiB)",
+            g >> 10,
+            bound(base) >> 10,
+            base >> 10
+        ));
+    }
+    panic!(
+        "history budget {} KiB, queue budget {} KiB{}: {}",
+        budgets.history >> 10,
+        budgets.subscriber >> 10,
+        if budgets.stalled_viewer {
+            ", a stalled viewer"
+        } else {
+            ""
+        },
+        misses.join("; measured again: ")
+    );
+}
+
 #[test]
 fn the_flight_recorder_holds_what_its_budget_says() {
-    // What the probe holds besides the history (rings, threads, buffers): measured with a
-    // history too small to matter.
-    let fixed = grew(16 << 10, 16 << 20, false);
-    for budget in [256 << 10, 1 << 20, 4 << 20] {
-        let g = grew(budget, 16 << 20, false);
-        let bound = fixed + budget as u64 * 5 / 4 + MIB / 2;
-        assert!(
-            g <= bound,
-            "history budget {} KiB: the probe grew {} KiB, over {} KiB (fixed {} KiB)",
-            budget >> 10,
-            g >> 10,
-            bound >> 10,
-            fixed >> 10
-        );
+    let budgets = |history| Budgets {
+        history,
+        subscriber: 16 << 20,
+        stalled_viewer: false,
+    };
+    for history in [256 << 10, 1 << 20, 4 << 20] {
+        grows_within(budgets(16 << 10), budgets(history), |fixed| {
+            fixed + history as u64 * 5 / 4 + MIB / 2
+        });
     }
 }
 
 #[test]
 fn a_stalled_viewer_costs_at_most_its_queue_budget() {
-    let fixed = grew(16 << 10, 64 << 10, false);
     let queue = 2 << 20;
-    let g = grew(16 << 10, queue, true);
+    let fixed = Budgets {
+        history: 16 << 10,
+        subscriber: 64 << 10,
+        stalled_viewer: false,
+    };
+    let stalled = Budgets {
+        subscriber: queue,
+        stalled_viewer: true,
+        ..fixed
+    };
     // The queue, plus what the kernel's socket buffer took before it filled.
-    let bound = fixed + queue as u64 * 5 / 4 + 2 * MIB;
-    assert!(
-        g <= bound,
-        "a stalled viewer with a {} KiB queue: grew {} KiB, over {} KiB (fixed {} KiB)",
-        queue >> 10,
-        g >> 10,
-        bound >> 10,
-        fixed >> 10
-    );
+    grows_within(fixed, stalled, |fixed| {
+        fixed + queue as u64 * 5 / 4 + 2 * MIB
+    });
 }
