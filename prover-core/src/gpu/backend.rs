@@ -367,6 +367,16 @@ impl Backend for GpuBackend {
         format!("gpu-{}", self.device.nvml_index)
     }
 
+    fn make_resident(&self, g1: &[&[G1Affine]], g2: &[&[G2Affine]]) -> Result<(), BackendError> {
+        for b in g1.iter().filter(|b| !b.is_empty()) {
+            self.resident(b)?;
+        }
+        for b in g2.iter().filter(|b| !b.is_empty()) {
+            self.resident_g2(b)?;
+        }
+        Ok(())
+    }
+
     fn ntt_msm_h(
         &self,
         domain: &Domain,

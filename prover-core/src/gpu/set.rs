@@ -109,6 +109,14 @@ impl Backend for GpuSet {
         self.each(parts, |gpu, mine| gpu.batch_add(bases, mine))
     }
 
+    fn make_resident(&self, g1: &[&[G1Affine]], g2: &[&[G2Affine]]) -> Result<(), BackendError> {
+        // Every GPU needs every list: one copy each, side by side.
+        self.each(self.gpus.iter().map(|_| ()).collect(), |gpu, ()| {
+            gpu.make_resident(g1, g2).map(|()| Vec::<()>::new())
+        })
+        .map(|_| ())
+    }
+
     fn batch_add_g2(
         &self,
         bases: &[G2Affine],

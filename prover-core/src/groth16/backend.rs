@@ -53,6 +53,12 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// Copies base lists the phases will read to the device ahead of them (called beside
+    /// synthesis; a list already there costs nothing). The CPU reads them where they lie.
+    fn make_resident(&self, _g1: &[&[G1Affine]], _g2: &[&[G2Affine]]) -> Result<(), BackendError> {
+        Ok(())
+    }
+
     /// For each circuit: iNTT of a, b, c; coset NTT; a·b − c; divide by Z; inverse coset NTT
     /// (H coefficients into `a`); then the H MSM over the first n − 1 coefficients.
     fn ntt_msm_h(

@@ -362,10 +362,15 @@ struct Queries<'p> {
 }
 
 impl<'p> Queries<'p> {
-    fn of(params: &'p bellperson::groth16::Parameters<Bls12>, w: &Witness) -> Queries<'p> {
-        let (a_in, a_aux) = params.a.split_at(w.n_inputs.min(params.a.len()));
-        let (b_in, b_aux) = params.b_g1.split_at(w.nb_inputs.min(params.b_g1.len()));
-        let (b2_in, b2_aux) = params.b_g2.split_at(w.nb_inputs.min(params.b_g2.len()));
+    /// The queries split after `n_inputs` public inputs (A) and the `nb_inputs` of them B holds.
+    fn of(
+        params: &'p bellperson::groth16::Parameters<Bls12>,
+        n_inputs: usize,
+        nb_inputs: usize,
+    ) -> Queries<'p> {
+        let (a_in, a_aux) = params.a.split_at(n_inputs.min(params.a.len()));
+        let (b_in, b_aux) = params.b_g1.split_at(nb_inputs.min(params.b_g1.len()));
+        let (b2_in, b2_aux) = params.b_g2.split_at(nb_inputs.min(params.b_g2.len()));
         Queries {
             a_in,
             a_aux,
@@ -375,6 +380,25 @@ impl<'p> Queries<'p> {
             b2_aux,
         }
     }
+}
+
+/// The bases the device phases read, copied to the devices beside synthesis (on a thread of
+/// its own, in an `upload_bases` span of the proof): only the first proof of a session finds
+/// them missing, and it pays the copy while its circuits are synthesised rather than inside
+/// `ntt_msm_h` and `batch_add` (2 GB at 2^22, 8 GB at 2^24). The queries are cut where the
+/// circuit's shape says; should the witness disagree, the phases upload what they use.
+fn upload_bases_beside<'s>(
+    s: &'s std::thread::Scope<'s, '_>,
+    ps: &'s ParamSet,
+    backend: &'s dyn Backend,
+    root: SpanHandle,
+) -> Result<std::thread::ScopedJoinHandle<'s, Result<(), BackendError>>, ProveError> {
+    let params = &ps.params;
+    let q = Queries::of(params, ps.shape.inputs, ps.shape.b_input_density.count());
+    spawn(s, "upload_bases".into(), move || {
+        let _a = root.adopt();
+        backend.make_resident(&[&params.h, &params.l, q.a_aux, q.b_aux], &[q.b2_aux])
+    })
 }
 
 /// synthesis: one rayon task per circuit (on the stages' pool when batches overlap), in a
@@ -589,8 +613,13 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
         st.begun();
     }
     let public_inputs: Vec<Vec<Scalar>> = req.circuits.iter().map(|(_, i)| i.clone()).collect();
-    let mut w = synthesize(ps, req.circuits, req.stages, &mut timer)?;
-    let q = Queries::of(params, &w);
+    let mut w = std::thread::scope(|s| -> Result<Witness, ProveError> {
+        let upload = upload_bases_beside(s, ps, req.backend, root)?;
+        let w = synthesize(ps, req.circuits, req.stages, &mut timer);
+        join(upload, "upload_bases")??;
+        w
+    })?;
+    let q = Queries::of(params, w.n_inputs, w.nb_inputs);
 
     let units: Vec<&dyn Backend> = (0..req.backend.unit_count().max(1))
         .map(|i| req.backend.unit(i).unwrap_or(req.backend))
