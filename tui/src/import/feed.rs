@@ -149,7 +149,7 @@ impl LogFeed {
             .collect();
         let mut out = self.emitter.take_defs();
         out.extend(stated);
-        out.extend(emit::in_order(timed));
+        out.append(&mut emit::in_order(timed));
         out
     }
 }

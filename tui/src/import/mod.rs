@@ -305,17 +305,27 @@ fn session_events(
     let timed = emit::proofs(&mut e, placed.iter().copied());
     let end_ts = timed.iter().map(|t| t.0).max().unwrap_or(0);
     let gpu = placed.iter().any(|p| p.gpu);
-    out.push(Event::Hello(Box::new(imported_hello(
-        paths, segment, origin, gpu, prover,
-    ))));
-    out.push(Event::LiveStart { ts: 0 });
-    out.append(&mut e.take_defs());
-    out.extend(stated);
-    out.extend(emit::in_order(timed));
-    out.push(Event::Goodbye {
+    let mut head = vec![
+        Event::Hello(Box::new(imported_hello(
+            paths, segment, origin, gpu, prover,
+        ))),
+        Event::LiveStart { ts: 0 },
+    ];
+    head.append(&mut e.take_defs());
+    head.extend(stated);
+    // The session is made where its events already lie (the head goes in front of them), and
+    // the first session becomes `out` rather than a copy of it.
+    let mut session = emit::in_order(timed);
+    session.splice(0..0, head);
+    session.push(Event::Goodbye {
         ts: end_ts,
         reason: "end of the imported log".into(),
     });
+    if out.is_empty() {
+        *out = session;
+    } else {
+        out.append(&mut session);
+    }
 }
 
 /// The `Hello` of an imported session (docs/PROTOCOL.md, "Imported sessions"): no process
@@ -409,7 +419,7 @@ pub fn join(paths: &[PathBuf], to: &JoinTo) -> Result<Imported> {
     let stated: Vec<Event> = out.warnings.iter().map(|w| e.warning(0, w)).collect();
     out.events = e.take_defs();
     out.events.extend(stated);
-    out.events.extend(emit::in_order(timed));
+    out.events.append(&mut emit::in_order(timed));
     out.counts = counts;
     Ok(out)
 }
