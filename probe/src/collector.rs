@@ -158,26 +158,24 @@ impl Collector {
         }
     }
 
-    /// Runs until the session stops, then sends the goodbye and closes every queue. After a
-    /// cycle that moved events the next comes after the flush interval; after an idle one,
-    /// when the next allocator sample is due: on a prover that emits little, the collector
-    /// wakes at the sampling cadence only (its wake-ups were most of its cost), but at least
-    /// every [`MAX_IDLE_WAIT`], so that a rare sampling cadence does not hold back the
-    /// events that end an idle spell.
+    /// Runs until the session stops, then sends the goodbye and closes every queue. The
+    /// collector wakes when the next allocator sample is due, and sooner only to drain again
+    /// within the flush interval while events flow, or when a thread's ring is half full or a
+    /// subscriber arrives (they unpark it); after an idle cycle it still wakes at least every
+    /// [`MAX_IDLE_WAIT`], so that a rare sampling cadence does not hold back the events that
+    /// end an idle spell. Its wake-ups are most of its cost (~40–55 µs of kernel time each on
+    /// the H200 host, docs/BENCHMARKS.md): a drain that fell between two samples, 5 ms after
+    /// the last, was an extra one for each burst of events.
     pub fn run(mut self) -> CollectorStats {
-        let interval = self.session.config.flush_interval;
+        let interval = self.session.config.flush_every();
         loop {
             let stopping = self.session.control.stopping();
             let moved = self.cycle();
             if stopping {
                 break;
             }
-            let wait = if moved {
-                interval
-            } else {
-                self.until_next_sample().min(MAX_IDLE_WAIT).max(interval)
-            };
-            std::thread::park_timeout(wait);
+            let most = if moved { interval } else { MAX_IDLE_WAIT };
+            std::thread::park_timeout(self.until_next_sample().min(most));
         }
         self.finish();
         self.stats

@@ -36,8 +36,6 @@ pub const DEFAULT_RING_EVENTS: usize = 16_384;
 pub const DEFAULT_SUBSCRIBER_BYTES: usize = 16 << 20;
 /// Bytes a recording file writer may have queued (it only drops if the disk stalls).
 pub const DEFAULT_RECORDER_BYTES: usize = 256 << 20;
-/// Collector cycle: how often thread buffers are drained when nothing wakes the collector.
-pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(5);
 /// A heartbeat is sent when nothing was sent for this long.
 pub const HEARTBEAT: Duration = Duration::from_secs(1);
 
@@ -64,7 +62,11 @@ pub struct ProbeConfig {
     pub gpu_sample: Option<Duration>,
     pub ring_events: usize,
     pub subscriber_bytes: usize,
-    pub flush_interval: Duration,
+    /// How soon the collector drains the thread buffers again while events flow, when nothing
+    /// wakes it sooner (a half-full buffer does). `None`: the allocator sample interval, so
+    /// that drains fall on the samples' wake-ups instead of adding their own — each costs
+    /// ~40–55 µs of kernel time on the H200 host (docs/BENCHMARKS.md). See [`Self::flush_every`].
+    pub flush_interval: Option<Duration>,
     /// Scheduler counters of the threads inside a span, at the allocator cadence
     /// (`ThreadSched`); `PROOFSCOPE_SCHED=0` turns them off.
     pub sched_sample: bool,
@@ -111,7 +113,7 @@ impl ProbeConfig {
             gpu_sample: Some(DEFAULT_GPU_SAMPLE),
             ring_events: DEFAULT_RING_EVENTS,
             subscriber_bytes: DEFAULT_SUBSCRIBER_BYTES,
-            flush_interval: DEFAULT_FLUSH_INTERVAL,
+            flush_interval: None,
             sched_sample: true,
             stack_block: DEFAULT_STACK_BLOCK,
             instance: String::new(),
@@ -249,8 +251,13 @@ impl ProbeConfig {
         self
     }
     pub fn flush_interval(mut self, every: Duration) -> Self {
-        self.flush_interval = every.max(Duration::from_micros(100));
+        self.flush_interval = Some(every.max(Duration::from_micros(100)));
         self
+    }
+
+    /// The flush interval in effect ([`Self::flush_interval`]'s field).
+    pub fn flush_every(&self) -> Duration {
+        self.flush_interval.unwrap_or(self.alloc_sample)
     }
 
     /// The socket path this configuration resolves to, if any.
