@@ -292,7 +292,7 @@ fn kind_name(k: DiagnosisKind) -> String {
 /// keys. Otherwise the keys are sorted apart from the events, each with its position (which
 /// keeps equal keys in their order, as a stable sort would; moving whole events through the
 /// sort was a fifth of the import), and the events are permuted where they lie.
-pub fn in_order(timed: Vec<Timed>) -> Vec<Event> {
+pub fn in_order(mut timed: Vec<Timed>) -> Vec<Event> {
     if timed.is_sorted_by_key(|t| (t.0, t.1, t.2)) {
         return timed.into_iter().map(|t| t.3).collect();
     }
@@ -303,28 +303,24 @@ pub fn in_order(timed: Vec<Timed>) -> Vec<Event> {
         .collect();
     keys.sort_unstable();
     let mut sources: Vec<usize> = keys.into_iter().map(|k| k.3).collect();
-    let mut events: Vec<Option<Event>> = timed.into_iter().map(|t| Some(t.3)).collect();
-    permute(&mut events, &mut sources);
-    events.into_iter().flatten().collect()
+    permute(&mut timed, &mut sources);
+    // Stripped of their keys where they lie (an adapter that collects in place: a flattening
+    // one made a new vector and grew it, 6 % of importing 100k partitions).
+    timed.into_iter().map(|t| t.3).collect()
 }
 
-/// Moves `items[sources[i]]` to position `i` for every `i`, following each cycle of the
-/// permutation once (`sources` is used up: each entry is marked as its item lands).
-fn permute<T>(items: &mut [Option<T>], sources: &mut [usize]) {
+/// Moves `items[sources[i]]` to position `i` for every `i` by swaps, following each cycle of
+/// the permutation once (`sources` is used up: each entry is marked as its item lands).
+fn permute<T>(items: &mut [T], sources: &mut [usize]) {
     const DONE: usize = usize::MAX;
     for i in 0..items.len() {
-        if sources[i] == DONE {
-            continue;
-        }
-        let first = items[i].take();
         let mut at = i;
         loop {
             let from = std::mem::replace(&mut sources[at], DONE);
-            if from == i || from >= items.len() {
-                items[at] = first;
+            if from == DONE || from == i || from >= items.len() {
                 break;
             }
-            items[at] = items[from].take();
+            items.swap(at, from);
             at = from;
         }
     }
@@ -385,9 +381,8 @@ mod tests {
     #[test]
     fn a_permutation_is_applied_in_place() {
         let sources = [3usize, 0, 4, 1, 2, 5, 7, 6];
-        let mut items: Vec<Option<usize>> = (0..sources.len()).map(Some).collect();
+        let mut items: Vec<usize> = (0..sources.len()).collect();
         permute(&mut items, &mut sources.to_vec());
-        let got: Vec<usize> = items.into_iter().flatten().collect();
-        assert_eq!(got, sources);
+        assert_eq!(items, sources);
     }
 }
