@@ -12,6 +12,7 @@
 use super::lines::{Key, LogLine, TimelineEvent, Wrapper};
 pub use super::runs::GpuRun;
 use super::runs::{Edge, Runs};
+use litemap::LiteMap;
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
@@ -32,7 +33,7 @@ impl std::fmt::Display for At {
 /// One GPU worker's lines within a call.
 #[derive(Debug, Clone, Default)]
 pub struct Worker {
-    pub ms: BTreeMap<Key, u64>,
+    pub ms: LiteMap<Key, u64>,
     /// `CUZK_NTT_H` lines of this worker: the inside of its `ntt_msm_h`.
     pub ntt_h: Vec<Vec<(Key, u64)>>,
 }
@@ -43,13 +44,13 @@ pub struct Call {
     pub first: Option<At>,
     pub last: Option<At>,
     /// The caller's keys (milliseconds), e.g. `prep_msm_ms`, `total_start_fn_ms`.
-    pub ms: BTreeMap<Key, u64>,
-    pub workers: BTreeMap<u64, Worker>,
+    pub ms: LiteMap<Key, u64>,
+    pub workers: LiteMap<u64, Worker>,
     /// `CUZK_NTT_H` lines no worker has claimed yet.
     pending_ntt: Vec<Vec<(Key, u64)>>,
     pub async_dealloc_ms: Option<u64>,
     /// The wrapper timers the caller printed, one per kind.
-    pub wrappers: BTreeMap<Wrapper, Duration>,
+    pub wrappers: LiteMap<Wrapper, Duration>,
     pub synthesis: Option<Duration>,
     /// Index into [`Calls::runs`].
     pub run: Option<usize>,
@@ -421,7 +422,7 @@ impl Calls {
         self.calls.push(Call {
             first: Some(at.clone()),
             last: Some(at),
-            wrappers: BTreeMap::from([(w, d)]),
+            wrappers: LiteMap::from_iter([(w, d)]),
             synthesis: self.pending_synthesis.take(),
             run,
             closed: true,
@@ -603,14 +604,14 @@ pub(crate) mod tests {
              prover time: 14.78s\n",
         );
         assert_eq!(c.calls.len(), 2, "{:?}", c.warnings);
-        assert_eq!(c.calls[0].ms["b_g2_msm_ms"], 14084);
-        assert_eq!(c.calls[0].ms["num_circuits"], 4);
+        assert_eq!(c.calls[0].ms.get("b_g2_msm_ms"), Some(&14084));
+        assert_eq!(c.calls[0].ms.get("num_circuits"), Some(&4));
         assert_eq!(
             c.calls[0].notes,
             vec!["set pool release threshold to MAX on gpu 0"]
         );
         assert_eq!(c.calls[0].async_dealloc_ms, Some(65));
-        assert_eq!(c.calls[1].ms["b_g2_msm_ms"], 14447);
+        assert_eq!(c.calls[1].ms.get("b_g2_msm_ms"), Some(&14447));
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 
@@ -622,8 +623,8 @@ pub(crate) mod tests {
              CUZK_TIMING: epilogue_ms=4 pre_destructor_ms=20\n",
         );
         assert_eq!(c.calls.len(), 2);
-        assert_eq!(c.calls[0].workers[&0].ms["ntt_msm_h_ms"], 5);
-        assert_eq!(c.calls[1].workers[&0].ms["ntt_msm_h_ms"], 6);
+        assert_eq!(c.calls[0].workers[&0].ms.get("ntt_msm_h_ms"), Some(&5));
+        assert_eq!(c.calls[1].workers[&0].ms.get("ntt_msm_h_ms"), Some(&6));
         assert!(c.warnings[0].contains("t:1"), "{:?}", c.warnings);
     }
 
