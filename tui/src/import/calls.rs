@@ -147,7 +147,7 @@ const OFFSET_BACK_MS: u64 = 60_000;
 pub struct Calls {
     pub calls: Vec<Call>,
     pub runs: Runs,
-    pub synthesis: BTreeMap<String, Synthesis>,
+    pub synthesis: BTreeMap<Key, Synthesis>,
     pub segments: Vec<Segment>,
     pub warnings: Vec<String>,
     open: Option<Call>,
@@ -433,12 +433,12 @@ impl Calls {
         });
     }
 
-    fn timeline(&mut self, t: u64, event: TimelineEvent, job: String, detail: &str, at: &At) {
+    fn timeline(&mut self, t: u64, event: TimelineEvent, job: Key, detail: &str, at: &At) {
         let field = |name: &str| {
             detail
                 .split([' ', ','])
                 .find_map(|kv| kv.strip_prefix(name))
-                .map(str::to_owned)
+                .map(Key::from)
         };
         let partition = field("partition=");
         let segment = self.segment();
@@ -447,7 +447,7 @@ impl Calls {
             TimelineEvent::SynthStart => {
                 let s = self.synthesis.entry(job).or_default();
                 s.start = Some(t);
-                s.kind = field("kind=").unwrap_or_default();
+                s.kind = field("kind=").map(String::from).unwrap_or_default();
             }
             TimelineEvent::SynthEnd => self.synthesis.entry(job).or_default().end = Some(t),
             TimelineEvent::GpuQueue => {
@@ -470,8 +470,8 @@ impl Calls {
         &mut self,
         t: u64,
         event: TimelineEvent,
-        job: String,
-        partition: Option<String>,
+        job: Key,
+        partition: Option<Key>,
         at: &At,
     ) {
         let edge = match event {

@@ -24,11 +24,13 @@ pub enum LogLine {
     /// `CUZK_NTT_H: key=valuems … total=valuems`: the inside of one `ntt_msm_h`.
     NttH(Vec<(Key, u64)>),
     /// `TIMELINE,<offset_ms>,<event>,<job_id>,<detail>`.
+    /// (Job ids and details are short: kept inline, a heap allocation each was a line's
+    /// largest cost after the parse.)
     Timeline {
         offset_ms: u64,
         event: TimelineEvent,
-        job: String,
-        detail: String,
+        job: Key,
+        detail: Key,
     },
     /// A wrapper timer around a proving call: what the caller measured.
     Wrapper(Wrapper, Duration),
@@ -403,8 +405,8 @@ fn timeline(rest: &str) -> Result<LogLine, String> {
     Ok(LogLine::Timeline {
         offset_ms,
         event,
-        job: job.to_owned(),
-        detail: f.next().unwrap_or("").trim().to_owned(),
+        job: job.into(),
+        detail: f.next().unwrap_or("").trim().into(),
     })
 }
 

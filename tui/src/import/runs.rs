@@ -4,14 +4,15 @@
 //! earliest-started run nobody has claimed, by looking up sorted sets instead of scanning
 //! every run (the scans took import of 20k partitions to 4.2 s, ×13 for ×4 partitions).
 
+use super::lines::Key as Name;
 use foldhash::{HashMap, HashMapExt as _};
 use std::collections::BTreeSet;
 
 /// A `TIMELINE` GPU run of one job's partition (offsets in ms from the daemon's start).
 #[derive(Debug, Clone, Default)]
 pub struct GpuRun {
-    pub job: String,
-    pub partition: Option<String>,
+    pub job: Name,
+    pub partition: Option<Name>,
     pub queue: Option<u64>,
     pub pickup: Option<u64>,
     pub start: Option<u64>,
@@ -214,7 +215,7 @@ impl Runs {
     /// The keys run `i` was filed under.
     fn keys_of_known(&self, i: usize) -> [Option<Key>; 2] {
         let r = &self.all[i];
-        let Some(&job) = self.names.get(&r.job) else {
+        let Some(&job) = self.names.get(r.job.as_str()) else {
             return [None, None];
         };
         let part = r.partition.as_deref().and_then(|p| self.names.get(p));
