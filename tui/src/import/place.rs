@@ -449,19 +449,21 @@ fn label(calls: &Calls, c: &Call) -> String {
             "bellperson proof".into()
         };
     };
+    // Written into one string (a `format!` a part was a string each, 100k calls over).
+    use std::fmt::Write as _;
     let mut label = format!("cuzk job {}", r.job);
     if let Some(p) = &r.partition {
-        label += &format!(" partition {p}");
+        let _ = write!(label, " partition {p}");
     }
     if let (Some(q), Some(s)) = (r.queue, r.start) {
-        label += &format!(", queued {}", dur(s.saturating_sub(q) * MS));
+        let _ = write!(label, ", queued {}", dur(s.saturating_sub(q) * MS));
     }
     if let Some(sy) = calls.synthesis.get(&r.job)
         && let (Some(a), Some(b)) = (sy.start, sy.end)
     {
-        label += &format!(", job synthesis {}", dur(b.saturating_sub(a) * MS));
+        let _ = write!(label, ", job synthesis {}", dur(b.saturating_sub(a) * MS));
         if !sy.kind.is_empty() {
-            label += &format!(" ({})", sy.kind);
+            let _ = write!(label, " ({})", sy.kind);
         }
     }
     label
