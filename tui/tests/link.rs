@@ -14,6 +14,10 @@ use std::io::Write;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+/// A prover of `proofs` small proofs that lingers after each (`--pause-ms`) longer than the
+/// viewer's longest wait between two attempts to connect (5 s): a prover of one 2^10 proof is
+/// gone in a third of a second, and a viewer that had tried just before its socket appeared
+/// missed it whole (3 runs in 8 here, "cannot connect … No such file", the prover exited 0).
 fn prover(sock: &std::path::Path, proofs: u32) -> Child {
     let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache");
     Command::new(BIN)
@@ -29,6 +33,7 @@ fn prover(sock: &std::path::Path, proofs: u32) -> Child {
             "--proofs",
         ])
         .arg(proofs.to_string())
+        .args(["--pause-ms", "5500"])
         .arg("--socket")
         .arg(sock)
         .arg("--cache")
@@ -62,7 +67,10 @@ fn the_ui_keeps_its_data_and_reconnects_when_the_prover_returns() {
             .sessions()
             .first()
             .is_some_and(|s| s.goodbye().is_some())),
-        "first prover never finished"
+        "first prover never finished: {} sessions, link {:?}, prover {:?}",
+        app.model().sessions().len(),
+        app.status().link,
+        first.try_wait()
     );
     first.wait().unwrap();
     assert!(
