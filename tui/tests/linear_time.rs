@@ -140,6 +140,39 @@ fn many_partitions_import_in_linear_time() {
     );
 }
 
+/// A log of `n` C++ calls, then a detached free's `async_dealloc_ms` and a wrapper timer for
+/// each: lines that go to "the latest call that lacks them".
+fn late_lines(path: &Path, n: u64) {
+    use std::io::Write;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for _ in 0..n {
+        writeln!(f, "CUZK_TIMING: split_vectors_ms=1 setup_to_split_ms=1").unwrap();
+        writeln!(f, "CUZK_TIMING: mutex_held_ms=1 total_start_fn_ms=2").unwrap();
+    }
+    for _ in 0..n {
+        writeln!(f, "CUZK_TIMING: async_dealloc_ms=5").unwrap();
+    }
+    for _ in 0..n {
+        writeln!(f, "bellperson: prover time: 0.036s").unwrap();
+    }
+}
+
+/// Each late line finds its call through an index: scanning back through every call took
+/// 80k calls' `async_dealloc_ms` lines to 3.4 s and their wrapper timers to 6.3 s, ×10 and
+/// ×16 the time for ×4 the calls.
+#[test]
+fn late_lines_of_many_calls_import_in_linear_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (small, large) = (dir.path().join("20k.log"), dir.path().join("80k.log"));
+    late_lines(&small, 20_000);
+    late_lines(&large, 80_000);
+    let a = import_secs(&small, 20_000);
+    let b = import_secs(&large, 80_000);
+    let a = a.min(import_secs(&small, 20_000));
+    eprintln!("20k calls: {a:.2} s, 80k: {b:.2} s, ratio {:.1}", b / a);
+    assert!(b / a < 8.0, "20k calls {a:.2} s, 80k {b:.2} s: not linear");
+}
+
 /// SIGTERM stops a headless replay within half a second (between two slices of the file),
 /// with a report that says it was interrupted and a non-zero exit.
 #[test]
