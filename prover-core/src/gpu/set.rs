@@ -111,10 +111,10 @@ impl Backend for GpuSet {
 
     fn make_resident(&self, g1: &[&[G1Affine]], g2: &[&[G2Affine]]) -> Result<(), BackendError> {
         // Every GPU needs every list: one copy each, side by side.
-        self.each(self.gpus.iter().map(|_| ()).collect(), |gpu, ()| {
+        self.each(vec![(); self.gpus.len()], |gpu, ()| {
             gpu.make_resident(g1, g2).map(|()| Vec::<()>::new())
-        })
-        .map(|_| ())
+        })?;
+        Ok(())
     }
 
     fn batch_add_g2(

@@ -253,9 +253,14 @@ impl Emitter {
     }
 }
 
-/// Sorts timed events by the key a stream carries them in.
+/// The key a stream carries timed events in: time, then the order at one instant, then depth.
+fn key(t: &Timed) -> (u64, u8, i64) {
+    (t.0, t.1, t.2)
+}
+
+/// Sorts timed events by [`key`] (stably).
 fn sort_timed(timed: &mut [Timed]) {
-    timed.sort_by_key(|(ts, order, depth, _)| (*ts, *order, *depth));
+    timed.sort_by_key(key);
 }
 
 /// How many timed events [`Emitter::proof`] makes of `p`: its begin and end, each span's two
@@ -282,6 +287,7 @@ where
     }
     timed
 }
+
 fn kind_name(k: DiagnosisKind) -> String {
     k.cause_marker()
 }
@@ -294,12 +300,12 @@ fn kind_name(k: DiagnosisKind) -> String {
 /// events through the sort was a fifth of the import, and keys of 32 bytes an eighth of it),
 /// and the events are permuted where they lie.
 pub fn in_order(mut timed: Vec<Timed>) -> Vec<Event> {
-    if timed.is_sorted_by_key(|t| (t.0, t.1, t.2)) {
+    if timed.is_sorted_by_key(key) {
         return timed.into_iter().map(|t| t.3).collect();
     }
     let Some(mut keys) = packed_keys(&timed) else {
         // Beyond what a packed key holds (2^32 events, spans 2^23 deep): sorted as they are.
-        timed.sort_by_key(|t| (t.0, t.1, t.2));
+        sort_timed(&mut timed);
         return timed.into_iter().map(|t| t.3).collect();
     };
     keys.sort_unstable();
