@@ -300,14 +300,12 @@ fn run_in_a_terminal_shows_the_logs_phases_and_the_diagnosis() {
         "a flagged proof in the list:\n{screen}"
     );
     // The gaps tab of the proof shown: the diagnosis.
+    // The timeline's footer names the release too, so the wait is for the
+    // diagnosis's own words: a screen taken before the key took effect
+    // would otherwise pass the wait (CI, stop 35).
     term.key("Tab");
-    let gaps = term.wait(10, |s| s.contains("synchronous release"));
-    // The panel's text as one line: where it wraps depends on the figures.
-    let panel: String = gaps
-        .lines()
-        .filter_map(|l| l.split_once('│').map(|(_, r)| r))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let gaps = term.wait(10, |s| panel_text(s).contains("on the proving thread"));
+    let panel = panel_text(&gaps);
     assert!(panel.contains("on the proving thread"), "{gaps}");
     assert!(panel.contains("Assignment::~Assignment()"), "{gaps}");
     term.key("q");
@@ -319,6 +317,15 @@ fn run_in_a_terminal_shows_the_logs_phases_and_the_diagnosis() {
     assert_eq!(std::fs::read_to_string(&marker).unwrap().trim(), "0");
     let printed = std::fs::read_to_string(&log).unwrap();
     assert!(printed.contains("prover time: "), "{printed}");
+}
+
+/// The right-hand panel's text as one line: where it wraps depends on the figures.
+fn panel_text(screen: &str) -> String {
+    screen
+        .lines()
+        .filter_map(|l| l.split_once('│').map(|(_, r)| r))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[test]
