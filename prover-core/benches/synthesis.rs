@@ -1,9 +1,10 @@
 //! Synthesis of one SHA-256 circuit into a `ProvingAssignment`, with vectors grown as the
-//! circuit asks and with capacities taken from the circuit's shape. `SYNTH_LOG` sets the size
-//! (default 2^18).
+//! circuit asks, with capacities taken from the circuit's shape, and into reused columns.
+//! `SYNTH_LOG` sets the size (default 2^18).
 use criterion::{Criterion, criterion_group, criterion_main};
 use prover_core::groth16::assignment::{ProvingAssignment, Shape};
 use prover_core::groth16::circuits::CircuitKind;
+use prover_core::groth16::column::ColumnPool;
 use rand::SeedableRng;
 
 fn bench(c: &mut Criterion) {
@@ -22,7 +23,17 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("sized from the shape", |b| {
         b.iter(|| {
-            ProvingAssignment::synthesize_sized(circuit.clone(), &shape, 1 << log)
+            ProvingAssignment::synthesize_sized(circuit.clone(), &shape, 1 << log, None)
+                .expect("synthesis")
+        })
+    });
+    // As `--dealloc reuse` has it: written into the columns the last synthesis gave back
+    // (their pages already resident), against fresh vectors whose pages fault in as they are
+    // written.
+    let pool = ColumnPool::new(None);
+    g.bench_function("sized, into reused columns", |b| {
+        b.iter(|| {
+            ProvingAssignment::synthesize_sized(circuit.clone(), &shape, 1 << log, Some(&pool))
                 .expect("synthesis")
         })
     });

@@ -5,6 +5,7 @@ use prover_core::cli::BackendChoice;
 use prover_core::gpu::NttOp;
 use prover_core::gpu::msm_bench::random_scalars;
 use prover_core::groth16::backend::{Abc, Backend, compute_h_cpu};
+use prover_core::groth16::column::ColumnPool;
 use prover_core::groth16::ntt::Domain;
 use rand::SeedableRng;
 use support::{cache, first_gpu, max_log};
@@ -90,9 +91,9 @@ fn gpu_h_computation_equals_the_cpu() {
         // A shorter input than the domain, as from synthesis.
         let len = d.n - 3;
         let mk = |s| Abc {
-            a: random_scalars(len, s),
-            b: random_scalars(len, s + 1),
-            c: random_scalars(len, s + 2),
+            a: random_scalars(len, s).into(),
+            b: random_scalars(len, s + 1).into(),
+            c: random_scalars(len, s + 2).into(),
         };
         let mut cpu = mk(100 + log as u64);
         let mut dev = mk(100 + log as u64);
@@ -101,6 +102,30 @@ fn gpu_h_computation_equals_the_cpu() {
         assert!(cpu.a == dev.a, "H differs at 2^{log}");
         assert!(
             ops.iter().any(|o| o.name == "upload_a") && ops.iter().any(|o| o.name == "download_h")
+        );
+        // The same from pooled columns page-locked once (`--dealloc reuse`): copied directly.
+        let pool = ColumnPool::new(gpu.page_locker());
+        let src = mk(100 + log as u64);
+        let mut pooled = Abc {
+            a: pool.take(d.n),
+            b: pool.take(d.n),
+            c: pool.take(d.n),
+        };
+        for (to, from) in pooled
+            .columns_mut()
+            .into_iter()
+            .zip([&src.a, &src.b, &src.c])
+        {
+            from.iter().for_each(|x| to.push(*x));
+        }
+        assert!(
+            pooled.page_locked(),
+            "2^{log}: the pool's columns are page-locked"
+        );
+        gpu.h_one(&d, &mut pooled, true, None).unwrap();
+        assert!(
+            cpu.a == pooled.a,
+            "H from page-locked columns differs at 2^{log}"
         );
         eprintln!(
             "2^{log}: H equals the CPU; device ops {:?}",
@@ -159,26 +184,40 @@ fn gpu_proofs_verify() {
     }
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
     for backend in backends {
-        for (kind, log) in [(CircuitKind::Squaring, 12), (CircuitKind::Sha256, 15)] {
-            let size = kind.size_for(log).unwrap();
-            let ps = params::obtain(size, SrsMode::Real, &cache()).unwrap();
-            let circuits = (0..3).map(|_| size.random(&mut rng)).collect();
-            let out = prove_batch(BatchRequest {
-                params: &ps,
-                backend,
-                circuits,
-                dealloc: DeallocMode::Async,
-                verify: VerifyMode::Every,
-                stages: None,
-                ballast: Default::default(),
-            })
-            .unwrap();
-            assert_eq!(
-                out.verification,
-                prover_core::probe::Verification::Valid,
-                "{kind:?} on {} device(s)",
-                backend.unit_count()
-            );
+        // Without a pool, then with one (`--dealloc reuse`): two batches each, so the second
+        // pooled batch uploads from the page-locked columns the first gave back.
+        for pooled in [false, true] {
+            let pool = pooled
+                .then(|| prover_core::groth16::column::ColumnPool::new(backend.page_locker()));
+            for (kind, log) in [(CircuitKind::Squaring, 12), (CircuitKind::Sha256, 15)] {
+                let size = kind.size_for(log).unwrap();
+                let ps = params::obtain(size, SrsMode::Real, &cache()).unwrap();
+                for batch in 0..2 {
+                    let circuits = (0..3).map(|_| size.random(&mut rng)).collect();
+                    let out = prove_batch(BatchRequest {
+                        params: &ps,
+                        backend,
+                        circuits,
+                        dealloc: DeallocMode::Async,
+                        columns: pool.as_ref(),
+                        verify: VerifyMode::Every,
+                        stages: None,
+                        ballast: Default::default(),
+                    })
+                    .unwrap();
+                    assert_eq!(
+                        out.verification,
+                        prover_core::probe::Verification::Valid,
+                        "{kind:?} on {} device(s), pooled {pooled}, batch {batch}",
+                        backend.unit_count()
+                    );
+                }
+            }
+            if let Some(pool) = &pool {
+                let (kept, locked) = (pool.kept().0, pool.page_locked());
+                eprintln!("pool: {kept} columns kept, {locked} page-locked");
+                assert_eq!((kept, locked), (9, 9), "three circuits' a, b, c, locked");
+            }
         }
     }
 }

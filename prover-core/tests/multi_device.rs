@@ -137,6 +137,7 @@ fn a_batch_is_split_across_two_devices_and_verifies() {
         backend: &units,
         circuits,
         dealloc: DeallocMode::Sync,
+        columns: None,
         verify: VerifyMode::Every,
         stages: None,
         ballast: Default::default(),

@@ -8,9 +8,10 @@ use common::*;
 use probe_protocol::*;
 use prover_core::groth16::backend::CpuBackend;
 use prover_core::groth16::circuits::CircuitKind;
+use prover_core::groth16::column::ColumnPool;
 use prover_core::groth16::dealloc::{self, DeallocMode};
 use prover_core::groth16::params::{self, SrsMode};
-use prover_core::groth16::pipeline::{BatchRequest, VerifyMode, prove_batch};
+use prover_core::groth16::pipeline::{BatchOutput, BatchRequest, VerifyMode, prove_batch};
 use prover_core::probe::{CountingAllocator, Probe, ProbeConfig, SessionInfo, SocketChoice};
 use rand::SeedableRng;
 use std::collections::HashMap;
@@ -44,6 +45,16 @@ impl Recorded {
 /// Proves one batch of 2 × squaring 2^10 with the probe recording, large-block threshold
 /// lowered to 16 KiB so the small proving vectors count as large.
 fn record(mode: DeallocMode) -> Recorded {
+    record_batches(mode, None, 1).0
+}
+
+/// As [`record`], `batches` batches one after the other, a, b, c written into `columns` when
+/// given; each batch's output too.
+fn record_batches(
+    mode: DeallocMode,
+    columns: Option<&ColumnPool>,
+    batches: usize,
+) -> (Recorded, Vec<BatchOutput>) {
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     let sock = dir.path().join("p.sock");
@@ -61,19 +72,24 @@ fn record(mode: DeallocMode) -> Recorded {
     let mut client = Client::connect(&sock, true);
     let mut events = client.read_until(|e| matches!(e, Event::LiveStart { .. }));
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
-    let circuits = (0..2).map(|_| size.random(&mut rng)).collect();
-    let out = prove_batch(BatchRequest {
-        params: &ps,
-        backend: &CpuBackend,
-        circuits,
-        dealloc: mode,
-        verify: VerifyMode::Every,
-        stages: None,
-        ballast: Default::default(),
-    })
-    .unwrap();
-    assert_eq!(out.verification, Verification::Valid);
-    dealloc::flush();
+    let mut outs = Vec::new();
+    for _ in 0..batches {
+        let circuits = (0..2).map(|_| size.random(&mut rng)).collect();
+        let out = prove_batch(BatchRequest {
+            params: &ps,
+            backend: &CpuBackend,
+            circuits,
+            dealloc: mode,
+            columns,
+            verify: VerifyMode::Every,
+            stages: None,
+            ballast: Default::default(),
+        })
+        .unwrap();
+        assert_eq!(out.verification, Verification::Valid);
+        dealloc::flush();
+        outs.push(out);
+    }
     std::thread::sleep(std::time::Duration::from_millis(20));
     p.shutdown("done");
     events.extend(client.read_until_goodbye(None));
@@ -93,12 +109,13 @@ fn record(mode: DeallocMode) -> Recorded {
             _ => {}
         }
     }
-    Recorded {
+    let r = Recorded {
         events,
         names,
         threads,
         spans,
-    }
+    };
+    (r, outs)
 }
 
 fn outer(r: &Recorded) -> (u64, u64, u64) {
@@ -293,4 +310,46 @@ fn async_mode_releases_on_the_dealloc_thread_after_the_outer_span() {
         );
         assert_eq!(b.span, None);
     }
+}
+
+/// Large allocations made inside each proof's `synthesis` span, proof by proof.
+fn synthesis_allocs(r: &Recorded) -> Vec<usize> {
+    let mut synth: Vec<(u64, u64)> = r
+        .spans
+        .values()
+        .filter(|(b, _)| r.names[&b.name] == "synthesis")
+        .map(|(b, e)| (b.ts, e.unwrap()))
+        .collect();
+    synth.sort_unstable();
+    synth
+        .iter()
+        .map(|&(s, e)| {
+            r.events
+                .iter()
+                .filter(|ev| matches!(ev, Event::Alloc(b) if b.ts >= s && b.ts <= e))
+                .count()
+        })
+        .collect()
+}
+
+/// `--dealloc reuse`: from the second proof on, synthesis writes a, b, c into the columns the
+/// first gave back — six fewer large allocations than without a pool, and six columns fewer
+/// released — while `sync` still frees them inside every proof (the ghost stays showable).
+#[test]
+fn reuse_mode_writes_the_next_proof_into_the_columns_the_last_gave_back() {
+    let pool = ColumnPool::new(None);
+    let (reused, outs) = record_batches(DeallocMode::Async, Some(&pool), 2);
+    let (fresh, fresh_outs) = record_batches(DeallocMode::Async, None, 2);
+    let (a, b) = (synthesis_allocs(&reused), synthesis_allocs(&fresh));
+    assert_eq!((a.len(), b.len()), (2, 2), "{a:?} {b:?}");
+    assert_eq!(a[0], b[0], "the first proof makes its columns either way");
+    assert!(
+        b[1] >= a[1] + 6,
+        "2 circuits × a, b, c not allocated again: {a:?} with the pool, {b:?} without"
+    );
+    // Squaring 2^10: each column is the 1024-element domain, 32 KiB.
+    for (o, f) in outs.iter().zip(&fresh_outs) {
+        assert_eq!(f.released_bytes - o.released_bytes, 6 * 32 * 1024);
+    }
+    assert_eq!(pool.kept().0, 6, "the columns wait for the next proof");
 }

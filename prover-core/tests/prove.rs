@@ -27,6 +27,7 @@ fn prove(
         backend: &CpuBackend,
         circuits,
         dealloc: DeallocMode::Sync,
+        columns: None,
         verify: VerifyMode::Every,
         stages: None,
         ballast: Default::default(),
@@ -126,4 +127,31 @@ fn an_unwritable_cache_is_a_clear_error() {
     let size = CircuitKind::Squaring.size_for(8).unwrap();
     let err = params::obtain(size, SrsMode::Real, &blocker).unwrap_err();
     assert!(err.to_string().contains("PROOFSCOPE_CACHE"), "{err}");
+}
+
+/// Batch after batch written into one pool's columns (`--dealloc reuse`), the proofs verify:
+/// a column rewritten by the next proof carries nothing of the last.
+#[test]
+fn proofs_written_into_reused_columns_verify() {
+    let size = CircuitKind::Sha256.size_for(15).unwrap();
+    let ps = params::obtain(size, SrsMode::Real, &cache()).unwrap();
+    let pool = prover_core::groth16::column::ColumnPool::new(None);
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(21);
+    for batch in 0..3 {
+        let circuits = (0..2).map(|_| ps.size.random(&mut rng)).collect();
+        let out = prove_batch(BatchRequest {
+            params: &ps,
+            backend: &CpuBackend,
+            circuits,
+            dealloc: DeallocMode::Async,
+            columns: Some(&pool),
+            verify: VerifyMode::Every,
+            stages: None,
+            ballast: Default::default(),
+        })
+        .unwrap();
+        assert_eq!(out.verification, Verification::Valid, "batch {batch}");
+        assert!(check(&ps, &out.proofs, &out.public_inputs), "batch {batch}");
+        assert_eq!(pool.kept().0, 6, "batch {batch}: 2 circuits' a, b, c kept");
+    }
 }

@@ -78,6 +78,8 @@ struct Bench<'a> {
     args: &'a BenchArgs,
     ps: crate::groth16::params::ParamSet,
     backend: Box<dyn crate::groth16::backend::Backend>,
+    /// Where a, b, c are written under `--dealloc reuse`.
+    columns: Option<crate::groth16::column::ColumnPool>,
     size: crate::groth16::circuits::CircuitSize,
 }
 
@@ -99,6 +101,7 @@ impl Bench<'_> {
             backend: self.backend.as_ref(),
             circuits,
             dealloc: self.args.prover.dealloc(),
+            columns: self.columns.as_ref(),
             verify: VerifyMode::Off,
             stages: None,
             ballast,
@@ -144,6 +147,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let bench = Bench {
         args: &args,
         ps,
+        columns: args.prover.column_pool(backend.as_ref()),
         backend,
         size,
     };

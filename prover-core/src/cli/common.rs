@@ -2,6 +2,7 @@
 
 use crate::groth16::backend::{Backend, CpuBackend};
 use crate::groth16::circuits::{CircuitKind, CircuitSize};
+use crate::groth16::column::ColumnPool;
 use crate::groth16::dealloc::DeallocMode;
 use crate::groth16::params::{self, ParamSet, SrsMode};
 use crate::groth16::pipeline::VerifyMode;
@@ -22,6 +23,9 @@ pub enum DeallocArg {
     Sync,
     /// Hand them to the dealloc thread.
     Async,
+    /// Keep a, b, c for the next proof (synthesis writes into columns of a pool, page-locked
+    /// once on a GPU, so their uploads need no staging); hand the rest to the dealloc thread.
+    Reuse,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -191,11 +195,19 @@ impl ProverArgs {
         self.params.load_params()
     }
 
+    /// How the vectors that are freed are released (`reuse` frees what it does not keep as
+    /// `async` does).
     pub fn dealloc(&self) -> DeallocMode {
         match self.dealloc.unwrap_or(DeallocArg::Async) {
             DeallocArg::Sync => DeallocMode::Sync,
-            DeallocArg::Async => DeallocMode::Async,
+            DeallocArg::Async | DeallocArg::Reuse => DeallocMode::Async,
         }
+    }
+
+    /// The pool a, b, c are written into under `--dealloc reuse`, made for `backend` (which
+    /// page-locks its columns when it copies them to a device).
+    pub fn column_pool(&self, backend: &dyn Backend) -> Option<ColumnPool> {
+        (self.dealloc == Some(DeallocArg::Reuse)).then(|| ColumnPool::new(backend.page_locker()))
     }
 
     pub fn verify(&self) -> VerifyMode {

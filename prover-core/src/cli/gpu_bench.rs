@@ -162,26 +162,39 @@ fn ntt_sections(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
         "  pageable:                                   up {gu:.1} GB/s, down {gd:.1} GB/s"
     );
     let reps = args.reps.clamp(3, 8);
-    let (staged, locked) = bench::h(gpu, args.h_log, reps)?;
+    let [staged, locked, pooled] = bench::h(gpu, args.h_log, reps)?;
     let device = locked.device_ms();
     crate::outln!(
-        "\nwhole H computation, one circuit of 2^{} (a, b, c up, H down; fresh vectors each run; {reps} ABBA pairs):",
+        "\nwhole H computation, one circuit of 2^{} (a, b, c up, H down; {reps} rounds, the three in rotating order):",
         args.h_log
     );
     crate::outln!(
-        "  page-locked in place every call: {:.1} ms wall (median), device time {device:.1} ms",
+        "  fresh vectors page-locked in place every call: {:.1} ms wall (median), device time {device:.1} ms",
         locked.wall()
     );
     crate::outln!(
-        "  through the reused staging buffers: {:.1} ms wall (median), device span {:.1} ms",
+        "  fresh vectors through the reused staging buffers: {:.1} ms wall (median), device span {:.1} ms",
         staged.wall(),
         staged.device_ms()
     );
     crate::outln!(
-        "  wall / device time at pinned speed: {:.2} locked in place, {:.2} staged",
+        "  pooled columns (--dealloc reuse), {}: {:.1} ms wall (median), device span {:.1} ms",
+        if pooled.page_locked {
+            "page-locked once when made"
+        } else {
+            "NOT page-locked (registration failed: staged)"
+        },
+        pooled.wall(),
+        pooled.device_ms()
+    );
+    crate::outln!(
+        "  wall / device time at pinned speed: {:.2} pooled, {:.2} locked in place, {:.2} staged",
+        pooled.wall() / device,
         locked.wall() / device,
         staged.wall() / device
     );
+    crate::outln!("device operations, last pooled run:");
+    print_ops(&pooled.ops);
     crate::outln!("device operations, last locked-in-place run:");
     print_ops(&locked.ops);
     crate::outln!("device operations, last staged run:");

@@ -83,11 +83,13 @@ pub fn run(args: ProveArgs) -> Result<()> {
     let circuits = (0..args.prover.circuits)
         .map(|_| size.random(&mut rng))
         .collect();
+    let columns = args.prover.column_pool(backend.as_ref());
     let out = prove_batch(BatchRequest {
         params: &ps,
         backend: backend.as_ref(),
         circuits,
         dealloc: args.prover.dealloc(),
+        columns: columns.as_ref(),
         verify: args.prover.verify(),
         stages: None,
         ballast: Ballast::written(args.prover.ballast_bytes()),

@@ -99,6 +99,8 @@ struct Run<'a> {
     args: &'a ServeArgs,
     ps: &'a ParamSet,
     backend: &'a dyn Backend,
+    /// Where a, b, c are written under `--dealloc reuse`.
+    columns: Option<crate::groth16::column::ColumnPool>,
     tally: Mutex<Tally>,
 }
 
@@ -143,6 +145,7 @@ impl Run<'_> {
             backend: self.backend,
             circuits,
             dealloc: self.args.prover.dealloc(),
+            columns: self.columns.as_ref(),
             verify: self.args.prover.verify(),
             stages,
             ballast: Ballast::written(self.args.prover.ballast_bytes()),
@@ -278,6 +281,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         args: &args,
         ps: &ps,
         backend: backend.as_ref(),
+        columns: args.prover.column_pool(backend.as_ref()),
         tally: Mutex::new(Tally::default()),
     };
     let outcome = if args.sequential {

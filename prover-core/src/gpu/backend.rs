@@ -11,6 +11,7 @@ use super::msm::{DeviceBases, MsmBases, MsmPlan, MsmScalars};
 use super::tables;
 use super::timing::{GpuTimeline, TimedOp, finish, start_if, timed as timed_op};
 use crate::groth16::backend::{Abc, Backend, BackendError};
+use crate::groth16::column::{PageLock, PageLocker};
 use crate::groth16::ntt::Domain;
 use crate::probe::SpanHandle;
 use crate::span;
@@ -61,6 +62,56 @@ impl Drop for Pinned<'_> {
             // SAFETY: this memory was registered by `new` and is still borrowed, so allocated.
             unsafe { cudarc::driver::sys::cuMemHostUnregister(self.mem.as_mut_ptr().cast()) };
         }
+    }
+}
+
+/// Page-locks the columns a pool makes, once each, for every context (portable): a pooled
+/// column's uploads then go straight from where synthesis wrote it.
+struct ColumnLocker {
+    ctx: Arc<cudarc::driver::CudaContext>,
+}
+
+/// A column's page lock; unlocks when dropped (the column drops it before its memory can move
+/// or be freed).
+struct ColumnLock {
+    ctx: Arc<cudarc::driver::CudaContext>,
+    ptr: usize,
+}
+
+impl PageLock for ColumnLock {}
+
+impl PageLocker for ColumnLocker {
+    fn lock(&self, mem: &mut [Scalar]) -> Option<Box<dyn PageLock>> {
+        let bytes = std::mem::size_of_val(mem);
+        if bytes == 0 || self.ctx.bind_to_thread().is_err() {
+            return None;
+        }
+        let ptr = mem.as_mut_ptr();
+        // SAFETY: registers memory the caller's column owns for as long as the returned lock
+        // lives: `Column` (and its pool) drop the lock before that memory moves or is freed.
+        let rc = unsafe {
+            cudarc::driver::sys::cuMemHostRegister_v2(
+                ptr.cast(),
+                bytes,
+                cudarc::driver::sys::CU_MEMHOSTREGISTER_PORTABLE,
+            )
+        };
+        (rc == cudarc::driver::sys::CUresult::CUDA_SUCCESS).then(|| {
+            Box::new(ColumnLock {
+                ctx: self.ctx.clone(),
+                ptr: ptr as usize,
+            }) as Box<dyn PageLock>
+        })
+    }
+}
+
+impl Drop for ColumnLock {
+    fn drop(&mut self) {
+        // A column is dropped on whichever thread released it: make the context current.
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: this range was registered by `ColumnLocker::lock` and, by the lock's
+        // contract, is still allocated.
+        unsafe { cudarc::driver::sys::cuMemHostUnregister(self.ptr as *mut std::ffi::c_void) };
     }
 }
 
@@ -267,30 +318,23 @@ impl GpuBackend {
     ) -> Result<Option<G1Projective>, GpuError> {
         let n = domain.n;
         let log = domain.log;
-        for v in [&mut abc.a, &mut abc.b, &mut abc.c] {
-            if v.len() > n {
-                return Err(GpuError::Size(log));
-            }
-            v.resize(n, Scalar::from(0u64));
-        }
+        abc.pad_to(n).map_err(|_| GpuError::Size(log))?;
         let d = &self.device;
         let t = d.size_tables(log)?;
         let mut guard = self.buffers(log)?;
         let bufs = guard.as_mut().ok_or(GpuError::Size(log))?;
         let (comp, up) = (&d.compute, &d.upload);
-        // Page-locking a, b, c in place cost more wall time than the whole H's device work at
-        // 2^24 (145–156 ms of wall for 58 ms of device time on the H200 host); the reference
-        // path keeps it only to measure that device time.
-        let locked = path == HostPath::LockedInPlace;
-        if locked {
+        // Page-locking a, b, c in place for one call cost more wall time than the whole H's
+        // device work at 2^24 (145–156 ms of wall for 58 ms of device time on the H200 host);
+        // the reference path keeps it only to measure that device time. Pooled columns were
+        // locked once, when their pool made them: they copy directly, every proof.
+        let register = path == HostPath::LockedInPlace && !abc.page_locked();
+        let locked = register || abc.page_locked();
+        if register {
             // cuMemHostRegister needs the context current on this thread.
             d.ctx.bind_to_thread().map_err(GpuError::driver)?;
         }
-        let mut pins = [
-            Pinned::new(&mut abc.a, locked),
-            Pinned::new(&mut abc.b, locked),
-            Pinned::new(&mut abc.c, locked),
-        ];
+        let mut pins = abc.columns_mut().map(|c| Pinned::new(c, register));
         let names = ["upload_a", "upload_b", "upload_c"];
         let [ba, bb, bc] = &mut bufs.abc;
         for (i, dst) in [&mut *ba, &mut *bb, &mut *bc].into_iter().enumerate() {
@@ -361,6 +405,12 @@ fn report(device: u32, ops: &[TimedOp], parent: SpanHandle) {
 impl Backend for GpuBackend {
     fn name(&self) -> &'static str {
         "gpu"
+    }
+
+    fn page_locker(&self) -> Option<Arc<dyn PageLocker>> {
+        Some(Arc::new(ColumnLocker {
+            ctx: self.device.ctx.clone(),
+        }))
     }
 
     fn thread_name(&self) -> String {
@@ -465,6 +515,7 @@ impl Backend for GpuBackend {
 /// Measurements for `prover gpu-bench`.
 pub mod bench {
     use super::*;
+    use crate::groth16::column::{Column, ColumnPool};
     use std::time::Instant;
 
     fn median(mut v: Vec<f64>) -> f64 {
@@ -555,6 +606,8 @@ pub mod bench {
     pub struct HRun {
         pub wall_ms: Vec<f64>,
         pub ops: Vec<TimedOp>,
+        /// Whether a, b, c were page-locked when the last run began.
+        pub page_locked: bool,
     }
 
     impl HRun {
@@ -570,42 +623,75 @@ pub mod bench {
         }
     }
 
-    /// The whole H computation of one circuit of 2^log constraints (a, b, c up, H down), on
-    /// fresh vectors each run as a proof has them, through the staging buffers and page-locked
-    /// in place, alternating (ABBA) after one unmeasured run of each: (staged, locked in place).
-    /// The locked run's device time is what the copies cost at pinned speed.
-    pub fn h(gpu: &GpuBackend, log: u32, reps: usize) -> Result<(HRun, HRun), GpuError> {
+    /// How `h` gives a, b, c to the H computation.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum HInput {
+        /// Fresh heap vectors each run, through the staging buffers (as a proof without a
+        /// pool has them).
+        Staged,
+        /// Fresh heap vectors each run, page-locked in place for the call: the reference whose
+        /// device time is what the copies cost at pinned speed.
+        LockedInPlace,
+        /// Columns of a pool (`prover --dealloc reuse`), page-locked once when made, rewritten
+        /// each run as synthesis would.
+        Pooled,
+    }
+
+    pub const H_INPUTS: [HInput; 3] = [HInput::Staged, HInput::LockedInPlace, HInput::Pooled];
+
+    /// The whole H computation of one circuit of 2^log constraints (a, b, c up, H down), each
+    /// way of [`H_INPUTS`] in turn, the order rotated every round, after one unmeasured
+    /// round (which also makes the pool's columns). Filling the inputs is outside the timing.
+    pub fn h(gpu: &GpuBackend, log: u32, reps: usize) -> Result<[HRun; 3], GpuError> {
         let d = Domain::new(log).map_err(|_| GpuError::Size(log))?;
-        let mk = || -> Abc {
-            let v: Vec<Scalar> = (0..d.n).map(|i| Scalar::from(i as u64 + 3)).collect();
-            Abc {
-                a: v.clone(),
-                b: v.clone(),
-                c: v,
+        let pool = ColumnPool::new(gpu.page_locker());
+        let fill = |c: &mut Column| {
+            for i in 0..d.n {
+                c.push(Scalar::from(i as u64 + 3));
             }
         };
-        let (mut staged, mut locked) = (HRun::default(), HRun::default());
-        for rep in 0..reps + 1 {
-            let order = if rep % 2 == 0 {
-                [HostPath::Staged, HostPath::LockedInPlace]
-            } else {
-                [HostPath::LockedInPlace, HostPath::Staged]
+        let mk = |pooled: bool| -> Abc {
+            let mut abc = Abc {
+                a: if pooled {
+                    pool.take(d.n)
+                } else {
+                    Column::with_capacity(d.n)
+                },
+                b: if pooled {
+                    pool.take(d.n)
+                } else {
+                    Column::with_capacity(d.n)
+                },
+                c: if pooled {
+                    pool.take(d.n)
+                } else {
+                    Column::with_capacity(d.n)
+                },
             };
-            for path in order {
-                let mut abc = mk();
+            abc.columns_mut().into_iter().for_each(fill);
+            abc
+        };
+        let mut runs: [HRun; 3] = Default::default();
+        for rep in 0..reps + 1 {
+            for k in 0..H_INPUTS.len() {
+                let i = (k + rep) % H_INPUTS.len();
+                let input = H_INPUTS[i];
+                let mut abc = mk(input == HInput::Pooled);
+                let path = match input {
+                    HInput::LockedInPlace => HostPath::LockedInPlace,
+                    HInput::Staged | HInput::Pooled => HostPath::Staged,
+                };
+                let page_locked = abc.page_locked();
                 let t0 = Instant::now();
                 let (_, ops) = gpu.h_one_via(&d, &mut abc, true, None, path)?;
                 let wall = t0.elapsed().as_secs_f64() * 1e3;
-                let run = match path {
-                    HostPath::Staged => &mut staged,
-                    HostPath::LockedInPlace => &mut locked,
-                };
                 if rep > 0 {
-                    run.wall_ms.push(wall);
-                    run.ops = ops;
+                    runs[i].wall_ms.push(wall);
+                    runs[i].ops = ops;
+                    runs[i].page_locked = page_locked;
                 }
             }
         }
-        Ok((staged, locked))
+        Ok(runs)
     }
 }

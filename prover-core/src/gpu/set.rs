@@ -4,6 +4,7 @@
 
 use super::GpuBackend;
 use crate::groth16::backend::{Abc, Backend, BackendError};
+use crate::groth16::column::PageLocker;
 use crate::groth16::ntt::Domain;
 use crate::groth16::pipeline::split_ranges;
 use crate::probe::SpanHandle;
@@ -115,6 +116,11 @@ impl Backend for GpuSet {
             gpu.make_resident(g1, g2).map(|()| Vec::<()>::new())
         })?;
         Ok(())
+    }
+
+    fn page_locker(&self) -> Option<std::sync::Arc<dyn PageLocker>> {
+        // Locked portable: pinned for every GPU's context.
+        self.gpus.first().and_then(|g| g.page_locker())
     }
 
     fn batch_add_g2(

@@ -1,6 +1,7 @@
 //! Our own constraint system: bellperson keeps its `ProvingAssignment` private, and a prover
 //! that wants phase-level control needs the evaluations and densities itself.
 
+use super::column::{Column, ColumnPool};
 use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
@@ -70,9 +71,9 @@ pub struct ProvingAssignment {
     pub a_aux_density: Density,
     pub b_input_density: Density,
     pub b_aux_density: Density,
-    pub a: Vec<Scalar>,
-    pub b: Vec<Scalar>,
-    pub c: Vec<Scalar>,
+    pub a: Column,
+    pub b: Column,
+    pub c: Column,
     pub input_assignment: Vec<Scalar>,
     pub aux_assignment: Vec<Scalar>,
 }
@@ -117,20 +118,26 @@ impl ProvingAssignment {
     /// As `synthesize`, with every vector allocated once at its final size: a, b, c at the
     /// evaluation domain (`domain` ≥ constraints: the H computation pads them to it), the
     /// assignments and densities from `shape`. Growing them instead copies each vector about
-    /// once more and frees the old blocks (tens of GB per batch at 2^22 × 48).
+    /// once more and frees the old blocks (tens of GB per batch at 2^22 × 48). With `pool`,
+    /// a, b, c are written into columns it lends (memory an earlier proof gave back).
     pub fn synthesize_sized<C: bellpepper_core::Circuit<Scalar>>(
         circuit: C,
         shape: &Shape,
         domain: usize,
+        pool: Option<&ColumnPool>,
     ) -> Result<ProvingAssignment, SynthesisError> {
         let n = domain.max(shape.constraints);
+        let column = || match pool {
+            Some(p) => p.take(n),
+            None => Column::with_capacity(n),
+        };
         let cs = ProvingAssignment {
             a_aux_density: Density::with_capacity(shape.aux),
             b_input_density: Density::with_capacity(shape.inputs),
             b_aux_density: Density::with_capacity(shape.aux),
-            a: Vec::with_capacity(n),
-            b: Vec::with_capacity(n),
-            c: Vec::with_capacity(n),
+            a: column(),
+            b: column(),
+            c: column(),
             input_assignment: Vec::with_capacity(shape.inputs),
             aux_assignment: Vec::with_capacity(shape.aux),
         };
@@ -357,7 +364,7 @@ mod tests {
             let shape = Shape::of(size.blank()).unwrap();
             let n = shape.constraints.next_power_of_two();
             let grown = ProvingAssignment::synthesize(c.clone()).unwrap();
-            let mut sized = ProvingAssignment::synthesize_sized(c, &shape, n).unwrap();
+            let mut sized = ProvingAssignment::synthesize_sized(c, &shape, n, None).unwrap();
             assert_eq!(sized.a, grown.a, "{kind:?}");
             assert_eq!((&sized.b, &sized.c), (&grown.b, &grown.c));
             assert_eq!(sized.aux_assignment, grown.aux_assignment);
@@ -367,8 +374,48 @@ mod tests {
             assert_eq!(sized.b_input_density, grown.b_input_density);
             assert_eq!(sized.aux_assignment.capacity(), shape.aux);
             let ptr = sized.a.as_ptr();
-            sized.a.resize(n, Scalar::ZERO);
+            sized.a.pad_to(n);
             assert_eq!(sized.a.as_ptr(), ptr, "{kind:?}: padding a reallocated it");
         }
+    }
+
+    /// Written into pooled columns, a, b, c are the same, fit without leaving the pool, and
+    /// the next proof writes into the memory this one gave back.
+    #[test]
+    fn pooled_synthesis_matches_and_reuses_the_memory() {
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
+        let kind = CircuitKind::Sha256;
+        let size = kind.size_for(kind.min_log()).unwrap();
+        let shape = Shape::of(size.blank()).unwrap();
+        let n = shape.constraints.next_power_of_two();
+        let pool = ColumnPool::new(None);
+        let (c, _) = size.random(&mut rng);
+        let heap = ProvingAssignment::synthesize_sized(c.clone(), &shape, n, None).unwrap();
+        let mut pooled = ProvingAssignment::synthesize_sized(c, &shape, n, Some(&pool)).unwrap();
+        assert_eq!(
+            (&pooled.a, &pooled.b, &pooled.c),
+            (&heap.a, &heap.b, &heap.c)
+        );
+        pooled.a.pad_to(n);
+        assert!(
+            [&pooled.a, &pooled.b, &pooled.c]
+                .iter()
+                .all(|c| c.is_pooled())
+        );
+        let mut first: Vec<usize> = [&pooled.a, &pooled.b, &pooled.c]
+            .iter()
+            .map(|c| c.as_ptr() as usize)
+            .collect();
+        drop(pooled);
+        assert_eq!(pool.kept().0, 3);
+        let (c, _) = size.random(&mut rng);
+        let next = ProvingAssignment::synthesize_sized(c, &shape, n, Some(&pool)).unwrap();
+        let mut second: Vec<usize> = [&next.a, &next.b, &next.c]
+            .iter()
+            .map(|c| c.as_ptr() as usize)
+            .collect();
+        first.sort_unstable();
+        second.sort_unstable();
+        assert_eq!(first, second, "the second proof writes where the first did");
     }
 }

@@ -2,6 +2,7 @@
 //! trait, so the GPU backend slots in without touching the pipeline. The CPU backend is the
 //! reference every GPU kernel is tested against.
 
+use super::column::{Column, PageLocker};
 use super::msm;
 use super::ntt::{self, Domain};
 use crate::span;
@@ -10,12 +11,43 @@ use rayon::prelude::*;
 
 /// One circuit's A, B, C evaluations (one scalar per constraint). After `ntt_msm_h`, `a` holds
 /// the H coefficients and `b`, `c` are scratch; all three stay allocated until the proof
-/// releases its vectors, as in C2.
+/// releases its vectors, as in C2 (or, pooled, until they go back to their pool).
 #[derive(Debug, Default)]
 pub struct Abc {
-    pub a: Vec<Scalar>,
-    pub b: Vec<Scalar>,
-    pub c: Vec<Scalar>,
+    pub a: Column,
+    pub b: Column,
+    pub c: Column,
+}
+
+impl Abc {
+    /// The three columns, in order.
+    pub fn columns_mut(&mut self) -> [&mut Column; 3] {
+        [&mut self.a, &mut self.b, &mut self.c]
+    }
+
+    /// Pads each to the domain's `n` (the H computation's input size); an error when one is
+    /// longer.
+    pub fn pad_to(&mut self, n: usize) -> Result<(), BackendError> {
+        for v in self.columns_mut() {
+            if v.len() > n {
+                return Err(BackendError::Size { got: v.len(), n });
+            }
+            v.pad_to(n);
+        }
+        Ok(())
+    }
+
+    /// Whether all three go back to a pool when dropped (releasing them frees nothing).
+    pub fn pooled(&self) -> bool {
+        [&self.a, &self.b, &self.c].iter().all(|c| c.is_pooled())
+    }
+
+    /// Whether all three are page-locked: copies go straight from them.
+    pub fn page_locked(&self) -> bool {
+        [&self.a, &self.b, &self.c]
+            .iter()
+            .all(|c| c.is_page_locked())
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +91,13 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
+    /// What page-locks the columns a [`ColumnPool`](super::column::ColumnPool) makes for this
+    /// backend, so its uploads of a, b, c need no staging (`None`: the CPU reads them where
+    /// they lie).
+    fn page_locker(&self) -> Option<std::sync::Arc<dyn PageLocker>> {
+        None
+    }
+
     /// For each circuit: iNTT of a, b, c; coset NTT; a·b − c; divide by Z; inverse coset NTT
     /// (H coefficients into `a`); then the H MSM over the first n − 1 coefficients.
     fn ntt_msm_h(
@@ -97,18 +136,12 @@ pub struct CpuBackend;
 
 /// The H computation on the CPU, in place: `a` ends up holding the coefficients of H.
 pub fn compute_h_cpu(domain: &Domain, abc: &mut Abc) -> Result<(), BackendError> {
-    let n = domain.n;
-    for v in [&mut abc.a, &mut abc.b, &mut abc.c] {
-        if v.len() > n {
-            return Err(BackendError::Size { got: v.len(), n });
-        }
-        v.resize(n, Scalar::from(0u64));
-    }
-    for v in [&mut abc.a, &mut abc.b, &mut abc.c] {
+    abc.pad_to(domain.n)?;
+    for v in abc.columns_mut() {
         let _s = span!("intt");
         domain.intt(v);
     }
-    for v in [&mut abc.a, &mut abc.b, &mut abc.c] {
+    for v in abc.columns_mut() {
         let _s = span!("coset_ntt");
         domain.coset_ntt(v);
     }

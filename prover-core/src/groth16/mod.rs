@@ -4,6 +4,7 @@
 pub mod assignment;
 pub mod backend;
 pub mod circuits;
+pub mod column;
 pub mod dealloc;
 pub mod msm;
 pub mod ntt;

@@ -14,6 +14,7 @@
 use super::assignment::ProvingAssignment;
 use super::backend::{Abc, Backend, BackendError};
 use super::circuits::AnyCircuit;
+use super::column::ColumnPool;
 use super::dealloc::{self, DeallocMode};
 use super::msm;
 use super::ntt::Domain;
@@ -92,6 +93,11 @@ pub struct BatchRequest<'a> {
     /// The circuits with their witnesses, and each one's public inputs.
     pub circuits: Vec<(AnyCircuit, Vec<Scalar>)>,
     pub dealloc: DeallocMode,
+    /// Where synthesis writes a, b, c: columns lent by this pool and given back at the end
+    /// of the proof (the next proof writes into the same memory, page-locked once on a GPU;
+    /// nothing of them is freed), or, without one, vectors of their own released with the
+    /// rest as `dealloc` says.
+    pub columns: Option<&'a ColumnPool>,
     pub verify: VerifyMode,
     /// The batch's place among overlapping batches; `None` runs it alone.
     pub stages: Option<&'a dyn Stages>,
@@ -104,6 +110,7 @@ impl std::fmt::Debug for BatchRequest<'_> {
         f.debug_struct("BatchRequest")
             .field("circuits", &self.circuits.len())
             .field("dealloc", &self.dealloc)
+            .field("columns", &self.columns)
             .field("verify", &self.verify)
             .field("overlapped", &self.stages.is_some())
             .finish_non_exhaustive()
@@ -164,7 +171,12 @@ impl ProvingVectors {
         fn v<T>(x: &Vec<T>) -> u64 {
             (x.capacity() * std::mem::size_of::<T>()) as u64
         }
-        let abc: u64 = self.abc.iter().map(|x| v(&x.a) + v(&x.b) + v(&x.c)).sum();
+        let abc: u64 = self
+            .abc
+            .iter()
+            .flat_map(|x| [&x.a, &x.b, &x.c])
+            .map(|c| c.capacity_bytes())
+            .sum();
         let assign: u64 = self.inputs.iter().chain(&self.aux).map(v).sum();
         let p = &self.prepared;
         let split: u64 = [&p.l, &p.a, &p.b]
@@ -407,6 +419,7 @@ fn synthesize(
     ps: &ParamSet,
     circuits: Vec<(AnyCircuit, Vec<Scalar>)>,
     stages: Option<&dyn Stages>,
+    columns: Option<&ColumnPool>,
     timer: &mut Timer,
 ) -> Result<Witness, ProveError> {
     let domain_len = ps.shape.constraints.next_power_of_two();
@@ -419,7 +432,7 @@ fn synthesize(
                 .map(|(c, _)| {
                     let _a = parent.adopt();
                     let _s = span!("synthesize_circuit");
-                    ProvingAssignment::synthesize_sized(c, &ps.shape, domain_len)
+                    ProvingAssignment::synthesize_sized(c, &ps.shape, domain_len, columns)
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| ProveError::Synthesis(e.to_string()))
@@ -615,7 +628,7 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
     let public_inputs: Vec<Vec<Scalar>> = req.circuits.iter().map(|(_, i)| i.clone()).collect();
     let mut w = std::thread::scope(|s| -> Result<Witness, ProveError> {
         let upload = upload_bases_beside(s, ps, req.backend, root)?;
-        let w = synthesize(ps, req.circuits, req.stages, &mut timer);
+        let w = synthesize(ps, req.circuits, req.stages, req.columns, &mut timer);
         join(upload, "upload_bases")??;
         w
     })?;
@@ -647,8 +660,12 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
 
     // Release the proving vectors: here, inside the outer span and in no span (sync), or on
     // the dealloc thread (async).
+    // Pooled columns go back to their pool now, for the next proof to write into (nothing is
+    // freed: microseconds); the rest is released as `dealloc` says.
+    let (pooled, abc): (Vec<Abc>, Vec<Abc>) = dev.abc.into_iter().partition(Abc::pooled);
+    drop(pooled);
     let vectors = ProvingVectors {
-        abc: dev.abc,
+        abc,
         inputs: w.inputs,
         aux: w.aux,
         prepared,
