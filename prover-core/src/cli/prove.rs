@@ -111,9 +111,16 @@ pub fn run(args: ProveArgs) -> Result<()> {
         out.verify_time.as_secs_f64() * 1e3
     );
     crate::outln!(
-        "released {:.1} MB of proving vectors ({:?})",
+        "released {:.1} MB of proving vectors ({:?}){}",
         out.released_bytes as f64 / 1e6,
-        args.prover.dealloc()
+        args.prover.dealloc(),
+        match &columns {
+            Some(pool) => format!(
+                "; a, b, c kept for the next proof ({:.1} MB)",
+                pool.kept().1 as f64 / 1e6
+            ),
+            None => String::new(),
+        }
     );
     if let Some(dir) = &args.out {
         write_out(dir, &ps, &out)?;
