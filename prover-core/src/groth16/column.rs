@@ -232,11 +232,16 @@ impl ColumnPool {
         }
     }
 
-    /// A new vector of capacity `n`, every page touched (so that locking, and the first
-    /// proof's writes, find it resident), locked when the pool locks.
+    /// A new vector of capacity `n`, locked when the pool locks (over its whole length: it
+    /// is zeroed first, as a lock needs initialised memory to lend; the driver makes every
+    /// page resident as it locks). Unlocked, its pages fault in as synthesis writes them, as
+    /// a fresh vector's would.
     fn make(&self, n: usize) -> (Vec<Scalar>, Option<Box<dyn PageLock>>) {
+        let Some(locker) = &self.shared.locker else {
+            return (Vec::with_capacity(n), None);
+        };
         let mut v = vec![Scalar::ZERO; n];
-        let lock = self.shared.locker.as_ref().and_then(|l| l.lock(&mut v));
+        let lock = locker.lock(&mut v);
         v.clear();
         (v, lock)
     }
