@@ -104,6 +104,7 @@ fn gpu_h_computation_equals_the_cpu() {
             ops.iter().any(|o| o.name == "upload_a") && ops.iter().any(|o| o.name == "download_h")
         );
         // The same from pooled columns page-locked once (`--dealloc reuse`): copied directly.
+        support::columns_on_pages_of_their_own();
         let pool = ColumnPool::new(gpu.page_locker());
         let src = mk(100 + log as u64);
         let mut pooled = Abc {
@@ -187,6 +188,7 @@ fn gpu_proofs_verify() {
         // Without a pool, then with one (`--dealloc reuse`): two batches each, so the second
         // pooled batch uploads from the page-locked columns the first gave back.
         for pooled in [false, true] {
+            support::columns_on_pages_of_their_own();
             let pool = pooled
                 .then(|| prover_core::groth16::column::ColumnPool::new(backend.page_locker()));
             for (kind, log) in [(CircuitKind::Squaring, 12), (CircuitKind::Sha256, 15)] {

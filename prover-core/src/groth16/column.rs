@@ -20,7 +20,10 @@ use std::sync::{Arc, Mutex};
 pub trait PageLock: Send + Sync {}
 
 /// Locks memory for fast device copies (a GPU backend); `None` when it could not (the copies
-/// then stage, as for any heap vector).
+/// then stage, as for any heap vector). One way it cannot: glibc places blocks under its mmap
+/// threshold side by side, two small columns can share a page, and a driver locks a page once;
+/// columns from 2^20 constraints up (32 MiB, past the threshold's ceiling) are mappings of their
+/// own.
 pub trait PageLocker: Send + Sync {
     fn lock(&self, mem: &mut [Scalar]) -> Option<Box<dyn PageLock>>;
 }

@@ -36,3 +36,13 @@ pub fn max_log(default: u32) -> u32 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
+
+/// Makes glibc map every block of 16 KiB and more on its own pages, as it always does for
+/// columns from 2^20 constraints up (32 MiB, past its threshold's ceiling). Two small columns
+/// side by side on the heap can share a page, and the driver refuses to page-lock a page
+/// twice: such a column's uploads stage, which is correct but not the path a test of page-
+/// locked columns means to take.
+pub fn columns_on_pages_of_their_own() {
+    // SAFETY: mallopt only sets an allocator parameter; any value is accepted or refused.
+    unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 16 << 10) };
+}
