@@ -312,8 +312,8 @@ fn async_mode_releases_on_the_dealloc_thread_after_the_outer_span() {
     }
 }
 
-/// Large allocations made inside each proof's `synthesis` span, proof by proof.
-fn synthesis_allocs(r: &Recorded) -> Vec<usize> {
+/// Allocations of `bytes` made inside each proof's `synthesis` span, proof by proof.
+fn synthesis_allocs(r: &Recorded, bytes: u64) -> Vec<usize> {
     let mut synth: Vec<(u64, u64)> = r
         .spans
         .values()
@@ -326,30 +326,42 @@ fn synthesis_allocs(r: &Recorded) -> Vec<usize> {
         .map(|&(s, e)| {
             r.events
                 .iter()
-                .filter(|ev| matches!(ev, Event::Alloc(b) if b.ts >= s && b.ts <= e))
+                .filter(|ev| {
+                    matches!(ev, Event::Alloc(b) if b.ts >= s && b.ts <= e && b.bytes == bytes)
+                })
                 .count()
         })
         .collect()
 }
 
 /// `--dealloc reuse`: from the second proof on, synthesis writes a, b, c into the columns the
-/// first gave back — six fewer large allocations than without a pool, and six columns fewer
-/// released — while `sync` still frees them inside every proof (the ghost stays showable).
+/// first gave back — no column is allocated again, and six fewer are released — while without
+/// a pool every proof allocates its six.
 #[test]
 fn reuse_mode_writes_the_next_proof_into_the_columns_the_last_gave_back() {
+    // Squaring 2^10: each column is the 1024-element domain, 32 KiB.
+    const COLUMN: u64 = 32 * 1024;
     let pool = ColumnPool::new(None);
     let (reused, outs) = record_batches(DeallocMode::Async, Some(&pool), 2);
     let (fresh, fresh_outs) = record_batches(DeallocMode::Async, None, 2);
-    let (a, b) = (synthesis_allocs(&reused), synthesis_allocs(&fresh));
-    assert_eq!((a.len(), b.len()), (2, 2), "{a:?} {b:?}");
-    assert_eq!(a[0], b[0], "the first proof makes its columns either way");
-    assert!(
-        b[1] >= a[1] + 6,
-        "2 circuits × a, b, c not allocated again: {a:?} with the pool, {b:?} without"
+    let (a, b) = (
+        synthesis_allocs(&reused, COLUMN),
+        synthesis_allocs(&fresh, COLUMN),
     );
-    // Squaring 2^10: each column is the 1024-element domain, 32 KiB.
+    eprintln!("32 KiB allocations in synthesis, proof by proof: {a:?} pooled, {b:?} fresh");
+    // Other blocks of the same size may come and go (the assignment's vectors are near it):
+    // the columns are the difference.
+    assert_eq!((a.len(), b.len()), (2, 2), "{a:?} {b:?}");
+    assert!(
+        b[0] >= 6 && b[1] >= 6,
+        "2 circuits × a, b, c each proof without a pool: {b:?}"
+    );
+    assert!(
+        a[0] >= 6 && a[1] + 6 <= b[1],
+        "the pool's columns made once: {a:?} with the pool, {b:?} without"
+    );
     for (o, f) in outs.iter().zip(&fresh_outs) {
-        assert_eq!(f.released_bytes - o.released_bytes, 6 * 32 * 1024);
+        assert_eq!(f.released_bytes - o.released_bytes, 6 * COLUMN);
     }
     assert_eq!(pool.kept().0, 6, "the columns wait for the next proof");
 }
