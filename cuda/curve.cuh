@@ -92,14 +92,16 @@ template <class F> PS_FN void xyzz_add_affine(xyzz_t<F> &p, const affine_t<F> &q
         }
         return;
     }
+    // Ordered so that each input dies as soon as it can (p.x and PP after ZZ3 and Q, p.y and
+    // PPP after ZZZ3 and Y1·PPP): at most seven field elements live at once, not eight.
     const F pp = f_sqr(pp_);
     const F ppp = f_mul(pp_, pp);
-    const F qq = f_mul(p.x, pp);
-    const F x3 = f_sub(f_sub(f_sqr(r), ppp), f_dbl(qq));
-    p.y = f_sub(f_mul(r, f_sub(qq, x3)), f_mul(p.y, ppp));
-    p.x = x3;
     p.zz = f_mul(p.zz, pp);
+    const F qq = f_mul(p.x, pp);
+    p.x = f_sub(f_sub(f_sqr(r), ppp), f_dbl(qq));
     p.zzz = f_mul(p.zzz, ppp);
+    const F y1ppp = f_mul(p.y, ppp);
+    p.y = f_sub(f_mul(r, f_sub(qq, p.x)), y1ppp);
 }
 
 // p ← p + q, both XYZZ ("add-2008-s"), every case handled.

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Compiles the kernel sources with the local NVRTC (no GPU needed) the way the prover does at
 run time (the units with their headers inlined once, --gpu-architecture=sm_90: ptxas runs too), to catch compile errors before spending device time.
-Usage: tools/nvrtc-check.py [libnvrtc.so] ; prints the log and the PTX size per module."""
-import ctypes, pathlib, sys
+Usage: tools/nvrtc-check.py [libnvrtc.so [NVRTC options…]] ; prints the log and the CUBIN size.
+With --ptxas-options=-v it ends with a table of every kernel's registers, stack and spills:
+a figure that needs no GPU (register pressure, e.g. before and after a change to a kernel).
+No CUDA here? `pip download --no-deps nvidia-cuda-nvrtc-cu12` and unzip the wheel: its
+nvidia/cuda_nvrtc/lib/libnvrtc.so.12 works on a machine without a GPU."""
+import ctypes, pathlib, re, sys
 
 lib = ctypes.CDLL(sys.argv[1] if len(sys.argv) > 1 else "libnvrtc.so.11.2")
 cuda = pathlib.Path(__file__).resolve().parent.parent / "cuda"
@@ -26,6 +30,29 @@ def source():
         expand(u, seen, out)
     return "\n".join(out)
 
+def kernel_table(log):
+    """Per entry function: registers, stack frame, spill stores and loads (ptxas -v)."""
+    rows, cur = {}, None
+    for line in log.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            cur = m.group(1)
+            rows[cur] = {}
+            continue
+        if cur is None:
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and "stack" not in rows[cur]:
+            rows[cur].update(stack=m.group(1), stores=m.group(2), loads=m.group(3))
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            rows[cur]["regs"] = m.group(1)
+    out = [f"{'kernel':28s} {'regs':>5} {'stack B':>8} {'spill st B':>11} {'spill ld B':>11}"]
+    for k, v in sorted(rows.items()):
+        out.append(f"{k:28s} {v.get('regs', '?'):>5} {v.get('stack', '?'):>8} "
+                   f"{v.get('stores', '?'):>11} {v.get('loads', '?'):>11}")
+    return "\n".join(out)
+
 ok = True
 for mod in ["proofscope.cu"]:
     src = source().encode()
@@ -46,4 +73,6 @@ for mod in ["proofscope.cu"]:
         continue
     lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
     print(f"{mod}: ok, CUBIN {size.value} bytes (sm_90)")
+    if "Used " in log.value.decode():
+        print(kernel_table(log.value.decode()))
 sys.exit(0 if ok else 1)
