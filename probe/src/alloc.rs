@@ -201,9 +201,10 @@ pub(crate) fn disable_events() {
 }
 
 /// Takes every queued large-block event, but none of the probe's own threads; takes nothing
-/// while one of them is starting (its first blocks would pass as the program's).
-pub(crate) fn drain(mut f: impl FnMut(RawBlock)) {
-    if observer::starting() {
+/// while one of them is starting (its first blocks would pass as the program's) unless
+/// `last`: the session's last drain takes them whatever (left, they would be lost unseen).
+pub(crate) fn drain(last: bool, mut f: impl FnMut(RawBlock)) {
+    if observer::starting() && !last {
         return;
     }
     let ended = observer::ended();

@@ -77,6 +77,8 @@ pub(crate) struct Collector {
     stacks: crate::stacks::StackTable,
     /// `None` until the first sample (taken in the first cycle, as a baseline).
     last_alloc_sample: Option<Instant>,
+    /// Set for the session's last cycle: it takes every large block still queued.
+    last_cycle: bool,
     last_send: Instant,
     last_refit: Instant,
     last_retire: Instant,
@@ -123,6 +125,10 @@ const RAW_KIND_LIST: [RawKind; RAW_KINDS] = [RawKind::SpanBegin, RawKind::SpanEn
 /// only when half full).
 pub const MAX_IDLE_WAIT: Duration = Duration::from_millis(50);
 
+/// How long the last cycle waits for a probe thread still starting (see
+/// [`Collector::before_the_last_cycle`]).
+const LAST_DRAIN_WAIT: Duration = Duration::from_millis(500);
+
 impl Collector {
     pub fn new(session: Arc<Session>) -> Collector {
         let budget = session.config.history_bytes;
@@ -147,6 +153,7 @@ impl Collector {
             sched: crate::sched::SchedSampler::default(),
             stacks: crate::stacks::StackTable::default(),
             last_alloc_sample: None,
+            last_cycle: false,
             last_send: now,
             last_refit: now,
             last_retire: now,
@@ -170,6 +177,9 @@ impl Collector {
         let interval = self.session.config.flush_every();
         loop {
             let stopping = self.session.control.stopping();
+            if stopping {
+                self.before_the_last_cycle();
+            }
             let moved = self.cycle();
             if stopping {
                 break;
@@ -179,6 +189,16 @@ impl Collector {
         }
         self.finish();
         self.stats
+    }
+
+    /// The last cycle takes every large block still queued. While a probe thread is starting,
+    /// a drain leaves them (they might be that thread's own, not yet known as such), and after
+    /// the last one nothing would take them: under load a short session lost the program's
+    /// last blocks so (`c_api.rs`, 4 runs in 30 beside two busy loops). So it waits for the
+    /// thread to start, briefly, and then takes them whatever.
+    fn before_the_last_cycle(&mut self) {
+        crate::observer::wait_started(LAST_DRAIN_WAIT);
+        self.last_cycle = true;
     }
 
     /// Time until the next allocator sample is due.
@@ -298,7 +318,7 @@ impl Collector {
 
     fn take_large_blocks(&mut self, conv: Converter, batch: &mut Batch) {
         let mut blocks = std::mem::take(&mut self.blocks);
-        alloc::drain(|b| blocks.push(b));
+        alloc::drain(self.last_cycle, |b| blocks.push(b));
         // After the blocks: a block's stack was queued before it, so it is here now.
         let stacks = &mut self.stacks;
         alloc::drain_stacks(|s| stacks.add_pending(s));

@@ -62,6 +62,8 @@ pub use fork::in_forked_child;
 pub use gpu::{DeviceClock, gpu_span, monotonic_to_session_ns, now_ns};
 pub use log::lost_lines as log_lines_lost;
 pub use names::{CallSite, intern};
+#[doc(hidden)]
+pub use observer::StartingThread;
 pub use observer::{own_threads_cpu, with_signals_blocked};
 pub use probe::{Probe, SessionInfo, wait_drained};
 pub use probe_protocol::Verification;

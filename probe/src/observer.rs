@@ -120,6 +120,40 @@ pub(crate) fn starting() -> bool {
     STARTING.load(Ordering::Acquire) > 0
 }
 
+/// Stands for a probe thread that has been spawned and has not run yet, for as long as it
+/// lives: the state a loaded machine leaves a thread in for milliseconds. For tests of what
+/// the collector does meanwhile; nothing else makes one.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct StartingThread(());
+
+impl StartingThread {
+    #[doc(hidden)]
+    pub fn hold() -> StartingThread {
+        STARTING.fetch_add(1, Ordering::AcqRel);
+        StartingThread(())
+    }
+}
+
+impl Drop for StartingThread {
+    fn drop(&mut self) {
+        STARTING.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Waits until no probe thread is starting, at most `most`; whether none is. A thread is
+/// "starting" only until it first runs, so this waits for the scheduler, nothing else.
+pub(crate) fn wait_started(most: std::time::Duration) -> bool {
+    let t = std::time::Instant::now();
+    while starting() {
+        if t.elapsed() >= most {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    true
+}
+
 /// The calling thread is one of the probe's own (true while its thread-locals are torn down,
 /// when it cannot tell).
 pub(crate) fn on_observer_thread() -> bool {

@@ -251,3 +251,41 @@ fn the_probes_own_threads_report_no_blocks_of_their_own() {
         "the probe's own threads reported blocks: {by:?}"
     );
 }
+
+/// A probe thread that has not run yet when the session stops (a loaded machine: the C API
+/// test lost its last blocks so, 4 runs in 30 beside two busy loops) must not cost the program
+/// its last blocks: while one is starting the collector leaves the queue alone, and the last
+/// drain waits for it, briefly, then takes them whatever.
+#[test]
+fn the_last_blocks_are_kept_when_a_probe_thread_is_still_starting() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("s.sock");
+    let cfg = ProbeConfig::new("starting-test", "0")
+        .socket(SocketChoice::At(sock.clone()))
+        .gpu_sample(None)
+        .large_block(8 * MIB as u64);
+    let p = Probe::start(cfg, SessionInfo::default()).unwrap();
+    let mut client = Client::connect(&sock, true);
+    let mut events = client.read_until(|e| matches!(e, Event::LiveStart { .. }));
+    let starting = proofscope_probe::StartingThread::hold();
+    let v = vec![1u8; 10 * MIB];
+    std::hint::black_box(&v);
+    drop(v);
+    p.shutdown("done");
+    drop(starting);
+    events.extend(client.read_until_goodbye(None));
+    let blocks: Vec<(bool, u64)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Alloc(b) => Some((false, b.bytes)),
+            Event::Release(b) => Some((true, b.bytes)),
+            _ => None,
+        })
+        .collect();
+    let ten = 10 * MIB as u64;
+    assert!(
+        blocks.contains(&(false, ten)) && blocks.contains(&(true, ten)),
+        "the 10 MiB block's events: {blocks:?}"
+    );
+}
