@@ -12,6 +12,9 @@ use proofscope::source::Target;
 use std::io::Write;
 use std::process::ExitCode;
 
+/// Proofs an exporter's model holds per prover (see where it is used).
+const EXPORTER_PROOFS: usize = 256;
+
 // The demo runs this binary as its prover, which then reports allocations like `prover` does.
 #[cfg(feature = "demo")]
 #[global_allocator]
@@ -387,9 +390,12 @@ fn export(x: &proofscope::cli::ExportArgs) -> Result<Exit> {
         },
         rule: x.gap.rule(),
         // Proofs are counted as they settle: the model keeps a few, for the analysis of the
-        // next ones and the releases that follow them.
+        // next ones and the releases that follow them — and every proof of one collector
+        // cycle, whose slow events (ProofBegin, ProofEnd) all come before its spans' edges: a
+        // fast prover on a loaded machine put more than 16 proofs in a cycle, and they were
+        // evicted before they could settle. The byte budget bounds what they cost.
         retention: Retention {
-            max_proofs: 16,
+            max_proofs: EXPORTER_PROOFS,
             max_bytes: (x.max_mib_per_prover as usize) << 20,
         },
         scan: x.scan,

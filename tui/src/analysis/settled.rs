@@ -41,6 +41,12 @@ pub fn settled(s: &Session, counted: u64, ended: bool) -> Settled {
         upto: counted,
         ..Settled::default()
     };
+    // Before the first count, every proof retention evicted was missed (ids seen before are
+    // not the exporter's: a viewer attached late never had them).
+    if counted == 0 && s.evicted_proofs() > 0 {
+        out.missed = s.evicted_proofs();
+        out.upto = s.evicted_below().saturating_sub(1);
+    }
     // Proof ids count up from 1: ids skipped after the first counted one were evicted.
     if counted > 0
         && let Some(first) = s

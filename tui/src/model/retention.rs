@@ -45,6 +45,7 @@ impl Model {
             return false;
         };
         s.evicted_below = s.evicted_below.max(id.get().saturating_add(1));
+        s.evicted_proofs += 1;
         self.proofs_held = self.proofs_held.saturating_sub(1);
         for sp in p.spans() {
             s.span_proof.remove(&sp.id);

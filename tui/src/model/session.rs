@@ -65,9 +65,21 @@ pub struct Session {
     pub(super) evicted_below: u64,
     /// Events dropped because their proof had been evicted.
     pub(super) evicted_late: u64,
+    /// Proofs of this session retention evicted.
+    pub(super) evicted_proofs: u64,
 }
 
 impl Session {
+    /// Proofs of this session that retention evicted.
+    pub fn evicted_proofs(&self) -> u64 {
+        self.evicted_proofs
+    }
+
+    /// Every proof id below this that retention saw is evicted (0: none was).
+    pub fn evicted_below(&self) -> u64 {
+        self.evicted_below
+    }
+
     /// Which process's session this is, (pid, session start): a reconnection to it is the
     /// same key, a restart a new one. (0, 0) before its Hello.
     pub fn key(&self) -> (u32, u64) {
