@@ -13,19 +13,38 @@ static ALLOC: CountingAllocator = CountingAllocator;
 
 const MIB: usize = 1 << 20;
 
-#[test]
-fn three_10_mib_blocks_yield_exactly_their_alloc_and_release_events() {
-    let _g = serial();
+/// A probe session at an 8 MiB threshold on a socket of its own, a viewer subscribed to it,
+/// and what the viewer received up to `LiveStart`.
+fn watched_session() -> (tempfile::TempDir, Probe, Client, Vec<Event>) {
     let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("a.sock");
-    // Threshold 8 MiB: nothing else this test does allocates that much.
+    let sock = dir.path().join("watched.sock");
     let cfg = ProbeConfig::new("alloc-test", "0")
         .socket(SocketChoice::At(sock.clone()))
         .gpu_sample(None)
         .large_block(8 * MIB as u64);
     let p = Probe::start(cfg, SessionInfo::default()).unwrap();
     let mut client = Client::connect(&sock, true);
-    let head = client.read_until(|e| matches!(e, Event::LiveStart { .. }));
+    let events = client.read_until(|e| matches!(e, Event::LiveStart { .. }));
+    (dir, p, client, events)
+}
+
+/// Every large block's event: (a release, its bytes, its span).
+fn blocks_of(events: &[Event]) -> Vec<(bool, u64, Option<u64>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Alloc(b) => Some((false, b.bytes, b.span)),
+            Event::Release(b) => Some((true, b.bytes, b.span)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn three_10_mib_blocks_yield_exactly_their_alloc_and_release_events() {
+    let _g = serial();
+    // Threshold 8 MiB: nothing else this test does allocates that much.
+    let (_dir, p, mut client, head) = watched_session();
 
     let worker = std::thread::Builder::new()
         .name("allocating-worker".into())
@@ -151,15 +170,7 @@ fn rss() -> u64 {
 #[test]
 fn an_allocation_carries_the_span_its_thread_works_in_adopted_ones_included() {
     let _g = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("adopt.sock");
-    let cfg = ProbeConfig::new("alloc-test", "0")
-        .socket(SocketChoice::At(sock.clone()))
-        .gpu_sample(None)
-        .large_block(8 * MIB as u64);
-    let p = Probe::start(cfg, SessionInfo::default()).unwrap();
-    let mut client = Client::connect(&sock, true);
-    let mut events = client.read_until(|e| matches!(e, Event::LiveStart { .. }));
+    let (_dir, p, mut client, mut events) = watched_session();
     let other = span!("other_threads_phase");
     let handle = other.handle();
     let (own, adopted) = std::thread::Builder::new()
@@ -184,14 +195,7 @@ fn an_allocation_carries_the_span_its_thread_works_in_adopted_ones_included() {
     std::thread::sleep(Duration::from_millis(30));
     p.shutdown("done");
     events.extend(client.read_until_goodbye(None));
-    let blocks: Vec<(bool, u64, Option<u64>)> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Alloc(b) => Some((false, b.bytes, b.span)),
-            Event::Release(b) => Some((true, b.bytes, b.span)),
-            _ => None,
-        })
-        .collect();
+    let blocks = blocks_of(&events);
     let ten = 10 * MIB as u64;
     let twelve = 12 * MIB as u64;
     assert!(blocks.contains(&(false, ten, Some(own))), "{blocks:?}");
@@ -259,15 +263,7 @@ fn the_probes_own_threads_report_no_blocks_of_their_own() {
 #[test]
 fn the_last_blocks_are_kept_when_a_probe_thread_is_still_starting() {
     let _g = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("s.sock");
-    let cfg = ProbeConfig::new("starting-test", "0")
-        .socket(SocketChoice::At(sock.clone()))
-        .gpu_sample(None)
-        .large_block(8 * MIB as u64);
-    let p = Probe::start(cfg, SessionInfo::default()).unwrap();
-    let mut client = Client::connect(&sock, true);
-    let mut events = client.read_until(|e| matches!(e, Event::LiveStart { .. }));
+    let (_dir, p, mut client, mut events) = watched_session();
     let starting = proofscope_probe::StartingThread::hold();
     let v = vec![1u8; 10 * MIB];
     std::hint::black_box(&v);
@@ -275,14 +271,7 @@ fn the_last_blocks_are_kept_when_a_probe_thread_is_still_starting() {
     p.shutdown("done");
     drop(starting);
     events.extend(client.read_until_goodbye(None));
-    let blocks: Vec<(bool, u64)> = events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Alloc(b) => Some((false, b.bytes)),
-            Event::Release(b) => Some((true, b.bytes)),
-            _ => None,
-        })
-        .collect();
+    let blocks: Vec<(bool, u64)> = blocks_of(&events).iter().map(|b| (b.0, b.1)).collect();
     let ten = 10 * MIB as u64;
     assert!(
         blocks.contains(&(false, ten)) && blocks.contains(&(true, ten)),
