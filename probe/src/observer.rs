@@ -141,17 +141,13 @@ impl Drop for StartingThread {
     }
 }
 
-/// Waits until no probe thread is starting, at most `most`; whether none is. A thread is
-/// "starting" only until it first runs, so this waits for the scheduler, nothing else.
-pub(crate) fn wait_started(most: std::time::Duration) -> bool {
+/// Waits until no probe thread is starting, at most `most`. A thread is "starting" only until
+/// it first runs, so this waits for the scheduler, nothing else.
+pub(crate) fn wait_started(most: std::time::Duration) {
     let t = std::time::Instant::now();
-    while starting() {
-        if t.elapsed() >= most {
-            return false;
-        }
+    while starting() && t.elapsed() < most {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-    true
 }
 
 /// The calling thread is one of the probe's own (true while its thread-locals are torn down,

@@ -12,9 +12,6 @@ use proofscope::source::Target;
 use std::io::Write;
 use std::process::ExitCode;
 
-/// Proofs an exporter's model holds per prover (see where it is used).
-const EXPORTER_PROOFS: usize = 256;
-
 // The demo runs this binary as its prover, which then reports allocations like `prover` does.
 #[cfg(feature = "demo")]
 #[global_allocator]
@@ -395,7 +392,7 @@ fn export(x: &proofscope::cli::ExportArgs) -> Result<Exit> {
         // fast prover on a loaded machine put more than 16 proofs in a cycle, and they were
         // evicted before they could settle. The byte budget bounds what they cost.
         retention: Retention {
-            max_proofs: EXPORTER_PROOFS,
+            max_proofs: 256,
             max_bytes: (x.max_mib_per_prover as usize) << 20,
         },
         scan: x.scan,

@@ -328,8 +328,9 @@ impl GpuBackend {
         // device work at 2^24 (145–156 ms of wall for 58 ms of device time on the H200 host);
         // the reference path keeps it only to measure that device time. Pooled columns were
         // locked once, when their pool made them: they copy directly, every proof.
-        let register = path == HostPath::LockedInPlace && !abc.page_locked();
-        let locked = register || abc.page_locked();
+        let prelocked = abc.page_locked();
+        let register = path == HostPath::LockedInPlace && !prelocked;
+        let locked = register || prelocked;
         if register {
             // cuMemHostRegister needs the context current on this thread.
             d.ctx.bind_to_thread().map_err(GpuError::driver)?;
@@ -651,22 +652,11 @@ pub mod bench {
             }
         };
         let mk = |pooled: bool| -> Abc {
+            let column = || Column::new_in(pooled.then_some(&pool), d.n);
             let mut abc = Abc {
-                a: if pooled {
-                    pool.take(d.n)
-                } else {
-                    Column::with_capacity(d.n)
-                },
-                b: if pooled {
-                    pool.take(d.n)
-                } else {
-                    Column::with_capacity(d.n)
-                },
-                c: if pooled {
-                    pool.take(d.n)
-                } else {
-                    Column::with_capacity(d.n)
-                },
+                a: column(),
+                b: column(),
+                c: column(),
             };
             abc.columns_mut().into_iter().for_each(fill);
             abc

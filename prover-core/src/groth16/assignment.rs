@@ -127,10 +127,7 @@ impl ProvingAssignment {
         pool: Option<&ColumnPool>,
     ) -> Result<ProvingAssignment, SynthesisError> {
         let n = domain.max(shape.constraints);
-        let column = || match pool {
-            Some(p) => p.take(n),
-            None => Column::with_capacity(n),
-        };
+        let column = || Column::new_in(pool, n);
         let cs = ProvingAssignment {
             a_aux_density: Density::with_capacity(shape.aux),
             b_input_density: Density::with_capacity(shape.inputs),

@@ -21,6 +21,11 @@ pub struct Abc {
 
 impl Abc {
     /// The three columns, in order.
+    pub fn columns(&self) -> [&Column; 3] {
+        [&self.a, &self.b, &self.c]
+    }
+
+    /// The three columns, in order, to write.
     pub fn columns_mut(&mut self) -> [&mut Column; 3] {
         [&mut self.a, &mut self.b, &mut self.c]
     }
@@ -39,14 +44,12 @@ impl Abc {
 
     /// Whether all three go back to a pool when dropped (releasing them frees nothing).
     pub fn pooled(&self) -> bool {
-        [&self.a, &self.b, &self.c].iter().all(|c| c.is_pooled())
+        self.columns().iter().all(|c| c.is_pooled())
     }
 
     /// Whether all three are page-locked: copies go straight from them.
     pub fn page_locked(&self) -> bool {
-        [&self.a, &self.b, &self.c]
-            .iter()
-            .all(|c| c.is_page_locked())
+        self.columns().iter().all(|c| c.is_page_locked())
     }
 }
 

@@ -49,6 +49,14 @@ impl Column {
         }
     }
 
+    /// An empty column with room for `n` scalars: lent by `pool` when there is one.
+    pub fn new_in(pool: Option<&ColumnPool>, n: usize) -> Column {
+        match pool {
+            Some(p) => p.take(n),
+            None => Column::with_capacity(n),
+        }
+    }
+
     /// Appends `x`, growing as a vector does; a pooled column that is full leaves its pool
     /// first (see the module's note on locks).
     pub fn push(&mut self, x: Scalar) {

@@ -174,7 +174,7 @@ impl ProvingVectors {
         let abc: u64 = self
             .abc
             .iter()
-            .flat_map(|x| [&x.a, &x.b, &x.c])
+            .flat_map(Abc::columns)
             .map(|c| c.capacity_bytes())
             .sum();
         let assign: u64 = self.inputs.iter().chain(&self.aux).map(v).sum();
@@ -659,9 +659,8 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
     })?;
 
     // Release the proving vectors: here, inside the outer span and in no span (sync), or on
-    // the dealloc thread (async).
-    // Pooled columns go back to their pool now, for the next proof to write into (nothing is
-    // freed: microseconds); the rest is released as `dealloc` says.
+    // the dealloc thread (async). Pooled columns go back to their pool first, for the next
+    // proof to write into (nothing is freed: microseconds).
     let (pooled, abc): (Vec<Abc>, Vec<Abc>) = dev.abc.into_iter().partition(Abc::pooled);
     drop(pooled);
     let vectors = ProvingVectors {
