@@ -82,9 +82,11 @@ pub(crate) struct Collector {
     last_send: Instant,
     last_refit: Instant,
     last_retire: Instant,
-    /// Cycles run: each data frame remembers the cycle that sent it, each thread the cycle of
-    /// its latest event, so a definition can be retired once no kept frame is that recent.
-    cycle_no: u64,
+    /// Events sent in data frames before this cycle's batch: an event's position in the
+    /// data stream is this plus its index in the batch. Each data frame remembers the position
+    /// of its first event, each thread that of its latest, so a definition can be retired
+    /// once eviction has taken every event of its thread.
+    data_base: u64,
     stats: CollectorStats,
 }
 
@@ -157,7 +159,7 @@ impl Collector {
             last_send: now,
             last_refit: now,
             last_retire: now,
-            cycle_no: 0,
+            data_base: 0,
             stats: CollectorStats {
                 emitted: KindCounts::ZERO,
                 lost: KindCounts::ZERO,
@@ -215,7 +217,6 @@ impl Collector {
     /// One cycle: every step in order, then the batch goes out. Returns whether it moved
     /// any event from the prover (ring records, slow events, large blocks).
     pub fn cycle(&mut self) -> bool {
-        self.cycle_no += 1;
         self.welcome_arrivals();
         let mut batch = std::mem::take(&mut self.batch);
         let now = self.now();
@@ -285,7 +286,8 @@ impl Collector {
             };
             if let Event::Marker(m) = &mut ev {
                 m.thread = self.threads.id_of(m.thread, None, &mut batch.defs);
-                self.threads.seen(m.thread, self.cycle_no);
+                self.threads
+                    .seen(m.thread, self.data_base + batch.data.len() as u64);
             }
             batch.data.push(ev);
         }
@@ -294,8 +296,9 @@ impl Collector {
 
     fn convert_ring_records(&mut self, conv: Converter, batch: &mut Batch) {
         batch.data.reserve(self.raw.len());
-        // Records come ring by ring: note each thread once, when its run of records ends.
-        let mut latest: Option<u32> = None;
+        // Records come ring by ring: note each thread once, when its run of records ends
+        // (at the position of the run's last record).
+        let mut latest: Option<(u32, u64)> = None;
         for (thread, e) in &self.raw {
             let ts = conv.to_ns(e.ticks);
             match e.kind() {
@@ -303,16 +306,16 @@ impl Collector {
                 RawKind::SpanEnd => self.sched.span_edge(*thread, false),
                 RawKind::Marker => {}
             }
-            batch.data.push(ring_event(e, *thread, ts));
-            if let Some(t) = latest
+            if let Some((t, pos)) = latest
                 && t != *thread
             {
-                self.threads.seen(t, self.cycle_no);
+                self.threads.seen(t, pos);
             }
-            latest = Some(*thread);
+            latest = Some((*thread, self.data_base + batch.data.len() as u64));
+            batch.data.push(ring_event(e, *thread, ts));
         }
-        if let Some(t) = latest {
-            self.threads.seen(t, self.cycle_no);
+        if let Some((t, pos)) = latest {
+            self.threads.seen(t, pos);
         }
     }
 
@@ -329,7 +332,8 @@ impl Collector {
             } else {
                 (conv.to_ns(b.ticks), conv.to_ns(b.ticks + b.inside_ticks))
             };
-            self.threads.seen(thread, self.cycle_no);
+            self.threads
+                .seen(thread, self.data_base + batch.data.len() as u64);
             let be = BlockEvent {
                 ts,
                 bytes: b.bytes,
@@ -416,9 +420,10 @@ impl Collector {
             self.send(Arc::new(f), false);
         }
         for mut f in encode_all(&mut self.builder, &batch.data, false) {
-            f.cycle = self.cycle_no;
+            f.first_pos += self.data_base;
             self.send(Arc::new(f), true);
         }
+        self.data_base += batch.data.len() as u64;
         for sub in &self.subs {
             sub.tick();
         }
@@ -453,7 +458,7 @@ impl Collector {
             !done
         });
         if self.last_retire.elapsed() >= Duration::from_secs(1) {
-            self.threads.retire_before(self.history.oldest_cycle());
+            self.threads.retire_before(self.history.oldest_pos());
             self.last_retire = Instant::now();
         }
         self.subs.retain(|s| !s.is_closed());
@@ -486,6 +491,10 @@ impl Collector {
         if arrivals.is_empty() {
             return;
         }
+        // Housekeeping forgets threads about once a second, and eviction goes on in between
+        // (idle cycles' samples evict too): a welcome forgets them first, so it defines only
+        // threads that are alive or that a frame it carries mentions.
+        self.threads.retire_before(self.history.oldest_pos());
         let events = self.welcome_events();
         let welcome: Vec<Arc<EncodedFrame>> = encode_all(&mut self.builder, &events, true)
             .into_iter()

@@ -18,8 +18,10 @@ pub struct EncodedFrame {
     pub last_ts: u64,
     /// Definitions and session bookkeeping: never dropped (bounded by construction).
     pub essential: bool,
-    /// The collector cycle that sent it (data frames; 0 otherwise).
-    pub cycle: u64,
+    /// Data frames: the position of its first event in the session's data stream (how many
+    /// events went out in data frames before it); 0 otherwise. A cycle's batch can span
+    /// several frames, so the cycle alone cannot say which of its events eviction took.
+    pub first_pos: u64,
 }
 
 /// An [`EncodedFrame`] being built: the events pushed so far and their accounting.
@@ -78,7 +80,7 @@ impl Pending {
             },
             last_ts: self.last,
             essential,
-            cycle: 0,
+            first_pos: 0,
         }
     }
 }
@@ -107,7 +109,8 @@ pub const FRAME_EVENTS: usize = 8192;
 
 /// Encodes `events` as as many frames as it takes to keep each near [`FRAME_TARGET`] bytes:
 /// one pass, a frame is cut once its body passes the target (so no frame nears
-/// [`probe_protocol::MAX_FRAME_LEN`] unless one event alone does).
+/// [`probe_protocol::MAX_FRAME_LEN`] unless one event alone does). Each frame's `first_pos`
+/// is the index in `events` of its first event (one that cannot be encoded still counts).
 pub fn encode_all(
     builder: &mut FrameBuilder,
     events: &[Event],
@@ -115,6 +118,7 @@ pub fn encode_all(
 ) -> Vec<EncodedFrame> {
     let mut out = Vec::new();
     let mut rest = events;
+    let mut taken = 0;
     while !rest.is_empty() {
         let mut p = Pending::start(builder, rest.iter().find_map(Event::ts).unwrap_or(0));
         let mut n = 0;
@@ -122,7 +126,10 @@ pub fn encode_all(
             p.push(builder, &rest[n]);
             n += 1;
         }
-        out.push(p.finish(builder, essential));
+        let mut f = p.finish(builder, essential);
+        f.first_pos = taken;
+        out.push(f);
+        taken += n as u64;
         rest = &rest[n..];
     }
     out

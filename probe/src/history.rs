@@ -47,10 +47,10 @@ impl History {
         self.frames.iter()
     }
 
-    /// The collector cycle of the oldest frame kept (`None` when none is): frames are kept in
-    /// the order they were sent.
-    pub fn oldest_cycle(&self) -> Option<u64> {
-        self.frames.front().map(|f| f.cycle)
+    /// The data-stream position of the oldest event kept (`None` when no frame is): frames
+    /// are kept in the order they were sent.
+    pub fn oldest_pos(&self) -> Option<u64> {
+        self.frames.front().map(|f| f.first_pos)
     }
 
     /// Memory held by the frames kept.

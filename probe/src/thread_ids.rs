@@ -13,8 +13,8 @@ struct ThreadInfo {
     name: String,
     /// Its ring is open (the thread has not exited as far as the probe knows).
     has_ring: bool,
-    /// The collector cycle that sent its latest event.
-    last_cycle: u64,
+    /// The data-stream position of its latest event (see `EncodedFrame::first_pos`).
+    last_pos: u64,
 }
 
 #[derive(Debug, Default)]
@@ -53,7 +53,7 @@ impl ThreadTable {
                 os_tid,
                 name,
                 has_ring: false,
-                last_cycle: 0,
+                last_pos: 0,
             },
         );
         id
@@ -71,24 +71,24 @@ impl ThreadTable {
         }
     }
 
-    /// Notes that cycle `cycle` sent an event of thread `id`.
-    pub fn seen(&mut self, id: u32, cycle: u64) {
+    /// Notes that the event at data-stream position `pos` is of thread `id`.
+    pub fn seen(&mut self, id: u32, pos: u64) {
         if let Some(t) = self.info.get_mut(&id) {
-            t.last_cycle = t.last_cycle.max(cycle);
+            t.last_pos = t.last_pos.max(pos);
         }
     }
 
     /// Forgets threads that have exited (ring closed, or gone from `/proc` for threads that
-    /// never had a ring) and whose latest event went out before `oldest_kept` (the cycle of the
-    /// oldest frame still kept; `None`: no frame is kept): no frame a viewer can still receive
-    /// mentions them.
+    /// never had a ring) and whose latest event went out before `oldest_kept` (the position of
+    /// the oldest event still kept; `None`: no frame is kept): no frame a viewer can still
+    /// receive mentions them.
     pub fn retire_before(&mut self, oldest_kept: Option<u64>) {
         let gone: Vec<u32> = self
             .info
             .iter()
             .filter(|(_, t)| {
                 !t.has_ring
-                    && oldest_kept.is_none_or(|o| t.last_cycle < o)
+                    && oldest_kept.is_none_or(|o| t.last_pos < o)
                     && !crate::system::thread_alive(t.os_tid)
             })
             .map(|(&id, _)| id)

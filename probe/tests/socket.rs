@@ -445,12 +445,14 @@ fn definitions_stay_bounded_over_200k_proofs_of_short_lived_threads() {
         mentioned.is_subset(&defined),
         "a thread of the history is undefined"
     );
-    // … and hardly any other: the exited threads no kept frame mentions were forgotten. The
-    // few left are threads still running, and threads whose span began in an evicted frame
-    // and ended in a kept one (a `SpanEnd` names no thread, yet its frame is recent).
+    // … and hardly any other: the exited threads no kept frame mentions were forgotten. A
+    // welcome forgets them itself (housekeeping does so only once a second, and samples evict
+    // frames in between: 261–2,321 extra definitions so), by the position of the oldest event
+    // kept, not its cycle (a cycle's batch spans several frames). The few left are threads
+    // still running, and at most one whose events the oldest frame cut in two.
     let extra = defined.difference(&mentioned).count();
     assert!(
-        extra <= 16 + defined.len() / 20,
+        extra <= 16,
         "{extra} of {} definitions name threads no kept event mentions ({proofs} proofs)",
         defined.len()
     );
