@@ -189,6 +189,8 @@ fn late_lines_of_many_calls_import_in_linear_time() {
 /// with a report that says it was interrupted and a non-zero exit.
 #[test]
 fn sigterm_stops_a_headless_replay_and_says_so() {
+    // Timed too: beside another test's replay on 2 cores the exit would wait for a core.
+    let _turn = timing_turn();
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("long.psrec");
     common::busy_session(&rec, 60_000, None);
@@ -224,6 +226,7 @@ fn sigterm_stops_a_headless_replay_and_says_so() {
 /// and SIGTERM stops it with an error that says so.
 #[test]
 fn an_endless_line_costs_bounded_memory_and_stops_on_sigterm() {
+    let _turn = timing_turn();
     let child = Command::new(BIN)
         .args(["replay", "/dev/zero", "--headless", "--max-mib", "32"])
         .stdout(std::process::Stdio::piped())
