@@ -1,15 +1,15 @@
-// Pippenger G1 MSM, Σ s_i·P_i, in passes that need no host round trip:
+// Pippenger MSM, Σ s_i·P_i in G1 or G2, in passes that need no host round trip:
 //   msm_digits      scalars (Montgomery) → canonical → signed window digits; bucket counts
 //   msm_scan        counts → offsets (exclusive prefix sums; also ⌈count/K⌉ per bucket)
 //   msm_scatter     (point, sign) entries sorted by bucket (a counting sort)
-//   msm_accumulate_affine / msm_accumulate_xyzz
+//   msm_accumulate_affine / msm_accumulate_xyzz (G1), g2_accumulate_affine / g2_accumulate_xyzz
 //                   runs of at most K entries of one bucket summed per thread; repeated until
 //                   every bucket holds one sum, so a bucket that holds every point (all scalars
 //                   equal) costs log_K(n) passes, not one thread adding n points
 //   g1_sums_to_jac / g2_sums_to_jac
 //                   batch addition (sums of index lists, one bucket per list) stops after the
 //                   accumulation: each bucket's one sum leaves as a Jacobian point
-//   msm_window_reduce
+//   msm_window_reduce / g2_window_reduce
 //                   per window, Σ magnitude·bucket by runs of buckets, then a block-wide tree;
 //                   one Jacobian point per block leaves for the host, which adds the blocks
 //                   and combines the windows (c doublings each) with blst.
@@ -194,29 +194,45 @@ extern "C" __global__ void g2_sums_to_jac(const g2_xyzz *items, const u32 *off, 
     sums_to_jac(items, off, m, out);
 }
 
-#define MSM_REDUCE_THREADS 128
-
-// Grid (G, windows), 128 threads a block: thread k of the window's G·128 takes a run of
-// ⌈B/(G·128)⌉ magnitudes; the block's runs are added in a tree in shared memory.
-extern "C" __global__ void __launch_bounds__(MSM_REDUCE_THREADS) msm_window_reduce(
-    const g1_xyzz *items, const u32 *off, u32 c, g1_jac *out) {
-    __shared__ g1_xyzz part[MSM_REDUCE_THREADS];
+// Grid (G, windows), T threads a block: thread k of the window's G·T takes a run of
+// ⌈B/(G·T)⌉ magnitudes; the block's runs are added in a tree in shared memory (`part`, T
+// accumulators).
+template <class F, u32 T>
+__device__ __forceinline__ void window_reduce(const xyzz_t<F> *items, const u32 *off, u32 c,
+                                              jac_t<F> *out, xyzz_t<F> *part) {
     const u32 B = 1u << (c - 1);
     const u32 w = blockIdx.y;
-    const u32 per_window = gridDim.x * MSM_REDUCE_THREADS;
-    const u32 k = blockIdx.x * MSM_REDUCE_THREADS + threadIdx.x;
+    const u32 per_window = gridDim.x * T;
+    const u32 k = blockIdx.x * T + threadIdx.x;
     const u32 run = (B + per_window - 1) / per_window;
     const u32 lo = 1 + k * run;
     const u32 hi = min(B, lo + run - 1);
     const u32 base = w * (B + 1);
-    part[threadIdx.x] = msm_bucket_run(lo, hi, (int)c, [&](u32 j) {
+    part[threadIdx.x] = msm_bucket_run<F>(lo, hi, (int)c, [&](u32 j) {
         const u32 i = base + j;
-        return off[i + 1] > off[i] ? items[off[i]] : g1_xyzz_identity();
+        return off[i + 1] > off[i] ? items[off[i]] : xyzz_identity<F>();
     });
     __syncthreads();
-    for (u32 d = MSM_REDUCE_THREADS / 2; d > 0; d >>= 1) {
-        if (threadIdx.x < d) g1_xyzz_add(part[threadIdx.x], part[threadIdx.x + d]);
+    for (u32 d = T / 2; d > 0; d >>= 1) {
+        if (threadIdx.x < d) xyzz_add(part[threadIdx.x], part[threadIdx.x + d]);
         __syncthreads();
     }
-    if (threadIdx.x == 0) out[w * gridDim.x + blockIdx.x] = g1_xyzz_to_jac(part[0]);
+    if (threadIdx.x == 0) out[w * gridDim.x + blockIdx.x] = xyzz_to_jac(part[0]);
+}
+
+#define MSM_REDUCE_THREADS 128
+
+extern "C" __global__ void __launch_bounds__(MSM_REDUCE_THREADS) msm_window_reduce(
+    const g1_xyzz *items, const u32 *off, u32 c, g1_jac *out) {
+    __shared__ g1_xyzz part[MSM_REDUCE_THREADS];
+    window_reduce<fp, MSM_REDUCE_THREADS>(items, off, c, out, part);
+}
+
+// A G2 accumulator is 384 bytes: 64 of them a block (24 KiB of shared memory).
+#define G2_REDUCE_THREADS 64
+
+extern "C" __global__ void __launch_bounds__(G2_REDUCE_THREADS) g2_window_reduce(
+    const g2_xyzz *items, const u32 *off, u32 c, g2_jac *out) {
+    __shared__ g2_xyzz part[G2_REDUCE_THREADS];
+    window_reduce<fp2, G2_REDUCE_THREADS>(items, off, c, out, part);
 }

@@ -46,16 +46,16 @@ PS_FN void msm_item_run(const u32 *in, const u32 *out, u32 b, u32 t, u32 K, u32 
 
 // Σ j·bucket(j) for j in [lo, hi] (lo ≥ 1): a running sum from the top, added up once per step,
 // gives Σ (j − lo + 1)·bucket(j); (lo − 1)·Σ bucket(j) makes up the rest. `bucket` maps a
-// magnitude to its XYZZ sum; `bits` bounds lo − 1.
-template <typename Bucket>
-PS_FN g1_xyzz msm_bucket_run(u32 lo, u32 hi, int bits, Bucket bucket) {
-    g1_xyzz running = g1_xyzz_identity();
-    g1_xyzz acc = g1_xyzz_identity();
+// magnitude to its XYZZ sum over field F (fp: G1, fp2: G2); `bits` bounds lo − 1.
+template <class F, typename Bucket>
+PS_FN xyzz_t<F> msm_bucket_run(u32 lo, u32 hi, int bits, Bucket bucket) {
+    xyzz_t<F> running = xyzz_identity<F>();
+    xyzz_t<F> acc = xyzz_identity<F>();
     if (lo > hi) return acc;
     for (u32 j = hi + 1; j-- > lo;) {
-        g1_xyzz_add(running, bucket(j));
-        g1_xyzz_add(acc, running);
+        xyzz_add(running, bucket(j));
+        xyzz_add(acc, running);
     }
-    if (lo > 1) g1_xyzz_add(acc, g1_xyzz_mul_small(running, lo - 1, bits));
+    if (lo > 1) xyzz_add(acc, xyzz_mul_small(running, lo - 1, bits));
     return acc;
 }

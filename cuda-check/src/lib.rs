@@ -37,6 +37,15 @@ mod ffi {
             run: u32,
             out: *mut u32,
         );
+        pub fn ps_msm_reference_g2(
+            bases: *const u32,
+            scalars: *const u32,
+            n: u64,
+            c: u32,
+            k: u32,
+            run: u32,
+            out: *mut u32,
+        );
     }
 }
 
@@ -181,11 +190,7 @@ pub fn affine2_words(p: &blstrs::G2Affine) -> Affine2 {
 
 /// The Jacobian words as a blstrs G2 point, through the conversion the device's results take.
 pub fn jac2_point(j: &Jac2) -> blstrs::G2Projective {
-    let mut l = [0u64; 36];
-    for (i, x) in l.iter_mut().enumerate() {
-        *x = j[2 * i] as u64 | (j[2 * i + 1] as u64) << 32;
-    }
-    prover_core::gpu::jac_to_g2(&l)
+    prover_core::gpu::jac_to_g2(&jac2_limbs(j))
 }
 
 /// The signed window digits of a canonical scalar, as `msm_digits` computes them.
@@ -222,6 +227,48 @@ pub fn msm_reference(bases: &[G1Affine], scalars: &[Scalar], c: u32, k: u32, run
     out.chunks_exact(36)
         .map(|w| w.try_into().expect("36 words"))
         .collect()
+}
+
+/// [`msm_reference`] in G2: the same passes over `g2.cuh`'s formulas, one Jacobian point per
+/// window.
+pub fn msm_reference_g2(
+    bases: &[blstrs::G2Affine],
+    scalars: &[Scalar],
+    c: u32,
+    k: u32,
+    run: u32,
+) -> Vec<Jac2> {
+    assert_eq!(bases.len(), scalars.len());
+    assert!((2..=20).contains(&c) && k >= 2 && run >= 1);
+    let b: Vec<u32> = bases.iter().flat_map(affine2_words).collect();
+    let s: Vec<u32> = scalars.iter().flat_map(canonical_words).collect();
+    let windows = 256usize.div_ceil(c as usize);
+    let mut out = vec![0u32; 72 * windows];
+    // SAFETY: `b` holds 48 words per point and `s` 8 per scalar for n = bases.len(); `out`
+    // has 72 words per window.
+    unsafe {
+        ffi::ps_msm_reference_g2(
+            b.as_ptr(),
+            s.as_ptr(),
+            bases.len() as u64,
+            c,
+            k,
+            run,
+            out.as_mut_ptr(),
+        )
+    };
+    out.chunks_exact(72)
+        .map(|w| w.try_into().expect("72 words"))
+        .collect()
+}
+
+/// The Jacobian words of a G2 point as the u64 limbs the device hands the host.
+pub fn jac2_limbs(j: &Jac2) -> [u64; 36] {
+    let mut l = [0u64; 36];
+    for (i, x) in l.iter_mut().enumerate() {
+        *x = j[2 * i] as u64 | (j[2 * i + 1] as u64) << 32;
+    }
+    l
 }
 
 fn words<const N: usize>(l: &[u64]) -> [u32; N] {

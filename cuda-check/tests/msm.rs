@@ -1,13 +1,13 @@
 //! The MSM algorithm of cuda/msm.cu (run sequentially through its own headers) against blst's
 //! multi-exponentiation, and the signed digits against the scalars they encode.
 
-use blstrs::{G1Affine, G1Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use cuda_check::*;
 use ff::Field;
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
 use prover_core::gpu::msm_bench::{edge_cases, edge_scalars};
-use prover_core::groth16::msm::g1_msm;
+use prover_core::groth16::msm::{g1_msm, g2_msm};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -104,4 +104,67 @@ fn reference_msm_matches_blst_on_edge_cases() {
     assert_eq!(reference(&[], &[], 8, 64, 32), G1Projective::identity());
     // The cases are not all trivial.
     assert_ne!(g1_msm(&bases, &random), G1Projective::identity());
+}
+
+/// The host run of the kernels' algorithm in G2, combined the way the device's results are.
+fn reference_g2(bases: &[G2Affine], scalars: &[Scalar], c: u32, k: u32, run: u32) -> G2Projective {
+    let windows = msm_reference_g2(bases, scalars, c, k, run);
+    let limbs: Vec<u64> = windows.iter().flat_map(jac2_limbs).collect();
+    prover_core::gpu::combine_windows(&limbs, c, 1)
+}
+
+fn random_points_g2(rng: &mut ChaCha20Rng, n: usize) -> Vec<G2Affine> {
+    let seeds: Vec<G2Projective> = (0..8).map(|_| G2Projective::random(&mut *rng)).collect();
+    let mut out = Vec::with_capacity(n);
+    let mut acc = seeds.clone();
+    for i in 0..n {
+        let j = i % seeds.len();
+        out.push(acc[j]);
+        acc[j] += seeds[(j + 1) % seeds.len()];
+    }
+    let mut affine = vec![G2Affine::identity(); n];
+    G2Projective::batch_normalize(&out, &mut affine);
+    affine
+}
+
+/// The G2 tail MSM of B (`b_g2_msm`) as the device would run it: the same digits, sort and
+/// runs as G1, over `g2.cuh`'s formulas, checked against blst's G2 Pippenger.
+#[test]
+fn reference_g2_msm_matches_blst_on_random_inputs() {
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    for (n, c, k, run) in [
+        (1usize, 4u32, 64u32, 8u32),
+        (17, 4, 2, 1),
+        (300, 6, 4, 3),
+        (1 << 11, 10, 64, 32),
+    ] {
+        let bases = random_points_g2(&mut rng, n);
+        let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+        assert_eq!(
+            reference_g2(&bases, &scalars, c, k, run),
+            g2_msm(&bases, &scalars),
+            "n = {n}, c = {c}, k = {k}, run = {run}"
+        );
+    }
+}
+
+#[test]
+fn reference_g2_msm_matches_blst_on_edge_cases() {
+    assert!(bool::from(G2Affine::default().is_identity()));
+    let mut rng = ChaCha20Rng::seed_from_u64(8);
+    let n = 200;
+    let bases = random_points_g2(&mut rng, n);
+    let random: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    for (what, b, s) in edge_cases(&bases, &random) {
+        let want = g2_msm(&b, &s);
+        for (c, k, run) in [(4u32, 2u32, 1u32), (9, 64, 32)] {
+            assert_eq!(
+                reference_g2(&b, &s, c, k, run),
+                want,
+                "{what}: c = {c}, k = {k}"
+            );
+        }
+    }
+    assert_eq!(reference_g2(&[], &[], 8, 64, 32), G2Projective::identity());
+    assert_ne!(g2_msm(&bases, &random), G2Projective::identity());
 }

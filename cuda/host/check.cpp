@@ -138,11 +138,33 @@ void ps_msm_digits(const u32 *s, u32 c, u32 *out) {
     for (u32 w = 0; w < msm_windows(c); w++) out[w] = msm_digit(s, w, c, carry);
 }
 
-// Σ s_i·P_i as the kernels compute it, sequentially: bases as blst affine points (24 words
-// each), scalars canonical (8 words each); `run` magnitudes per bucket run. Writes one Jacobian
-// point (36 words) per window, each Σ mag·bucket, for the host to combine.
-void ps_msm_reference(const u32 *bases, const u32 *scalars, u64 n, u32 c, u32 K, u32 run,
-                      u32 *out) {
+} // extern "C"
+
+// What the reference needs of a curve: its points' layout in the u32 words the tests pass.
+struct G1Words {
+    typedef fp F;
+    static const u32 affine = 24, jac = 36;
+    static g1_affine load(const u32 *p) { return load_affine(p); }
+    static void store(u32 *p, const g1_jac &a) { store_jac(p, a); }
+};
+struct G2Words {
+    typedef fp2 F;
+    static const u32 affine = 48, jac = 72;
+    static g2_affine load(const u32 *p) { return load_affine2(p); }
+    static void store(u32 *p, const g2_jac &a) {
+        store_fp2(p, a.x);
+        store_fp2(p + 24, a.y);
+        store_fp2(p + 48, a.z);
+    }
+};
+
+// Σ s_i·P_i as the kernels compute it, sequentially: bases as blst affine points (C::affine
+// words each), scalars canonical (8 words each); `run` magnitudes per bucket run. Writes one
+// Jacobian point (C::jac words) per window, each Σ mag·bucket, for the host to combine.
+template <class C>
+static void msm_reference(const u32 *bases, const u32 *scalars, u64 n, u32 c, u32 K, u32 run,
+                          u32 *out) {
+    typedef typename C::F F;
     const u32 windows = msm_windows(c), B = 1u << (c - 1), m = windows * (B + 1);
     std::vector<u32> digits(windows * n), counts(m, 0);
     for (u64 i = 0; i < n; i++) {
@@ -168,17 +190,17 @@ void ps_msm_reference(const u32 *bases, const u32 *scalars, u64 n, u32 c, u32 K,
         return r;
     };
     std::vector<u32> off1 = next_offsets(off);
-    std::vector<g1_xyzz> items(off1[m]);
+    std::vector<xyzz_t<F>> items(off1[m]);
     for (u32 b = 0; b < m; b++)
         for (u32 t = off1[b]; t < off1[b + 1]; t++) {
             u32 start, end;
             msm_item_run(off.data(), off1.data(), b, t, K, start, end);
-            g1_xyzz acc = g1_xyzz_identity();
+            xyzz_t<F> acc = xyzz_identity<F>();
             for (u32 e = start; e < end; e++) {
-                g1_affine q = load_affine(bases + 24 * (sorted[e] & ~MSM_NEG));
-                if (g1_affine_is_identity(q)) continue;
-                if (sorted[e] & MSM_NEG) q.y = fp_neg(q.y);
-                g1_xyzz_add_affine(acc, q);
+                affine_t<F> q = C::load(bases + C::affine * (sorted[e] & ~MSM_NEG));
+                if (affine_is_identity(q)) continue;
+                if (sorted[e] & MSM_NEG) q.y = f_neg(q.y);
+                xyzz_add_affine(acc, q);
             }
             items[t] = acc;
         }
@@ -188,29 +210,43 @@ void ps_msm_reference(const u32 *bases, const u32 *scalars, u64 n, u32 c, u32 K,
         for (u32 b = 0; b < m; b++) most = std::max(most, off[b + 1] - off[b]);
         if (most <= 1) break;
         std::vector<u32> o2 = next_offsets(off);
-        std::vector<g1_xyzz> next(o2[m]);
+        std::vector<xyzz_t<F>> next(o2[m]);
         for (u32 b = 0; b < m; b++)
             for (u32 t = o2[b]; t < o2[b + 1]; t++) {
                 u32 start, end;
                 msm_item_run(off.data(), o2.data(), b, t, K, start, end);
-                g1_xyzz acc = g1_xyzz_identity();
-                for (u32 e = start; e < end; e++) g1_xyzz_add(acc, items[e]);
+                xyzz_t<F> acc = xyzz_identity<F>();
+                for (u32 e = start; e < end; e++) xyzz_add(acc, items[e]);
                 next[t] = acc;
             }
         items.swap(next);
         off = o2;
     }
     for (u32 w = 0; w < windows; w++) {
-        g1_xyzz total = g1_xyzz_identity();
+        xyzz_t<F> total = xyzz_identity<F>();
         for (u32 lo = 1; lo <= B; lo += run) {
             const u32 hi = std::min(B, lo + run - 1);
-            g1_xyzz_add(total, msm_bucket_run(lo, hi, (int)c, [&](u32 j) {
+            xyzz_add(total, msm_bucket_run<F>(lo, hi, (int)c, [&](u32 j) {
                 const u32 i = w * (B + 1) + j;
-                return off[i + 1] > off[i] ? items[off[i]] : g1_xyzz_identity();
+                return off[i + 1] > off[i] ? items[off[i]] : xyzz_identity<F>();
             }));
         }
-        store_jac(out + 36 * w, g1_xyzz_to_jac(total));
+        C::store(out + C::jac * w, xyzz_to_jac(total));
     }
+}
+
+
+extern "C" {
+
+void ps_msm_reference(const u32 *bases, const u32 *scalars, u64 n, u32 c, u32 K, u32 run,
+                      u32 *out) {
+    msm_reference<G1Words>(bases, scalars, n, c, K, run, out);
+}
+
+// The same for G2: bases 48 words each, one Jacobian point (72 words) per window out.
+void ps_msm_reference_g2(const u32 *bases, const u32 *scalars, u64 n, u32 c, u32 K, u32 run,
+                         u32 *out) {
+    msm_reference<G2Words>(bases, scalars, n, c, K, run, out);
 }
 
 } // extern "C"

@@ -69,6 +69,41 @@ fn prove_out_writes_what_bellperson_reads_and_verifies() {
     }
 }
 
+/// `--g2-tail device` moves `b_g2_msm` from the prep thread to the device thread, after
+/// `tail_msm`, and the proofs still verify; the table says where it ran.
+#[test]
+fn the_g2_tail_runs_where_it_is_asked_to() {
+    for (place, thread) in [("prep", "(prep thread"), ("device", "(compute-0 thread)")] {
+        let out = Command::new(BIN)
+            .args(["prove", "--circuit", "squaring", "--log-size", "10"])
+            .args(["--backend", "cpu", "--g2-tail", place, "--cache"])
+            .arg(cache())
+            .env("PROOFSCOPE_SOCKET", "none")
+            .output()
+            .unwrap();
+        let table = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{table}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = table
+            .lines()
+            .find(|l| l.starts_with("b_g2_msm"))
+            .unwrap_or_else(|| panic!("no b_g2_msm line:\n{table}"));
+        assert!(line.contains(thread), "{place}: {line}");
+        assert!(table.contains("verification: valid"), "{table}");
+        // On the device thread it follows tail_msm.
+        let order: Vec<&str> = table.lines().filter_map(|l| l.split(' ').next()).collect();
+        let at = |p: &str| order.iter().position(|x| *x == p).unwrap();
+        assert_eq!(
+            at("b_g2_msm") > at("tail_msm"),
+            place == "device",
+            "{table}"
+        );
+    }
+}
+
 fn fails_with(args: &[&str], needle: &str) {
     let out = Command::new(BIN)
         .args(args)

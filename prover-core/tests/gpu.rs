@@ -4,7 +4,7 @@ mod support;
 use prover_core::cli::BackendChoice;
 use prover_core::gpu::NttOp;
 use prover_core::gpu::msm_bench::random_scalars;
-use prover_core::groth16::backend::{Abc, Backend, compute_h_cpu};
+use prover_core::groth16::backend::{Abc, Backend, G2Tail, compute_h_cpu};
 use prover_core::groth16::column::ColumnPool;
 use prover_core::groth16::ntt::Domain;
 use rand::SeedableRng;
@@ -186,7 +186,8 @@ fn gpu_proofs_verify() {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
     for backend in backends {
         // Without a pool, then with one (`--dealloc reuse`): two batches each, so the second
-        // pooled batch uploads from the page-locked columns the first gave back.
+        // pooled batch uploads from the page-locked columns the first gave back. The second
+        // batch sums B's G2 tail on the device (`--g2-tail device`), the first on the CPU.
         for pooled in [false, true] {
             support::columns_on_pages_of_their_own();
             let pool = pooled
@@ -203,6 +204,7 @@ fn gpu_proofs_verify() {
                         dealloc: DeallocMode::Async,
                         columns: pool.as_ref(),
                         verify: VerifyMode::Every,
+                        g2_tail: [G2Tail::Prep, G2Tail::Device][batch],
                         stages: None,
                         ballast: Default::default(),
                     })
@@ -210,8 +212,9 @@ fn gpu_proofs_verify() {
                     assert_eq!(
                         out.verification,
                         prover_core::probe::Verification::Valid,
-                        "{kind:?} on {} device(s), pooled {pooled}, batch {batch}",
-                        backend.unit_count()
+                        "{kind:?} on {} device(s), pooled {pooled}, batch {batch} ({:?})",
+                        backend.unit_count(),
+                        out.g2_tail
                     );
                 }
             }

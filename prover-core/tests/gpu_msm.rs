@@ -135,3 +135,58 @@ fn gpu_batch_addition_equals_blst_in_g1_and_g2() {
     assert!(d.g2_list_sums(&d2, &bad, &mut tl).is_err());
     assert!(d.g1_list_sums(&d1, &bad, &mut tl).is_err());
 }
+
+/// The G2 MSM (B's G2 tail under `--g2-tail device`) against blst's G2 Pippenger: sizes up to
+/// 2^18, a length that is not a power of two, other plans, and the edge cases.
+#[test]
+fn gpu_g2_msm_equals_blst_and_handles_the_edge_cases() {
+    use blstrs::G2Projective;
+    use prover_core::gpu::msm_bench::distinct_points_g2;
+    use prover_core::groth16::msm::g2_msm;
+    let Some(gpu) = first_gpu() else { return };
+    let d = &gpu.device;
+    let plan = MsmPlan::for_len_in::<G2Projective>;
+    for log in (10..=max_log(18)).step_by(4) {
+        let n = 1usize << log;
+        let bases = distinct_points_g2(n, 20 + log as u64);
+        let scalars = random_scalars(n, 30 + log as u64);
+        let resident = d.upload_bases_g2(&bases).unwrap();
+        let mut tl = None;
+        let got = d
+            .g2_msm_on(&resident, MsmScalars::Host(&scalars), n, plan(n), &mut tl)
+            .unwrap();
+        assert_eq!(got, g2_msm(&bases, &scalars), "G2 2^{log}");
+        let m = n - 3;
+        let got = d
+            .g2_msm_on(
+                &resident,
+                MsmScalars::Host(&scalars[..m]),
+                n,
+                plan(m),
+                &mut tl,
+            )
+            .unwrap();
+        assert_eq!(got, g2_msm(&bases[..m], &scalars[..m]), "G2 2^{log} − 3");
+        eprintln!("G2 2^{log}: equal");
+    }
+    let n = 1 << 10;
+    let bases = distinct_points_g2(n, 5);
+    let random = random_scalars(n, 6);
+    for (what, b, s) in edge_cases(&bases, &random) {
+        let want = g2_msm(&b, &s);
+        let resident = d.upload_bases_g2(&b).unwrap();
+        let mut tl = None;
+        for p in [plan(n), MsmPlan::with_c_in::<G2Projective>(4, 2)] {
+            let got = d
+                .g2_msm_on(&resident, MsmScalars::Host(&s), n, p, &mut tl)
+                .unwrap();
+            assert_eq!(got, want, "G2 {what}, {p:?}");
+        }
+    }
+    // No scalars: the identity, nothing launched.
+    let resident = d.upload_bases_g2(&bases).unwrap();
+    let got = d
+        .g2_msm_on(&resident, MsmScalars::Host(&[]), n, plan(0), &mut None)
+        .unwrap();
+    assert_eq!(got, G2Projective::identity());
+}

@@ -2,7 +2,7 @@
 //! the proofs still verify. A CPU backend stands in for two GPUs (CI has none); it records
 //! which circuits each unit was given and on which thread.
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use prover_core::groth16::backend::{Abc, Backend, BackendError, CpuBackend};
+use prover_core::groth16::backend::{Abc, Backend, BackendError, CpuBackend, G2Tail};
 use prover_core::groth16::circuits::CircuitKind;
 use prover_core::groth16::dealloc::DeallocMode;
 use prover_core::groth16::ntt::Domain;
@@ -67,6 +67,14 @@ impl Backend for Unit {
         self.note("tail_msm", scalars.len());
         CpuBackend.tail_msm(bases, scalars)
     }
+    fn tail_msm_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[Vec<Scalar>],
+    ) -> Result<Vec<G2Projective>, BackendError> {
+        self.note("tail_msm_g2", scalars.len());
+        CpuBackend.tail_msm_g2(bases, scalars)
+    }
 }
 
 #[derive(Debug)]
@@ -108,6 +116,13 @@ impl Backend for TwoDevices {
     ) -> Result<Vec<G1Projective>, BackendError> {
         Err(BackendError::Gpu("the pipeline must use the units".into()))
     }
+    fn tail_msm_g2(
+        &self,
+        _: &[G2Affine],
+        _: &[Vec<Scalar>],
+    ) -> Result<Vec<G2Projective>, BackendError> {
+        Err(BackendError::Gpu("the pipeline must use the units".into()))
+    }
 }
 
 #[test]
@@ -120,39 +135,70 @@ fn split_ranges_are_contiguous_even_and_never_empty() {
     assert_eq!(split_ranges(2, 0), vec![0..2]);
 }
 
-#[test]
-fn a_batch_is_split_across_two_devices_and_verifies() {
-    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache");
-    // SHA-256 is mostly 0/1 witnesses, so its queries are split and batch_add has work.
-    let size = CircuitKind::Sha256.size_for(15).unwrap();
-    let ps = params::obtain(size, SrsMode::Real, &cache).unwrap();
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(11);
+/// Each device's circuits, proved with B's G2 tail where `g2_tail` puts it; the log of every
+/// unit checked (phases, threads, circuits).
+fn split_batch(ps: &params::ParamSet, g2_tail: G2Tail, seed: u64) -> TwoDevices {
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
     let circuits = (0..3).map(|_| ps.size.random(&mut rng)).collect();
     let units = TwoDevices([0, 1].map(|index| Unit {
         index,
         log: Mutex::new(Vec::new()),
     }));
     let out = prove_batch(BatchRequest {
-        params: &ps,
+        params: ps,
         backend: &units,
         circuits,
         dealloc: DeallocMode::Sync,
         columns: None,
         verify: VerifyMode::Every,
+        g2_tail,
         stages: None,
         ballast: Default::default(),
     })
     .unwrap();
     assert_eq!(out.proofs.len(), 3);
-    assert_eq!(out.verification, Verification::Valid);
+    assert_eq!(out.verification, Verification::Valid, "{g2_tail:?}");
+    assert_eq!(out.g2_tail, g2_tail);
     for (u, want) in units.0.iter().zip([2, 1]) {
         let log = u.log.lock().unwrap();
         let phases: Vec<&str> = log.iter().map(|(p, _, _)| *p).collect();
         assert_eq!(phases[0], "ntt_msm_h", "unit {}: {log:?}", u.index);
         assert!(phases.contains(&"batch_add") && phases.contains(&"tail_msm"));
+        assert_eq!(
+            phases.last() == Some(&"tail_msm_g2"),
+            g2_tail == G2Tail::Device,
+            "unit {}: {log:?}",
+            u.index
+        );
         for (phase, thread, n) in log.iter() {
             assert_eq!(thread, &format!("fake-gpu-{}", u.index), "{phase}");
-            assert_eq!(*n, want, "unit {} {phase}", u.index);
+            // A query with no ones (a dense witness) has no lists to batch-add.
+            let none = phase.starts_with("batch_add") && *n == 0;
+            assert!(*n == want || none, "unit {} {phase}: {n}", u.index);
         }
+    }
+    units
+}
+
+#[test]
+fn a_batch_is_split_across_two_devices_and_verifies() {
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache");
+    // SHA-256 is mostly 0/1 witnesses, so its queries are split and batch_add has work.
+    let size = CircuitKind::Sha256.size_for(15).unwrap();
+    let ps = params::obtain(size, SrsMode::Real, &cache).unwrap();
+    split_batch(&ps, G2Tail::Prep, 11);
+}
+
+/// `--g2-tail device`: each device thread sums its own circuits' G2 tails after tail_msm, and
+/// the tails land with the right circuits (a tail given to the wrong proof fails its check):
+/// a split query (SHA-256: the tail's bases are a copy) and a dense one (squaring: no ones,
+/// the whole query is the tail).
+#[test]
+fn the_g2_tail_on_the_device_threads_lands_with_its_circuits() {
+    let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache");
+    for (kind, log) in [(CircuitKind::Sha256, 15), (CircuitKind::Squaring, 12)] {
+        let size = kind.size_for(log).unwrap();
+        let ps = params::obtain(size, SrsMode::Real, &cache).unwrap();
+        split_batch(&ps, G2Tail::Device, 12);
     }
 }

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use probe_protocol::*;
-use prover_core::groth16::backend::CpuBackend;
+use prover_core::groth16::backend::{CpuBackend, G2Tail};
 use prover_core::groth16::circuits::CircuitKind;
 use prover_core::groth16::column::ColumnPool;
 use prover_core::groth16::dealloc::{self, DeallocMode};
@@ -82,6 +82,7 @@ fn record_batches(
             dealloc: mode,
             columns,
             verify: VerifyMode::Every,
+            g2_tail: G2Tail::Prep,
             stages: None,
             ballast: Default::default(),
         })

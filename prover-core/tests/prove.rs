@@ -6,7 +6,7 @@ use bellperson::groth16::{Proof, verify_proofs_batch};
 use blstrs::{Bls12, Scalar};
 use ff::Field;
 use group::{Curve, Group};
-use prover_core::groth16::backend::CpuBackend;
+use prover_core::groth16::backend::{CpuBackend, G2Tail};
 use prover_core::groth16::circuits::CircuitKind;
 use prover_core::groth16::dealloc::DeallocMode;
 use prover_core::groth16::params::{self, ParamSet, SrsMode};
@@ -29,6 +29,7 @@ fn prove(
         dealloc: DeallocMode::Sync,
         columns: None,
         verify: VerifyMode::Every,
+        g2_tail: G2Tail::Prep,
         stages: None,
         ballast: Default::default(),
     })
@@ -146,6 +147,7 @@ fn proofs_written_into_reused_columns_verify() {
             dealloc: DeallocMode::Async,
             columns: Some(&pool),
             verify: VerifyMode::Every,
+            g2_tail: G2Tail::Prep,
             stages: None,
             ballast: Default::default(),
         })

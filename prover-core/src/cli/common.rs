@@ -1,6 +1,6 @@
 //! Flags every subcommand shares, and turning them into parameters, a backend and a probe.
 
-use crate::groth16::backend::{Backend, CpuBackend};
+use crate::groth16::backend::{Backend, CpuBackend, G2Tail};
 use crate::groth16::circuits::{CircuitKind, CircuitSize};
 use crate::groth16::column::ColumnPool;
 use crate::groth16::dealloc::DeallocMode;
@@ -15,6 +15,15 @@ use std::path::PathBuf;
 pub enum CircuitArg {
     Sha256,
     Squaring,
+}
+
+/// `--g2-tail`: see [`G2Tail`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum G2TailArg {
+    /// On the prep thread, on the CPU, beside the device phases (as supraseal's C2).
+    Prep,
+    /// On each device thread after tail_msm.
+    Device,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -150,6 +159,10 @@ pub struct ProverArgs {
     /// Where the proof's MSMs and NTTs run.
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
+    /// Where B's G2 tail MSM (`b_g2_msm`) runs: on the prep thread on the CPU, beside the
+    /// device phases, or on each device thread after `tail_msm` (on a GPU: its kernels)
+    #[arg(long, value_enum, default_value_t = G2TailArg::Prep)]
+    pub g2_tail: G2TailArg,
     /// Which proofs to verify.
     #[arg(long, value_enum, default_value_t = VerifyArg::Every)]
     pub verify: VerifyArg,
@@ -172,6 +185,8 @@ impl ProverArgs {
             val(&self.backend),
             "--verify".into(),
             val(&self.verify),
+            "--g2-tail".into(),
+            val(&self.g2_tail),
         ]);
         if let Some(d) = &self.dealloc {
             a.extend(["--dealloc".into(), val(d)]);
@@ -201,6 +216,13 @@ impl ProverArgs {
         match self.dealloc.unwrap_or(DeallocArg::Async) {
             DeallocArg::Sync => DeallocMode::Sync,
             DeallocArg::Async | DeallocArg::Reuse => DeallocMode::Async,
+        }
+    }
+
+    pub fn g2_tail(&self) -> G2Tail {
+        match self.g2_tail {
+            G2TailArg::Prep => G2Tail::Prep,
+            G2TailArg::Device => G2Tail::Device,
         }
     }
 

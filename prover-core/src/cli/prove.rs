@@ -1,6 +1,7 @@
 //! `prover prove`: one batch, a phase table, and optionally the artefacts for another verifier.
 
 use super::common::{ProbeArgs, ProverArgs, select_backend};
+use crate::groth16::backend::G2Tail;
 use crate::groth16::pipeline::{Ballast, BatchOutput, BatchRequest, prove_batch};
 use crate::probe::SocketChoice;
 use anyhow::{Context, Result};
@@ -34,9 +35,11 @@ pub fn phase_table(out: &BatchOutput) -> String {
         many => format!("  (threads {}: the slowest)", many.join(", ")),
     };
     for (name, d) in &out.phases {
-        let note = match *name {
-            "prep_msm" | "b_g2_msm" => "  (prep thread, beside ntt_msm_h)",
-            "ntt_msm_h" | "batch_add" | "tail_msm" => devices.as_str(),
+        let note = match (*name, out.g2_tail) {
+            ("prep_msm", _) | ("b_g2_msm", G2Tail::Prep) => "  (prep thread, beside ntt_msm_h)",
+            ("ntt_msm_h" | "batch_add" | "tail_msm", _) | ("b_g2_msm", G2Tail::Device) => {
+                devices.as_str()
+            }
             _ => "",
         };
         s.push_str(&format!(
@@ -91,6 +94,7 @@ pub fn run(args: ProveArgs) -> Result<()> {
         dealloc: args.prover.dealloc(),
         columns: columns.as_ref(),
         verify: args.prover.verify(),
+        g2_tail: args.prover.g2_tail(),
         stages: None,
         ballast: Ballast::written(args.prover.ballast_bytes()),
     })?;

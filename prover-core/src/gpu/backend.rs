@@ -3,7 +3,8 @@
 //! speed) and its MSM over the H coefficients where the NTT left them; `batch_add` and
 //! `tail_msm` run the G1 MSMs of L, A and B on the device. The SRS queries stay resident on
 //! the device across proofs, as a prover keeps its parameters; `b_g2_msm` stays on the CPU
-//! (the prep thread), overlapping these phases.
+//! (the prep thread), overlapping these phases, unless the batch asks for it on the device
+//! (`--g2-tail device`: the same MSM passes over G2).
 
 use super::GpuError;
 use super::device::{Device, DeviceFr, NttOp};
@@ -240,7 +241,10 @@ impl GpuBackend {
 
     /// The device copy if the list is resident already.
     fn resident_if_known(&self, bases: &[G1Affine]) -> Option<Arc<DeviceBases>> {
-        let key = BasesKey::of(tables::g1_limbs(bases), 12);
+        self.resident_if_known_words(BasesKey::of(tables::g1_limbs(bases), 12))
+    }
+
+    fn resident_if_known_words(&self, key: BasesKey) -> Option<Arc<DeviceBases>> {
         let r = self.resident.lock().unwrap_or_else(|p| p.into_inner());
         r.iter().find(|(k, _)| *k == key).map(|(_, d)| d.clone())
     }
@@ -505,6 +509,38 @@ impl Backend for GpuBackend {
                 MsmScalars::Host(s),
                 n,
                 MsmPlan::for_len(n),
+                &mut tl,
+            )?);
+        }
+        report(self.device.nvml_index, &finish(tl)?, parent);
+        Ok(out)
+    }
+
+    fn tail_msm_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[Vec<Scalar>],
+    ) -> Result<Vec<G2Projective>, BackendError> {
+        if bases.is_empty() || scalars.is_empty() {
+            return Ok(vec![G2Projective::identity(); scalars.len()]);
+        }
+        let parent = SpanHandle::current();
+        // As tail_msm: the full query is resident (batch_add_g2 made it so), a split's tail
+        // goes up once for the batch.
+        let key = BasesKey::of(super::g2_limbs(bases), 24);
+        let d = match self.resident_if_known_words(key) {
+            Some(d) => d,
+            None => Arc::new(self.device.upload_bases_g2(bases)?),
+        };
+        let mut tl = self.timeline(super::timing::wanted())?;
+        let mut out = Vec::with_capacity(scalars.len());
+        for s in scalars {
+            let n = s.len().min(d.len);
+            out.push(self.device.g2_msm_on(
+                &d,
+                MsmScalars::Host(s),
+                n,
+                MsmPlan::for_len_in::<G2Projective>(n),
                 &mut tl,
             )?);
         }

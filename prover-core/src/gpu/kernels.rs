@@ -86,6 +86,7 @@ pub struct Kernels {
     pub g2_accumulate_affine: CudaFunction,
     pub g2_accumulate_xyzz: CudaFunction,
     pub g2_sums_to_jac: CudaFunction,
+    pub g2_window_reduce: CudaFunction,
     /// Whether this start compiled (false: loaded from the cache), and how long it took.
     pub compiled: bool,
     pub load_ms: f64,
@@ -196,6 +197,7 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
         g2_accumulate_affine: f("g2_accumulate_affine")?,
         g2_accumulate_xyzz: f("g2_accumulate_xyzz")?,
         g2_sums_to_jac: f("g2_sums_to_jac")?,
+        g2_window_reduce: f("g2_window_reduce")?,
         _module: module,
         compiled,
         load_ms: t0.elapsed().as_secs_f64() * 1e3,
@@ -210,6 +212,7 @@ mod tests {
         let s = super::source();
         assert!(s.contains("__global__ void ntt_pass"));
         assert!(s.contains("msm_window_reduce("));
+        assert!(s.contains("g2_window_reduce("));
         assert!(s.contains("msm_accumulate_affine("));
         assert!(!s.contains("#include"));
         assert!(!s.contains("#pragma once"));

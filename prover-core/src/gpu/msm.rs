@@ -1,25 +1,75 @@
-//! G1 multi-scalar multiplication on the device: the Pippenger passes of `cuda/msm.cu` queued
-//! on one stream with no host round trip, then the few per-block window sums combined on the
-//! host with blst. Bases may be uploaded per call (overlapped with the scalar sort) or kept
+//! Multi-scalar multiplication on the device, in G1 and in G2: the Pippenger passes of
+//! `cuda/msm.cu` queued on one stream with no host round trip, then the few per-block window
+//! sums combined on the host with blst. Bases may be uploaded per call (overlapped with the scalar sort) or kept
 //! resident across calls, as a prover keeps its SRS; scalars may come from the host or already
 //! live on the device (the H MSM takes the NTT output in place).
 
 use super::GpuError;
 use super::device::{Device, DeviceFr, grid_for};
+use super::kernels::Kernels;
 use super::tables;
 use super::timing::{GpuTimeline, TimedOp, finish, start_if, timed};
 use blst::{blst_fp, blst_p1};
-use blstrs::{G1Affine, G1Projective, Scalar};
-use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg};
+use blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg,
+};
 use group::Group;
 use std::sync::Arc;
 
 /// Words of one Jacobian point as the kernels write it (blst's `blst_p1`: x, y, z limbs).
 pub const JAC_LIMBS: usize = 18;
-/// u64 words of one XYZZ accumulator on the device.
-const XYZZ_LIMBS: usize = 24;
-/// Threads of a `msm_window_reduce` block (MSM_REDUCE_THREADS in msm.cu).
-const REDUCE_THREADS: u32 = 128;
+
+/// A group the device MSM runs in: its kernels, and the layout and launch bounds they have.
+pub trait MsmGroup: Group + Copy {
+    /// u64 words of an XYZZ accumulator and of a Jacobian point on the device.
+    const XYZZ_WORDS: usize;
+    const JAC_WORDS: usize;
+    /// Threads of an accumulation block and of a window-reduction block (the kernels'
+    /// launch bounds: a G2 accumulator is twice a G1 one).
+    const ACCUMULATE_THREADS: u32;
+    const REDUCE_THREADS: u32;
+    /// Its accumulation (affine, then XYZZ) and window-reduction kernels.
+    fn kernels(k: &Kernels) -> [&CudaFunction; 3];
+    /// A Jacobian point as the kernels write it.
+    fn from_jac(words: &[u64]) -> Self;
+}
+
+impl MsmGroup for G1Projective {
+    const XYZZ_WORDS: usize = 24;
+    const JAC_WORDS: usize = JAC_LIMBS;
+    const ACCUMULATE_THREADS: u32 = 256;
+    /// MSM_REDUCE_THREADS in msm.cu.
+    const REDUCE_THREADS: u32 = 128;
+    fn kernels(k: &Kernels) -> [&CudaFunction; 3] {
+        [
+            &k.msm_accumulate_affine,
+            &k.msm_accumulate_xyzz,
+            &k.msm_window_reduce,
+        ]
+    }
+    fn from_jac(words: &[u64]) -> Self {
+        jac_to_g1(words.try_into().expect("JAC_LIMBS words"))
+    }
+}
+
+impl MsmGroup for G2Projective {
+    const XYZZ_WORDS: usize = 48;
+    const JAC_WORDS: usize = super::sums::JAC2_LIMBS;
+    const ACCUMULATE_THREADS: u32 = 128;
+    /// G2_REDUCE_THREADS in msm.cu.
+    const REDUCE_THREADS: u32 = 64;
+    fn kernels(k: &Kernels) -> [&CudaFunction; 3] {
+        [
+            &k.g2_accumulate_affine,
+            &k.g2_accumulate_xyzz,
+            &k.g2_window_reduce,
+        ]
+    }
+    fn from_jac(words: &[u64]) -> Self {
+        super::sums::jac_to_g2(words.try_into().expect("JAC2_LIMBS words"))
+    }
+}
 
 /// How one MSM is cut up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,18 +83,28 @@ pub struct MsmPlan {
 }
 
 impl MsmPlan {
-    /// The default for n points: windows of about log2(n) − 4 bits (the bucket reduction,
-    /// 2^c per window, stays small beside the n additions per window), at most 16.
+    /// The default for n points of G1: windows of about log2(n) − 4 bits (the bucket
+    /// reduction, 2^c per window, stays small beside the n additions per window), at most 16.
     pub fn for_len(n: usize) -> MsmPlan {
-        let log = usize::BITS - n.max(1).leading_zeros();
-        MsmPlan::with_c((log as i32 - 4).clamp(4, 16) as u32, 64)
+        MsmPlan::for_len_in::<G1Projective>(n)
     }
 
+    /// The default for n points of group `P`.
+    pub fn for_len_in<P: MsmGroup>(n: usize) -> MsmPlan {
+        let log = usize::BITS - n.max(1).leading_zeros();
+        MsmPlan::with_c_in::<P>((log as i32 - 4).clamp(4, 16) as u32, 64)
+    }
+
+    /// Windows of c bits, runs of k, for G1.
     pub fn with_c(c: u32, k: u32) -> MsmPlan {
+        MsmPlan::with_c_in::<G1Projective>(c, k)
+    }
+
+    pub fn with_c_in<P: MsmGroup>(c: u32, k: u32) -> MsmPlan {
         let c = c.clamp(2, 20);
         let buckets = 1u32 << (c - 1);
         // Runs of about 32 buckets per reduction thread.
-        let groups = buckets.div_ceil(REDUCE_THREADS * 32).max(1);
+        let groups = buckets.div_ceil(P::REDUCE_THREADS * 32).max(1);
         MsmPlan {
             c,
             k: k.max(2),
@@ -95,15 +155,15 @@ pub fn jac_to_g1(l: &[u64; JAC_LIMBS]) -> G1Projective {
 
 /// Σ over windows of 2^(c·w) · (Σ of the window's `groups` parts), Horner from the top window.
 /// `parts` holds windows × groups Jacobian points, window-major.
-pub fn combine_windows(parts: &[u64], c: u32, groups: u32) -> G1Projective {
-    let per_window = groups as usize * JAC_LIMBS;
-    let mut acc = G1Projective::identity();
+pub fn combine_windows<P: MsmGroup>(parts: &[u64], c: u32, groups: u32) -> P {
+    let per_window = groups as usize * P::JAC_WORDS;
+    let mut acc = P::identity();
     for w in parts.chunks_exact(per_window).rev() {
         for _ in 0..c {
             acc = acc.double();
         }
-        for p in w.chunks_exact(JAC_LIMBS) {
-            acc += jac_to_g1(p.try_into().expect("JAC_LIMBS words"));
+        for p in w.chunks_exact(P::JAC_WORDS) {
+            acc += P::from_jac(p);
         }
     }
     acc
@@ -152,6 +212,17 @@ pub enum MsmScalars<'a> {
     /// Page-locked host memory (4 words a scalar), copied directly.
     Pinned(&'a PinnedHostSlice<u64>),
     Device(&'a DeviceFr),
+}
+
+impl MsmScalars<'_> {
+    /// Scalars held.
+    fn len(&self) -> usize {
+        match self {
+            MsmScalars::Host(v) => v.len(),
+            MsmScalars::Pinned(w) => w.len() / 4,
+            MsmScalars::Device(d) => d.len() / 4,
+        }
+    }
 }
 
 impl Device {
@@ -268,11 +339,7 @@ impl Device {
                 MsmBases::Pinned(w) => w.len() / 12,
                 MsmBases::Device(b) => b.len,
             })
-            .min(match scalars {
-                MsmScalars::Host(v) => v.len(),
-                MsmScalars::Pinned(w) => w.len() / 4,
-                MsmScalars::Device(d) => d.len() / 4,
-            });
+            .min(scalars.len());
         if n == 0 {
             return Ok(G1Projective::identity());
         }
@@ -280,16 +347,8 @@ impl Device {
         let uploaded;
         let d_scalars = match scalars {
             MsmScalars::Device(d) => d,
-            MsmScalars::Host(v) => {
-                uploaded = timed(tl, "upload_scalars", 0, s, || {
-                    self.upload_staged(s, tables::limbs(&v[..n]))
-                })?;
-                &uploaded
-            }
-            MsmScalars::Pinned(w) => {
-                uploaded = timed(tl, "upload_scalars", 0, s, || {
-                    self.upload_pinned(s, w, 4 * n)
-                })?;
+            _ => {
+                uploaded = self.upload_scalars_for_msm(s, scalars, n, tl)?;
                 &uploaded
             }
         };
@@ -318,8 +377,55 @@ impl Device {
             }
         };
         let entries = plan.windows() as usize * n;
-        let parts = self.msm_reduce(s, d_bases, &sorted, entries, n, &plan, tl)?;
+        let parts = self.msm_reduce::<G1Projective>(s, d_bases, &sorted, entries, n, &plan, tl)?;
         Ok(combine_windows(&parts, plan.c, plan.groups))
+    }
+
+    /// Σ scalars[i]·bases[i] in G2 for i < n, bases on the device (uploaded by
+    /// [`Device::upload_bases_g2`]), scalars anywhere; `plan` from [`MsmPlan::for_len_in`] for
+    /// G2 (its window reduction runs fewer threads a block). The same passes as G1's.
+    pub fn g2_msm_on(
+        &self,
+        bases: &DeviceBases,
+        scalars: MsmScalars<'_>,
+        n: usize,
+        plan: MsmPlan,
+        tl: &mut Option<GpuTimeline>,
+    ) -> Result<G2Projective, GpuError> {
+        let n = n.min(bases.len).min(scalars.len());
+        if n == 0 {
+            return Ok(G2Projective::identity());
+        }
+        let s = &self.compute;
+        let uploaded;
+        let d_scalars = match scalars {
+            MsmScalars::Device(d) => d,
+            _ => {
+                uploaded = self.upload_scalars_for_msm(s, scalars, n, tl)?;
+                &uploaded
+            }
+        };
+        let sorted = self.msm_sort(s, d_scalars, n, &plan, tl)?;
+        let entries = plan.windows() as usize * n;
+        let parts =
+            self.msm_reduce::<G2Projective>(s, &bases.words, &sorted, entries, n, &plan, tl)?;
+        Ok(combine_windows(&parts, plan.c, plan.groups))
+    }
+
+    /// The first n scalars of host memory (pageable through the staging buffers, or
+    /// page-locked directly) on the device, on `s`.
+    fn upload_scalars_for_msm(
+        &self,
+        s: &Arc<CudaStream>,
+        scalars: MsmScalars<'_>,
+        n: usize,
+        tl: &mut Option<GpuTimeline>,
+    ) -> Result<CudaSlice<u64>, GpuError> {
+        timed(tl, "upload_scalars", 0, s, || match scalars {
+            MsmScalars::Host(v) => self.upload_staged(s, tables::limbs(&v[..n])),
+            MsmScalars::Pinned(w) => self.upload_pinned(s, w, 4 * n),
+            MsmScalars::Device(d) => s.clone_dtod(&d.slice(..4 * n)).map_err(GpuError::driver),
+        })
     }
 
     pub(super) fn scan(
@@ -408,7 +514,7 @@ impl Device {
     /// entries and at most `most` in one bucket; returns the windows × groups Jacobian points
     /// for `combine_windows`.
     #[allow(clippy::too_many_arguments)]
-    fn msm_reduce(
+    fn msm_reduce<P: MsmGroup>(
         &self,
         s: &Arc<CudaStream>,
         bases: &CudaSlice<u64>,
@@ -420,17 +526,20 @@ impl Device {
     ) -> Result<Vec<u64>, GpuError> {
         let (k, m) = (plan.k, plan.slots());
         let mu = m as usize;
+        let [accumulate_affine, accumulate_xyzz, window_reduce] = P::kernels(&self.kernels);
+        let threads = P::ACCUMULATE_THREADS;
         // Upper bounds of what each pass produces: ⌈count/k⌉ summed ≤ total/k + slots.
         let mut bound = entries.div_ceil(k as usize) + mu;
         let mut off_cur = s.alloc_zeros::<u32>(mu + 2).map_err(GpuError::driver)?;
         // SAFETY: the pass writes items [0, off_cur[m]) before anything reads them.
-        let mut items = unsafe { s.alloc::<u64>(bound * XYZZ_LIMBS) }.map_err(GpuError::driver)?;
+        let mut items =
+            unsafe { s.alloc::<u64>(bound * P::XYZZ_WORDS) }.map_err(GpuError::driver)?;
         timed(tl, "msm_buckets_affine", 0, s, || {
             self.scan(s, &sorted.off, &mut off_cur, m, k, true)?;
             // SAFETY: reads entries within sorted.off's ranges, bases by index < n; writes
             // items below off_cur[m] ≤ bound.
             unsafe {
-                s.launch_builder(&self.kernels.msm_accumulate_affine)
+                s.launch_builder(accumulate_affine)
                     .arg(bases)
                     .arg(&sorted.sorted)
                     .arg(&sorted.off)
@@ -438,7 +547,7 @@ impl Device {
                     .arg(&m)
                     .arg(&k)
                     .arg(&mut items)
-                    .launch(cfg(bound.div_ceil(256) as u64, 256))
+                    .launch(cfg(bound.div_ceil(threads as usize) as u64, threads))
             }
             .map_err(GpuError::driver)
         })?;
@@ -447,26 +556,26 @@ impl Device {
             let mut off_next = s.alloc_zeros::<u32>(mu + 2).map_err(GpuError::driver)?;
             // SAFETY: written below off_next[m] ≤ bound before being read.
             let mut next =
-                unsafe { s.alloc::<u64>(bound * XYZZ_LIMBS) }.map_err(GpuError::driver)?;
+                unsafe { s.alloc::<u64>(bound * P::XYZZ_WORDS) }.map_err(GpuError::driver)?;
             timed(tl, "msm_buckets_xyzz", 0, s, || {
                 self.scan(s, &off_cur, &mut off_next, m, k, true)?;
                 // SAFETY: reads items within off_cur's ranges; writes below off_next[m].
                 unsafe {
-                    s.launch_builder(&self.kernels.msm_accumulate_xyzz)
+                    s.launch_builder(accumulate_xyzz)
                         .arg(&items)
                         .arg(&off_cur)
                         .arg(&off_next)
                         .arg(&m)
                         .arg(&k)
                         .arg(&mut next)
-                        .launch(cfg(bound.div_ceil(256) as u64, 256))
+                        .launch(cfg(bound.div_ceil(threads as usize) as u64, threads))
                 }
                 .map_err(GpuError::driver)
             })?;
             items = next;
             off_cur = off_next;
         }
-        let parts_len = (plan.windows() * plan.groups) as usize * JAC_LIMBS;
+        let parts_len = (plan.windows() * plan.groups) as usize * P::JAC_WORDS;
         // SAFETY: every block writes its one point.
         let mut parts = unsafe { s.alloc::<u64>(parts_len) }.map_err(GpuError::driver)?;
         let c = plan.c;
@@ -474,14 +583,14 @@ impl Device {
             // SAFETY: reads one item per non-empty bucket through off_cur (each bucket now
             // holds at most one); writes windows × groups points.
             unsafe {
-                s.launch_builder(&self.kernels.msm_window_reduce)
+                s.launch_builder(window_reduce)
                     .arg(&items)
                     .arg(&off_cur)
                     .arg(&c)
                     .arg(&mut parts)
                     .launch(LaunchConfig {
                         grid_dim: (plan.groups, plan.windows(), 1),
-                        block_dim: (REDUCE_THREADS, 1, 1),
+                        block_dim: (P::REDUCE_THREADS, 1, 1),
                         shared_mem_bytes: 0,
                     })
             }
@@ -502,7 +611,15 @@ mod tests {
         for n in [1usize, 2, 1000, 1 << 16, 1 << 20, 1 << 24, 1 << 26] {
             let p = MsmPlan::for_len(n);
             assert!(p.windows() * p.c >= 256, "{p:?}");
-            assert!(p.groups * REDUCE_THREADS * 32 >= p.buckets(), "{p:?}");
+            assert!(
+                p.groups * G1Projective::REDUCE_THREADS * 32 >= p.buckets(),
+                "{p:?}"
+            );
+            let g2 = MsmPlan::for_len_in::<G2Projective>(n);
+            assert!(
+                g2.groups * G2Projective::REDUCE_THREADS * 32 >= g2.buckets(),
+                "{g2:?}"
+            );
             // After the first pass a bucket holds ⌈n/k⌉ sums at most; `levels` more passes
             // must bring that to one.
             let mut cap = n.div_ceil(p.k as usize);

@@ -76,14 +76,18 @@ pub fn edge_scalars() -> Vec<Scalar> {
     v
 }
 
-/// An MSM case: what it stresses, the bases, the scalars.
-pub type MsmCase = (&'static str, Vec<G1Affine>, Vec<Scalar>);
+/// An MSM case: what it stresses, the bases (G1 or G2 affine points), the scalars.
+pub type MsmCase<A = G1Affine> = (&'static str, Vec<A>, Vec<Scalar>);
 
 /// The edge cases every MSM implementation here is checked on (the device's and the host
 /// reference of its algorithm), built over `bases` and `random` scalars of the same length
 /// (at least 8): zero, one and r − 1 everywhere, the edge scalars, identity points, one point
-/// repeated, a point with its negation (buckets that cancel).
-pub fn edge_cases(bases: &[G1Affine], random: &[Scalar]) -> Vec<MsmCase> {
+/// repeated, a point with its negation (buckets that cancel). `A::default()` is the identity
+/// (blstrs' affine points).
+pub fn edge_cases<A>(bases: &[A], random: &[Scalar]) -> Vec<MsmCase<A>>
+where
+    A: Copy + Default + std::ops::Neg<Output = A>,
+{
     let n = bases.len();
     let edges = edge_scalars();
     vec![
@@ -98,13 +102,7 @@ pub fn edge_cases(bases: &[G1Affine], random: &[Scalar]) -> Vec<MsmCase> {
         (
             "identity points",
             (0..n)
-                .map(|i| {
-                    if i % 3 == 0 {
-                        G1Affine::default()
-                    } else {
-                        bases[i]
-                    }
-                })
+                .map(|i| if i % 3 == 0 { A::default() } else { bases[i] })
                 .collect(),
             random.to_vec(),
         ),

@@ -140,4 +140,13 @@ impl Backend for GpuSet {
         let parts = self.runs(scalars);
         self.each(parts, |gpu, mine| gpu.tail_msm(bases, mine))
     }
+
+    fn tail_msm_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[Vec<Scalar>],
+    ) -> Result<Vec<G2Projective>, BackendError> {
+        let parts = self.runs(scalars);
+        self.each(parts, |gpu, mine| gpu.tail_msm_g2(bases, mine))
+    }
 }

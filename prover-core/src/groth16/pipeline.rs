@@ -6,13 +6,14 @@
 //! compute/gpu-i thread(s) ──── ntt_msm_h ─ barrier_wait ─ batch_add ─ tail_msm
 //! ```
 //! `batch_add` sums the ones of all four queries (L, A, B in G1 and B in G2) on the device, as
-//! supraseal does; `b_g2_msm` is B's G2 tail, by Pippenger on the CPU.
+//! supraseal does; `b_g2_msm` is B's G2 tail, by Pippenger on the CPU — or, with
+//! [`G2Tail::Device`], on each device thread after `tail_msm`.
 //! With several devices (GPUs), the batch's circuits are split into contiguous runs, one
 //! device thread each; all wait on the same prep result.
 //! Every phase is a probe span under the proof's outer span `prove` (the wrapper timer).
 
 use super::assignment::ProvingAssignment;
-use super::backend::{Abc, Backend, BackendError};
+use super::backend::{Abc, Backend, BackendError, G2Tail};
 use super::circuits::AnyCircuit;
 use super::column::ColumnPool;
 use super::dealloc::{self, DeallocMode};
@@ -99,6 +100,8 @@ pub struct BatchRequest<'a> {
     /// rest as `dealloc` says.
     pub columns: Option<&'a ColumnPool>,
     pub verify: VerifyMode,
+    /// Where B's G2 tail MSM runs.
+    pub g2_tail: G2Tail,
     /// The batch's place among overlapping batches; `None` runs it alone.
     pub stages: Option<&'a dyn Stages>,
     /// What the batch receives beside its circuits and releases with its vectors.
@@ -112,6 +115,7 @@ impl std::fmt::Debug for BatchRequest<'_> {
             .field("dealloc", &self.dealloc)
             .field("columns", &self.columns)
             .field("verify", &self.verify)
+            .field("g2_tail", &self.g2_tail)
             .field("overlapped", &self.stages.is_some())
             .finish_non_exhaustive()
     }
@@ -135,6 +139,8 @@ pub struct BatchOutput {
     pub released_bytes: u64,
     /// The threads that ran the device phases, one per device used (`compute-0`, `gpu-0`, …).
     pub device_threads: Vec<String>,
+    /// Where `b_g2_msm` ran.
+    pub g2_tail: G2Tail,
 }
 
 /// Everything a proof allocates that lives until the end of the call (C2 frees the same set
@@ -237,6 +243,8 @@ struct DevicePart {
     b: Vec<G1Projective>,
     /// Per circuit: the batch-added ones of B's G2 query (its tail is `b_g2_msm`'s).
     b2_ones: Vec<G2Projective>,
+    /// Per circuit: B's G2 tail, when this thread ran `b_g2_msm` ([`G2Tail::Device`]).
+    b2_tail: Vec<G2Projective>,
     abc: Vec<Abc>,
     times: Vec<(&'static str, Duration)>,
 }
@@ -249,6 +257,7 @@ impl DevicePart {
         self.a.extend(o.a);
         self.b.extend(o.b);
         self.b2_ones.extend(o.b2_ones);
+        self.b2_tail.extend(o.b2_tail);
         self.abc.extend(o.abc);
         for (name, d) in o.times {
             match self.times.iter_mut().find(|(n, _)| *n == name) {
@@ -300,6 +309,7 @@ fn device_part(
     range: std::ops::Range<usize>,
     bases: &DeviceQueries<'_>,
     rx: std::sync::mpsc::Receiver<Arc<Prepared>>,
+    g2_tail: G2Tail,
 ) -> Result<DevicePart, ProveError> {
     let mut t = Timer::default();
     let h = t.time("ntt_msm_h", || {
@@ -333,6 +343,17 @@ fn device_part(
             backend.tail_msm(p.b.bases(full.b), run_of(&p.b.tail_scalars, range.clone()))?,
         ))
     })?;
+    let b2_tail = match g2_tail {
+        G2Tail::Prep => Vec::new(),
+        G2Tail::Device => t.time("b_g2_msm", || {
+            let _s = span!("b_g2_msm");
+            let tails = run_of(&p.b.tail_scalars, range.clone());
+            let mut v = backend.tail_msm_g2(g2_tail_bases(p, full.b2), tails)?;
+            // An empty tail (a batch without B columns) sums to the identity.
+            v.resize(range.len(), G2Projective::identity());
+            Ok::<_, BackendError>(v)
+        })?,
+    };
     let sum = |x: Vec<G1Projective>, y: Vec<G1Projective>| -> Vec<G1Projective> {
         if x.is_empty() {
             y
@@ -346,6 +367,7 @@ fn device_part(
         a: sum(a1, a2),
         b: sum(b1, b2),
         b2_ones: g2_ones,
+        b2_tail,
         abc,
         times: t.phases,
     })
@@ -505,6 +527,7 @@ fn device_phases(
     w: &mut Witness,
     q: &Queries<'_>,
     root: SpanHandle,
+    g2_tail: G2Tail,
 ) -> Result<DeviceResults, ProveError> {
     std::thread::scope(|s| -> Result<_, ProveError> {
         let mut senders = Vec::with_capacity(ranges.len());
@@ -528,10 +551,13 @@ fn device_phases(
             for tx in senders {
                 let _ = tx.send(prepared.clone());
             }
-            let g2 = t.time("b_g2_msm", || {
-                let _s = span!("b_g2_msm");
-                b_g2(&prepared, b2_aux)
-            });
+            let g2 = match g2_tail {
+                G2Tail::Prep => t.time("b_g2_msm", || {
+                    let _s = span!("b_g2_msm");
+                    b_g2(&prepared, b2_aux)
+                }),
+                G2Tail::Device => Vec::new(),
+            };
             (prepared, g2, t.phases)
         })?;
         let mut rest = std::mem::take(&mut w.abc);
@@ -549,17 +575,20 @@ fn device_phases(
             };
             threads.push(spawn(s, unit.thread_name(), move || {
                 let _a = root.adopt();
-                device_part(*unit, domain, mine, range, &bases, rx)
+                device_part(*unit, domain, mine, range, &bases, rx, g2_tail)
             })?);
         }
         let mut parts = Vec::with_capacity(threads.len());
         for t in threads {
             parts.push(join(t, "device"));
         }
-        let (prepared, g2, prep_times) = join(prep_thread, "prep_msm")?;
+        let (prepared, mut g2, prep_times) = join(prep_thread, "prep_msm")?;
         let mut dev = DevicePart::default();
         for p in parts {
             dev.append(p??);
+        }
+        if g2_tail == G2Tail::Device {
+            g2 = std::mem::take(&mut dev.b2_tail);
         }
         Ok((prepared, g2, dev, prep_times))
     })
@@ -647,7 +676,7 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
         let _s = span!("wait_devices");
         st.take_devices();
     }
-    let done = device_phases(params, &units, &ranges, &mut w, &q, root);
+    let done = device_phases(params, &units, &ranges, &mut w, &q, root, req.g2_tail);
     if let Some(st) = req.stages {
         st.free_devices();
     }
@@ -702,22 +731,31 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
         proof_id,
         released_bytes,
         device_threads,
+        g2_tail: req.g2_tail,
     })
 }
 
 /// B_G2's tail by Pippenger, on the CPU (its ones are batch-added by the device threads).
 fn b_g2(prepared: &Prepared, aux_bases: &[blstrs::G2Affine]) -> Vec<G2Projective> {
-    let split = &prepared.b;
-    let bases = if split.is_split() {
-        &prepared.b_g2_tail_bases[..]
-    } else {
-        aux_bases
-    };
-    split
+    let bases = g2_tail_bases(prepared, aux_bases);
+    prepared
+        .b
         .tail_scalars
         .iter()
         .map(|tail| msm::g2_msm(bases, tail))
         .collect()
+}
+
+/// The bases of B's G2 tail: the split's own copy, or the whole query when B is not split.
+fn g2_tail_bases<'p>(
+    prepared: &'p Prepared,
+    aux_bases: &'p [blstrs::G2Affine],
+) -> &'p [blstrs::G2Affine] {
+    if prepared.b.is_split() {
+        &prepared.b_g2_tail_bases
+    } else {
+        aux_bases
+    }
 }
 
 /// Checks proofs with bellperson's verifier, under a `verify` span of the proof (after its

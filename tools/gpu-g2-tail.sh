@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs on the GPU host over the carried .gpu/ binaries (prover, proofscope, gpu-tests,
+# gpu-msm-tests): B's G2 tail MSM on the device (`--g2-tail device`). First the checks — the
+# device's G2 MSM equals blst (sizes, edge cases), GPU proofs verify with the tail on either
+# side — then whole batches with the tail on the prep thread (CPU) and on the device,
+# alternated (ABBA): the dense squaring chain (no ones: the tail is the whole B_G2 query, 40 s
+# on the CPU at 2^22 × 4) and SHA-256 (mostly ones: a small tail the CPU hides beside the
+# device phases). The phases of each proof come from the recordings. Results under $OUT.
+# Usage (device tool): bash tools/gpu-g2-tail.sh   (LOG=22 K=4 ROUNDS=2 to choose)
+source "$(dirname "$0")/gpu-env.sh"
+mkdir -p "$PROOFSCOPE_CACHE"
+stamp() { echo "== $* ($(date +%T))"; }
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+    stamp "gpu G2 MSM equals blst; proofs verify with the G2 tail on the device"
+    PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-18} timeout 200 $B/gpu-msm-tests \
+        gpu_g2_msm --test-threads 1 --nocapture 2>&1 | grep -E "^test |equal|panicked|result"
+    PROOFSCOPE_GPU_TESTS=1 timeout 200 $B/gpu-tests gpu_proofs_verify --test-threads 1 \
+        --nocapture 2>&1 | grep -E "^test |pool:|panicked|result"
+fi
+one() { # circuit proofs g2-tail round
+    stamp "$1 2^${LOG:-22} x ${K:-4}, --g2-tail $3, $2 proof(s) (round $4)"
+    rec="$OUT/g2-$1-$3-$4.psrec"
+    PROOFSCOPE_SOCKET=none timeout 280 $B/prover serve --backend gpu --circuit "$1" \
+        --log-size "${LOG:-22}" --circuits "${K:-4}" --proofs "$2" --sequential --srs synthetic \
+        --verify off --g2-tail "$3" --record "$rec" 2>&1 | grep -E "^proof [0-9]|error|stopping"
+    timeout 60 $B/proofscope replay "$rec" --headless > "$OUT/g2-$1-$3-$4-report.txt" 2>&1
+    sed -n '/-- proofs --/,/-- memory releases --/p' "$OUT/g2-$1-$3-$4-report.txt" \
+        | grep -E "^proof #|b_g2_msm |tail_msm |ntt_msm_h |batch_add "
+    rm -f "$rec"
+}
+for r in $(seq "${ROUNDS:-2}"); do
+    if [ $((r % 2)) = 1 ]; then order="prep device"; else order="device prep"; fi
+    for t in $order; do one squaring 1 "$t" "$r"; done
+done
+for t in prep device; do one sha256 3 "$t" 1; done
+stamp done
