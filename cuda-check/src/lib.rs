@@ -202,29 +202,47 @@ pub fn digits(s: &[u32; 8], c: u32) -> Vec<u32> {
     out
 }
 
-/// Σ scalars[i]·bases[i] by the kernels' algorithm, run sequentially on the host; one
-/// Jacobian point per window (Σ magnitude·bucket), to be combined like the device's.
-pub fn msm_reference(bases: &[G1Affine], scalars: &[Scalar], c: u32, k: u32, run: u32) -> Vec<Jac> {
-    assert_eq!(bases.len(), scalars.len());
+/// The C reference's signature: bases, scalars, n, c, k, run, out.
+type ReferenceFn = unsafe extern "C" fn(*const u32, *const u32, u64, u32, u32, u32, *mut u32);
+
+/// Runs a C reference of the kernels' MSM over `bases` (their words, `affine` a point) and
+/// `scalars`: `jac` words per window out.
+fn run_reference(
+    reference: ReferenceFn,
+    bases: Vec<u32>,
+    affine: usize,
+    scalars: &[Scalar],
+    (c, k, run): (u32, u32, u32),
+    jac: usize,
+) -> Vec<u32> {
+    let n = bases.len() / affine;
+    assert_eq!(n, scalars.len());
     assert!((2..=20).contains(&c) && k >= 2 && run >= 1);
-    let b: Vec<u32> = bases.iter().flat_map(affine_words).collect();
     let s: Vec<u32> = scalars.iter().flat_map(canonical_words).collect();
     let windows = 256usize.div_ceil(c as usize);
-    let mut out = vec![0u32; 36 * windows];
-    // SAFETY: `b` holds 24 words per point and `s` 8 per scalar for n = bases.len(); `out`
-    // has 36 words per window.
+    let mut out = vec![0u32; jac * windows];
+    // SAFETY: `bases` holds `affine` words per point and `s` 8 per scalar for n points, the
+    // layout `reference` reads; `out` has the `jac` words per window it writes.
     unsafe {
-        ffi::ps_msm_reference(
-            b.as_ptr(),
+        reference(
+            bases.as_ptr(),
             s.as_ptr(),
-            bases.len() as u64,
+            n as u64,
             c,
             k,
             run,
             out.as_mut_ptr(),
         )
     };
-    out.chunks_exact(36)
+    out
+}
+
+/// Σ scalars[i]·bases[i] by the kernels' algorithm, run sequentially on the host; one
+/// Jacobian point per window (Σ magnitude·bucket), to be combined like the device's.
+pub fn msm_reference(bases: &[G1Affine], scalars: &[Scalar], c: u32, k: u32, run: u32) -> Vec<Jac> {
+    let b: Vec<u32> = bases.iter().flat_map(affine_words).collect();
+    run_reference(ffi::ps_msm_reference, b, 24, scalars, (c, k, run), 36)
+        .chunks_exact(36)
         .map(|w| w.try_into().expect("36 words"))
         .collect()
 }
@@ -238,26 +256,9 @@ pub fn msm_reference_g2(
     k: u32,
     run: u32,
 ) -> Vec<Jac2> {
-    assert_eq!(bases.len(), scalars.len());
-    assert!((2..=20).contains(&c) && k >= 2 && run >= 1);
     let b: Vec<u32> = bases.iter().flat_map(affine2_words).collect();
-    let s: Vec<u32> = scalars.iter().flat_map(canonical_words).collect();
-    let windows = 256usize.div_ceil(c as usize);
-    let mut out = vec![0u32; 72 * windows];
-    // SAFETY: `b` holds 48 words per point and `s` 8 per scalar for n = bases.len(); `out`
-    // has 72 words per window.
-    unsafe {
-        ffi::ps_msm_reference_g2(
-            b.as_ptr(),
-            s.as_ptr(),
-            bases.len() as u64,
-            c,
-            k,
-            run,
-            out.as_mut_ptr(),
-        )
-    };
-    out.chunks_exact(72)
+    run_reference(ffi::ps_msm_reference_g2, b, 48, scalars, (c, k, run), 72)
+        .chunks_exact(72)
         .map(|w| w.try_into().expect("72 words"))
         .collect()
 }

@@ -48,9 +48,13 @@ fn reference(bases: &[G1Affine], scalars: &[Scalar], c: u32, k: u32, run: u32) -
     prover_core::gpu::combine_windows(&limbs, c, 1)
 }
 
-fn random_points(rng: &mut ChaCha20Rng, n: usize) -> Vec<G1Affine> {
-    // A few random points and their small multiples: cheap to make, all distinct.
-    let seeds: Vec<G1Projective> = (0..8).map(|_| G1Projective::random(&mut *rng)).collect();
+/// A few random points and their small multiples: cheap to make, all distinct.
+fn random_points<G>(rng: &mut ChaCha20Rng, n: usize) -> Vec<G::AffineRepr>
+where
+    G: Curve + Group,
+    G::AffineRepr: Default + Copy,
+{
+    let seeds: Vec<G> = (0..8).map(|_| G::random(&mut *rng)).collect();
     let mut out = Vec::with_capacity(n);
     let mut acc = seeds.clone();
     for i in 0..n {
@@ -58,8 +62,8 @@ fn random_points(rng: &mut ChaCha20Rng, n: usize) -> Vec<G1Affine> {
         out.push(acc[j]);
         acc[j] += seeds[(j + 1) % seeds.len()];
     }
-    let mut affine = vec![G1Affine::identity(); n];
-    G1Projective::batch_normalize(&out, &mut affine);
+    let mut affine = vec![G::AffineRepr::default(); n];
+    G::batch_normalize(&out, &mut affine);
     affine
 }
 
@@ -74,7 +78,7 @@ fn reference_msm_matches_blst_on_random_inputs() {
         (1 << 12, 10, 64, 32),
         (1 << 12, 16, 64, 32),
     ] {
-        let bases = random_points(&mut rng, n);
+        let bases = random_points::<G1Projective>(&mut rng, n);
         let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
         assert_eq!(
             reference(&bases, &scalars, c, k, run),
@@ -88,7 +92,7 @@ fn reference_msm_matches_blst_on_random_inputs() {
 fn reference_msm_matches_blst_on_edge_cases() {
     let mut rng = ChaCha20Rng::seed_from_u64(6);
     let n = 400;
-    let bases = random_points(&mut rng, n);
+    let bases = random_points::<G1Projective>(&mut rng, n);
     let random: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
     for (what, b, s) in edge_cases(&bases, &random) {
         let want = g1_msm(&b, &s);
@@ -113,20 +117,6 @@ fn reference_g2(bases: &[G2Affine], scalars: &[Scalar], c: u32, k: u32, run: u32
     prover_core::gpu::combine_windows(&limbs, c, 1)
 }
 
-fn random_points_g2(rng: &mut ChaCha20Rng, n: usize) -> Vec<G2Affine> {
-    let seeds: Vec<G2Projective> = (0..8).map(|_| G2Projective::random(&mut *rng)).collect();
-    let mut out = Vec::with_capacity(n);
-    let mut acc = seeds.clone();
-    for i in 0..n {
-        let j = i % seeds.len();
-        out.push(acc[j]);
-        acc[j] += seeds[(j + 1) % seeds.len()];
-    }
-    let mut affine = vec![G2Affine::identity(); n];
-    G2Projective::batch_normalize(&out, &mut affine);
-    affine
-}
-
 /// The G2 tail MSM of B (`b_g2_msm`) as the device would run it: the same digits, sort and
 /// runs as G1, over `g2.cuh`'s formulas, checked against blst's G2 Pippenger.
 #[test]
@@ -138,7 +128,7 @@ fn reference_g2_msm_matches_blst_on_random_inputs() {
         (300, 6, 4, 3),
         (1 << 11, 10, 64, 32),
     ] {
-        let bases = random_points_g2(&mut rng, n);
+        let bases = random_points::<G2Projective>(&mut rng, n);
         let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
         assert_eq!(
             reference_g2(&bases, &scalars, c, k, run),
@@ -153,7 +143,7 @@ fn reference_g2_msm_matches_blst_on_edge_cases() {
     assert!(bool::from(G2Affine::default().is_identity()));
     let mut rng = ChaCha20Rng::seed_from_u64(8);
     let n = 200;
-    let bases = random_points_g2(&mut rng, n);
+    let bases = random_points::<G2Projective>(&mut rng, n);
     let random: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
     for (what, b, s) in edge_cases(&bases, &random) {
         let want = g2_msm(&b, &s);

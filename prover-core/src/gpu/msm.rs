@@ -182,6 +182,8 @@ struct Sorted {
     sorted: CudaSlice<u32>,
     /// Exclusive prefix sums of the bucket counts (slots + 2 words: total, largest).
     off: CudaSlice<u32>,
+    /// Scalars uploaded for this MSM, kept as long as the MSM they were sorted for.
+    _scalars: Option<CudaSlice<u64>>,
 }
 
 fn cfg(blocks: u64, threads: u32) -> LaunchConfig {
@@ -344,15 +346,7 @@ impl Device {
             return Ok(G1Projective::identity());
         }
         let s = &self.compute;
-        let uploaded;
-        let d_scalars = match scalars {
-            MsmScalars::Device(d) => d,
-            _ => {
-                uploaded = self.upload_scalars_for_msm(s, scalars, n, tl)?;
-                &uploaded
-            }
-        };
-        let sorted = self.msm_sort(s, d_scalars, n, &plan, tl)?;
+        let sorted = self.sort_scalars(s, scalars, n, &plan, tl)?;
         // Host bases go up on the upload stream while the compute stream sorts the scalars.
         let up = &self.upload;
         let after_upload = |words: CudaSlice<u64>| -> Result<CudaSlice<u64>, GpuError> {
@@ -397,35 +391,35 @@ impl Device {
             return Ok(G2Projective::identity());
         }
         let s = &self.compute;
-        let uploaded;
-        let d_scalars = match scalars {
-            MsmScalars::Device(d) => d,
-            _ => {
-                uploaded = self.upload_scalars_for_msm(s, scalars, n, tl)?;
-                &uploaded
-            }
-        };
-        let sorted = self.msm_sort(s, d_scalars, n, &plan, tl)?;
+        let sorted = self.sort_scalars(s, scalars, n, &plan, tl)?;
         let entries = plan.windows() as usize * n;
         let parts =
             self.msm_reduce::<G2Projective>(s, &bases.words, &sorted, entries, n, &plan, tl)?;
         Ok(combine_windows(&parts, plan.c, plan.groups))
     }
 
-    /// The first n scalars of host memory (pageable through the staging buffers, or
-    /// page-locked directly) on the device, on `s`.
-    fn upload_scalars_for_msm(
+    /// The first n scalars on the device (host ones uploaded on `s`: pageable through the
+    /// staging buffers, page-locked directly), then sorted.
+    fn sort_scalars(
         &self,
         s: &Arc<CudaStream>,
         scalars: MsmScalars<'_>,
         n: usize,
+        plan: &MsmPlan,
         tl: &mut Option<GpuTimeline>,
-    ) -> Result<CudaSlice<u64>, GpuError> {
-        timed(tl, "upload_scalars", 0, s, || match scalars {
-            MsmScalars::Host(v) => self.upload_staged(s, tables::limbs(&v[..n])),
-            MsmScalars::Pinned(w) => self.upload_pinned(s, w, 4 * n),
-            MsmScalars::Device(d) => s.clone_dtod(&d.slice(..4 * n)).map_err(GpuError::driver),
-        })
+    ) -> Result<Sorted, GpuError> {
+        let uploaded = match scalars {
+            MsmScalars::Device(d) => return self.msm_sort(s, d, n, plan, tl),
+            MsmScalars::Host(v) => timed(tl, "upload_scalars", 0, s, || {
+                self.upload_staged(s, tables::limbs(&v[..n]))
+            })?,
+            MsmScalars::Pinned(w) => timed(tl, "upload_scalars", 0, s, || {
+                self.upload_pinned(s, w, 4 * n)
+            })?,
+        };
+        let mut sorted = self.msm_sort(s, &uploaded, n, plan, tl)?;
+        sorted._scalars = Some(uploaded);
+        Ok(sorted)
     }
 
     pub(super) fn scan(
@@ -507,7 +501,11 @@ impl Device {
             }
             .map_err(GpuError::driver)
         })?;
-        Ok(Sorted { sorted, off })
+        Ok(Sorted {
+            sorted,
+            off,
+            _scalars: None,
+        })
     }
 
     /// Bucket sums by passes of k and the window reduction, for at most `entries` sorted
