@@ -2,7 +2,7 @@
 # Runs on the GPU host over the carried .gpu/ binaries (prover, proofscope, gpu-tests,
 # gpu-msm-tests): B's G2 tail MSM on the device (`--g2-tail device`). First the checks — the
 # device's G2 MSM equals blst (sizes, edge cases), GPU proofs verify with the tail on either
-# side — then whole batches with the tail on the prep thread (CPU) and on the device,
+# side — then the G2 MSM alone against blst (`gpu-bench --g2-msm`), then whole batches with the tail on the prep thread (CPU) and on the device,
 # alternated (ABBA): the dense squaring chain (no ones: the tail is the whole B_G2 query, 40 s
 # on the CPU at 2^22 × 4) and SHA-256 (mostly ones: a small tail the CPU hides beside the
 # device phases). The phases of each proof come from the recordings. Results under $OUT.
@@ -17,6 +17,9 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
     PROOFSCOPE_GPU_TESTS=1 timeout 200 $B/gpu-tests gpu_proofs_verify --test-threads 1 \
         --nocapture 2>&1 | grep -E "^test |pool:|panicked|result"
 fi
+stamp "gpu-bench G2 MSM at 2^${G2_SIZES:-18,20,22}, device against blst"
+timeout 200 $B/prover gpu-bench --msm-only --msm --g2-msm "${G2_SIZES:-18,20,22}" --cpu-reps 1 \
+    2>&1 | sed -n '/G2 MSM/,$p'
 one() { # circuit proofs g2-tail round
     stamp "$1 2^${LOG:-22} x ${K:-4}, --g2-tail $3, $2 proof(s) (round $4)"
     rec="$OUT/g2-$1-$3-$4.psrec"

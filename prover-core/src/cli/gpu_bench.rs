@@ -31,6 +31,9 @@ pub struct GpuBenchArgs {
     /// Only the MSM figures (skip the NTT, transfer and H sections).
     #[arg(long)]
     pub msm_only: bool,
+    /// log2 sizes of the G2 MSMs (B's G2 tail) to time against blst on the CPU [default: none]
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    pub g2_msm: Vec<u32>,
 }
 
 pub fn run(args: GpuBenchArgs) -> Result<()> {
@@ -46,7 +49,50 @@ pub fn run(args: GpuBenchArgs) -> Result<()> {
     if !args.msm_only {
         ntt_sections(&gpu, &args)?;
     }
-    msm_section(&gpu, &args)
+    msm_section(&gpu, &args)?;
+    g2_msm_section(&gpu, &args)
+}
+
+/// B's G2 tail on the device (`--g2-tail device`) and on the CPU (`prep`), one size a line.
+fn g2_msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
+    use crate::gpu::msm_bench;
+    if args.g2_msm.is_empty() {
+        return Ok(());
+    }
+    let threads = rayon::current_num_threads();
+    crate::outln!(
+        "\nG2 MSM, wall ms: bases resident, scalars pageable (median of {} after a warm-up; the scalars' upload included); blst on {threads} CPU threads (best of {}):",
+        args.reps.min(5),
+        args.cpu_reps
+    );
+    crate::outln!(
+        "{:>6} {:>11} {:>11} {:>8}  plan",
+        "size",
+        "device",
+        "cpu (blst)",
+        "gpu=cpu"
+    );
+    let mut last = None;
+    for &log in &args.g2_msm {
+        let f = msm_bench::g2_msm(&gpu.device, log, args.reps.min(5), args.cpu_reps)
+            .with_context(|| format!("G2 MSM of 2^{log} points"))?;
+        crate::outln!(
+            "{:>6} {:>8.1} ms {:>8.1} ms {:>8}  c = {}, k = {}, {} windows",
+            format!("2^{log}"),
+            f.gpu_ms,
+            f.cpu_ms,
+            if f.equal { "yes" } else { "NO" },
+            f.plan.c,
+            f.plan.k,
+            f.plan.windows()
+        );
+        last = Some(f);
+    }
+    if let Some(f) = last {
+        crate::outln!("device operations of the last run at 2^{}:", f.log);
+        print_ops(&f.ops);
+    }
+    Ok(())
 }
 
 fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {

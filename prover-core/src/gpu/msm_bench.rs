@@ -259,3 +259,59 @@ pub fn tune(d: &Device, log: u32, plans: &[MsmPlan]) -> Result<Vec<(MsmPlan, f64
     }
     Ok(out)
 }
+
+/// The G2 MSM at one size: B's G2 tail as `--g2-tail device` runs it (bases resident, scalars
+/// from pageable host memory) against blst's G2 Pippenger on the CPU, where `--g2-tail prep`
+/// runs it.
+#[derive(Debug, Clone)]
+pub struct G2MsmFigures {
+    pub log: u32,
+    pub plan: MsmPlan,
+    /// Wall ms on the device, the scalars' upload included: median of `reps` after a warm-up.
+    pub gpu_ms: f64,
+    /// Wall ms of blst on the CPU (best of the CPU runs).
+    pub cpu_ms: f64,
+    pub equal: bool,
+    /// Device operations of the last run.
+    pub ops: Vec<TimedOp>,
+}
+
+pub fn g2_msm(
+    d: &Device,
+    log: u32,
+    reps: usize,
+    cpu_reps: usize,
+) -> Result<G2MsmFigures, GpuError> {
+    let n = 1usize << log;
+    let bases = distinct_points_g2(n, 2000 + log as u64);
+    let scalars = random_scalars(n, 3000 + log as u64);
+    let plan = MsmPlan::for_len_in::<G2Projective>(n);
+    let resident = d.upload_bases_g2(&bases)?;
+    d.upload.synchronize().map_err(GpuError::driver)?;
+    let mut walls = Vec::new();
+    let (mut got, mut ops) = (G2Projective::identity(), Vec::new());
+    for rep in 0..=reps.max(1) {
+        let mut tl = super::timing::start_if(rep == reps.max(1), &d.ctx, &d.compute)?;
+        let t0 = Instant::now();
+        got = d.g2_msm_on(&resident, MsmScalars::Host(&scalars), n, plan, &mut tl)?;
+        if rep > 0 {
+            walls.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+        ops = super::timing::finish(tl)?;
+    }
+    let mut cpu_ms = f64::INFINITY;
+    let mut cpu = G2Projective::identity();
+    for _ in 0..cpu_reps.max(1) {
+        let t0 = Instant::now();
+        cpu = crate::groth16::msm::g2_msm(&bases, &scalars);
+        cpu_ms = cpu_ms.min(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(G2MsmFigures {
+        log,
+        plan,
+        gpu_ms: median(walls),
+        cpu_ms,
+        equal: got == cpu && cpu != G2Projective::identity(),
+        ops,
+    })
+}
