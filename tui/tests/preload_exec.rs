@@ -42,30 +42,50 @@ fn wait_for(dir: &Path, prefix: &str) -> String {
 
 #[test]
 fn a_program_that_execs_says_goodbye_and_leaves_no_socket_behind() {
+    use std::io::{BufRead, Write};
     let runtime = tempfile::tempdir().unwrap();
     let dir = runtime.path().join("proofscope");
     let report = runtime.path().join("shell.json");
-    // The shell serves once the preload's delay is over; 1.5 s later it becomes `sleep`.
+    // The shell serves, waits for a line (a builtin: no child program with a socket of its
+    // own), then becomes `sleep`. The line is sent once the viewer is attached, so the exec
+    // never races the attach on a loaded machine (a fixed 1.5 s did: the viewer found the
+    // new program's socket first).
     let mut shell = Command::new("sh")
-        .args(["-c", "sleep 1.5; exec sleep 1"])
+        .args(["-c", "read go; exec sleep 1"])
         .env("LD_PRELOAD", library("libproofscope_preload.so"))
         .env("XDG_RUNTIME_DIR", runtime.path())
         .env("PROOFSCOPE_PRELOAD_DELAY_MS", "0")
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let pid = shell.id();
     // `sh` is dash on Debian; the socket is named after the executable.
     let own = wait_for(&dir, "");
     assert!(own.ends_with(&format!("-{pid}.sock")), "{own}");
+    assert!(!own.starts_with("sleep-"), "{own}");
     let viewer = Command::new(BIN)
         .arg("attach")
         .arg(dir.join(&own))
         .args(["--headless", "--format", "json", "-o"])
         .arg(&report)
         .env_remove("LD_PRELOAD")
-        .output()
+        .spawn()
         .unwrap();
+    // The probe says so on the shell's stderr when a viewer attaches.
+    let mut err = std::io::BufReader::new(shell.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("attached") {
+        let mut line = String::new();
+        let n = err.read_line(&mut line).unwrap();
+        assert!(
+            n > 0,
+            "the shell's stderr ended before a viewer attached: {said}"
+        );
+        said.push_str(&line);
+    }
+    writeln!(shell.stdin.take().unwrap(), "go").unwrap();
+    let viewer = viewer.wait_with_output().unwrap();
     // The viewer ended at the goodbye; the new program serves on a socket of its own.
     let new = wait_for(&dir, "sleep-");
     assert_eq!(new, format!("sleep-{pid}.sock"));
