@@ -203,6 +203,11 @@ impl Collector {
         self.last_cycle = true;
     }
 
+    /// The data-stream position the next event pushed onto `batch` will have.
+    fn next_pos(&self, batch: &Batch) -> u64 {
+        self.data_base + batch.data.len() as u64
+    }
+
     /// Time until the next allocator sample is due.
     fn until_next_sample(&self) -> Duration {
         let every = self.session.config.alloc_sample;
@@ -286,8 +291,7 @@ impl Collector {
             };
             if let Event::Marker(m) = &mut ev {
                 m.thread = self.threads.id_of(m.thread, None, &mut batch.defs);
-                self.threads
-                    .seen(m.thread, self.data_base + batch.data.len() as u64);
+                self.threads.seen(m.thread, self.next_pos(batch));
             }
             batch.data.push(ev);
         }
@@ -311,7 +315,7 @@ impl Collector {
             {
                 self.threads.seen(t, pos);
             }
-            latest = Some((*thread, self.data_base + batch.data.len() as u64));
+            latest = Some((*thread, self.next_pos(batch)));
             batch.data.push(ring_event(e, *thread, ts));
         }
         if let Some((t, pos)) = latest {
@@ -332,8 +336,7 @@ impl Collector {
             } else {
                 (conv.to_ns(b.ticks), conv.to_ns(b.ticks + b.inside_ticks))
             };
-            self.threads
-                .seen(thread, self.data_base + batch.data.len() as u64);
+            self.threads.seen(thread, self.next_pos(batch));
             let be = BlockEvent {
                 ts,
                 bytes: b.bytes,

@@ -77,14 +77,12 @@ fn g2_msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
         let f = msm_bench::g2_msm(&gpu.device, log, args.reps.min(5), args.cpu_reps)
             .with_context(|| format!("G2 MSM of 2^{log} points"))?;
         crate::outln!(
-            "{:>6} {:>8.1} ms {:>8.1} ms {:>8}  c = {}, k = {}, {} windows",
+            "{:>6} {:>8.1} ms {:>8.1} ms {:>8}  {}",
             format!("2^{log}"),
             f.gpu_ms,
             f.cpu_ms,
             if f.equal { "yes" } else { "NO" },
-            f.plan.c,
-            f.plan.k,
-            f.plan.windows()
+            f.plan
         );
         last = Some(f);
     }
@@ -121,7 +119,7 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
         let f = msm_bench::msm(&gpu.device, log, args.reps.min(5), args.cpu_reps, None)
             .with_context(|| format!("MSM of 2^{log} points"))?;
         crate::outln!(
-            "{:>6} {:>8.1} ms {:>8.1} ms {:>8.1} ms {:>12.1} ms {:>8.1} ms {:>8}  c = {}, k = {}, {} windows",
+            "{:>6} {:>8.1} ms {:>8.1} ms {:>8.1} ms {:>12.1} ms {:>8.1} ms {:>8}  {}",
             format!("2^{log}"),
             f.gpu_host_ms,
             f.gpu_pinned_ms,
@@ -129,9 +127,7 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
             f.gpu_resident_pinned_ms,
             f.cpu_ms,
             if f.equal { "yes" } else { "NO" },
-            f.plan.c,
-            f.plan.k,
-            f.plan.windows()
+            f.plan
         );
         last = Some(f);
     }

@@ -239,14 +239,39 @@ impl GpuBackend {
         Ok(d)
     }
 
-    /// The device copy if the list is resident already.
-    fn resident_if_known(&self, bases: &[G1Affine]) -> Option<Arc<DeviceBases>> {
-        self.resident_if_known_words(BasesKey::of(tables::g1_limbs(bases), 12))
-    }
-
-    fn resident_if_known_words(&self, key: BasesKey) -> Option<Arc<DeviceBases>> {
+    /// The device copy if the list (its key) is resident already.
+    fn resident_if_known(&self, key: BasesKey) -> Option<Arc<DeviceBases>> {
         let r = self.resident.lock().unwrap_or_else(|p| p.into_inner());
         r.iter().find(|(k, _)| *k == key).map(|(_, d)| d.clone())
+    }
+
+    /// Each circuit's tail MSM in group `P` on the device (`msm` given the bases, the
+    /// circuit's scalars and their count). A full query is resident already (batch addition
+    /// made it so); a split's tail is a copy made for this batch: uploaded once and shared by
+    /// the batch's circuits.
+    fn tails<P: group::Group>(
+        &self,
+        key: BasesKey,
+        bases_len: usize,
+        upload: impl FnOnce() -> Result<DeviceBases, GpuError>,
+        scalars: &[Vec<Scalar>],
+        msm: impl Fn(&DeviceBases, &[Scalar], usize, &mut Option<GpuTimeline>) -> Result<P, GpuError>,
+    ) -> Result<Vec<P>, BackendError> {
+        if bases_len == 0 || scalars.is_empty() {
+            return Ok(vec![P::identity(); scalars.len()]);
+        }
+        let parent = SpanHandle::current();
+        let d = match self.resident_if_known(key) {
+            Some(d) => d,
+            None => Arc::new(upload()?),
+        };
+        let mut tl = self.timeline(super::timing::wanted())?;
+        let mut out = Vec::with_capacity(scalars.len());
+        for s in scalars {
+            out.push(msm(&d, s, s.len().min(d.len), &mut tl)?);
+        }
+        report(self.device.nvml_index, &finish(tl)?, parent);
+        Ok(out)
     }
 
     fn buffers(&self, log: u32) -> Result<std::sync::MutexGuard<'_, Option<Buffers>>, GpuError> {
@@ -490,30 +515,12 @@ impl Backend for GpuBackend {
         bases: &[G1Affine],
         scalars: &[Vec<Scalar>],
     ) -> Result<Vec<G1Projective>, BackendError> {
-        if bases.is_empty() || scalars.is_empty() {
-            return Ok(vec![G1Projective::identity(); scalars.len()]);
-        }
-        let parent = SpanHandle::current();
-        // A full query is resident already (batch_add made it so); a split's tail is a copy
-        // made for this batch: uploaded once and shared by the batch's circuits.
-        let d = match self.resident_if_known(bases) {
-            Some(d) => d,
-            None => Arc::new(self.device.upload_bases(bases)?),
-        };
-        let mut tl = self.timeline(super::timing::wanted())?;
-        let mut out = Vec::with_capacity(scalars.len());
-        for s in scalars {
-            let n = s.len().min(d.len);
-            out.push(self.device.g1_msm_on(
-                MsmBases::Device(&d),
-                MsmScalars::Host(s),
-                n,
-                MsmPlan::for_len(n),
-                &mut tl,
-            )?);
-        }
-        report(self.device.nvml_index, &finish(tl)?, parent);
-        Ok(out)
+        let key = BasesKey::of(tables::g1_limbs(bases), 12);
+        let upload = || self.device.upload_bases(bases);
+        self.tails(key, bases.len(), upload, scalars, |d, s, n, tl| {
+            let plan = MsmPlan::for_len(n);
+            (self.device).g1_msm_on(MsmBases::Device(d), MsmScalars::Host(s), n, plan, tl)
+        })
     }
 
     fn tail_msm_g2(
@@ -521,31 +528,12 @@ impl Backend for GpuBackend {
         bases: &[G2Affine],
         scalars: &[Vec<Scalar>],
     ) -> Result<Vec<G2Projective>, BackendError> {
-        if bases.is_empty() || scalars.is_empty() {
-            return Ok(vec![G2Projective::identity(); scalars.len()]);
-        }
-        let parent = SpanHandle::current();
-        // As tail_msm: the full query is resident (batch_add_g2 made it so), a split's tail
-        // goes up once for the batch.
         let key = BasesKey::of(super::g2_limbs(bases), 24);
-        let d = match self.resident_if_known_words(key) {
-            Some(d) => d,
-            None => Arc::new(self.device.upload_bases_g2(bases)?),
-        };
-        let mut tl = self.timeline(super::timing::wanted())?;
-        let mut out = Vec::with_capacity(scalars.len());
-        for s in scalars {
-            let n = s.len().min(d.len);
-            out.push(self.device.g2_msm_on(
-                &d,
-                MsmScalars::Host(s),
-                n,
-                MsmPlan::for_len_in::<G2Projective>(n),
-                &mut tl,
-            )?);
-        }
-        report(self.device.nvml_index, &finish(tl)?, parent);
-        Ok(out)
+        let upload = || self.device.upload_bases_g2(bases);
+        self.tails(key, bases.len(), upload, scalars, |d, s, n, tl| {
+            let plan = MsmPlan::for_len_in::<G2Projective>(n);
+            self.device.g2_msm_on(d, MsmScalars::Host(s), n, plan, tl)
+        })
     }
 }
 

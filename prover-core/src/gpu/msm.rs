@@ -20,7 +20,19 @@ use std::sync::Arc;
 /// Words of one Jacobian point as the kernels write it (blst's `blst_p1`: x, y, z limbs).
 pub const JAC_LIMBS: usize = 18;
 
-/// A group the device MSM runs in: its kernels, and the layout and launch bounds they have.
+/// A group's kernels of the Pippenger passes: the MSM's, and batch addition's, which stops
+/// after the accumulation.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupKernels<'k> {
+    pub accumulate_affine: &'k CudaFunction,
+    pub accumulate_xyzz: &'k CudaFunction,
+    pub window_reduce: &'k CudaFunction,
+    /// Each bucket's one sum as a Jacobian point (batch addition's end).
+    pub sums_to_jac: &'k CudaFunction,
+}
+
+/// A group the device's Pippenger passes run in (the MSM and batch addition): its kernels,
+/// and the layout and launch bounds they have.
 pub trait MsmGroup: Group + Copy {
     /// u64 words of an XYZZ accumulator and of a Jacobian point on the device.
     const XYZZ_WORDS: usize;
@@ -29,8 +41,9 @@ pub trait MsmGroup: Group + Copy {
     /// launch bounds: a G2 accumulator is twice a G1 one).
     const ACCUMULATE_THREADS: u32;
     const REDUCE_THREADS: u32;
-    /// Its accumulation (affine, then XYZZ) and window-reduction kernels.
-    fn kernels(k: &Kernels) -> [&CudaFunction; 3];
+    /// Names of batch addition's timed passes: the first (from affine bases), the later ones.
+    const SUMS_PASSES: [&'static str; 2];
+    fn kernels(k: &Kernels) -> GroupKernels<'_>;
     /// A Jacobian point as the kernels write it.
     fn from_jac(words: &[u64]) -> Self;
 }
@@ -41,12 +54,14 @@ impl MsmGroup for G1Projective {
     const ACCUMULATE_THREADS: u32 = 256;
     /// MSM_REDUCE_THREADS in msm.cu.
     const REDUCE_THREADS: u32 = 128;
-    fn kernels(k: &Kernels) -> [&CudaFunction; 3] {
-        [
-            &k.msm_accumulate_affine,
-            &k.msm_accumulate_xyzz,
-            &k.msm_window_reduce,
-        ]
+    const SUMS_PASSES: [&'static str; 2] = ["g1_sums", "g1_sums_xyzz"];
+    fn kernels(k: &Kernels) -> GroupKernels<'_> {
+        GroupKernels {
+            accumulate_affine: &k.msm_accumulate_affine,
+            accumulate_xyzz: &k.msm_accumulate_xyzz,
+            window_reduce: &k.msm_window_reduce,
+            sums_to_jac: &k.g1_sums_to_jac,
+        }
     }
     fn from_jac(words: &[u64]) -> Self {
         jac_to_g1(words.try_into().expect("JAC_LIMBS words"))
@@ -59,12 +74,14 @@ impl MsmGroup for G2Projective {
     const ACCUMULATE_THREADS: u32 = 128;
     /// G2_REDUCE_THREADS in msm.cu.
     const REDUCE_THREADS: u32 = 64;
-    fn kernels(k: &Kernels) -> [&CudaFunction; 3] {
-        [
-            &k.g2_accumulate_affine,
-            &k.g2_accumulate_xyzz,
-            &k.g2_window_reduce,
-        ]
+    const SUMS_PASSES: [&'static str; 2] = ["g2_sums", "g2_sums_xyzz"];
+    fn kernels(k: &Kernels) -> GroupKernels<'_> {
+        GroupKernels {
+            accumulate_affine: &k.g2_accumulate_affine,
+            accumulate_xyzz: &k.g2_accumulate_xyzz,
+            window_reduce: &k.g2_window_reduce,
+            sums_to_jac: &k.g2_sums_to_jac,
+        }
     }
     fn from_jac(words: &[u64]) -> Self {
         super::sums::jac_to_g2(words.try_into().expect("JAC2_LIMBS words"))
@@ -135,6 +152,19 @@ impl MsmPlan {
             l += 1;
         }
         l
+    }
+}
+
+/// As `prover gpu-bench` prints a plan.
+impl std::fmt::Display for MsmPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "c = {}, k = {}, {} windows",
+            self.c,
+            self.k,
+            self.windows()
+        )
     }
 }
 
@@ -524,7 +554,7 @@ impl Device {
     ) -> Result<Vec<u64>, GpuError> {
         let (k, m) = (plan.k, plan.slots());
         let mu = m as usize;
-        let [accumulate_affine, accumulate_xyzz, window_reduce] = P::kernels(&self.kernels);
+        let kernels = P::kernels(&self.kernels);
         let threads = P::ACCUMULATE_THREADS;
         // Upper bounds of what each pass produces: ⌈count/k⌉ summed ≤ total/k + slots.
         let mut bound = entries.div_ceil(k as usize) + mu;
@@ -537,7 +567,7 @@ impl Device {
             // SAFETY: reads entries within sorted.off's ranges, bases by index < n; writes
             // items below off_cur[m] ≤ bound.
             unsafe {
-                s.launch_builder(accumulate_affine)
+                s.launch_builder(kernels.accumulate_affine)
                     .arg(bases)
                     .arg(&sorted.sorted)
                     .arg(&sorted.off)
@@ -559,7 +589,7 @@ impl Device {
                 self.scan(s, &off_cur, &mut off_next, m, k, true)?;
                 // SAFETY: reads items within off_cur's ranges; writes below off_next[m].
                 unsafe {
-                    s.launch_builder(accumulate_xyzz)
+                    s.launch_builder(kernels.accumulate_xyzz)
                         .arg(&items)
                         .arg(&off_cur)
                         .arg(&off_next)
@@ -581,7 +611,7 @@ impl Device {
             // SAFETY: reads one item per non-empty bucket through off_cur (each bucket now
             // holds at most one); writes windows × groups points.
             unsafe {
-                s.launch_builder(window_reduce)
+                s.launch_builder(kernels.window_reduce)
                     .arg(&items)
                     .arg(&off_cur)
                     .arg(&c)

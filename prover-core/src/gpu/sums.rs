@@ -6,11 +6,11 @@
 
 use super::GpuError;
 use super::device::Device;
-use super::msm::{DeviceBases, JAC_LIMBS, jac_to_g1};
+use super::msm::{DeviceBases, MsmGroup};
 use super::timing::{GpuTimeline, timed};
 use blst::{blst_fp, blst_fp2, blst_p2};
 use blstrs::{G1Projective, G2Affine, G2Projective};
-use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -19,20 +19,6 @@ pub const JAC2_LIMBS: usize = 36;
 
 /// Points (then partial sums) one thread adds in an accumulation pass.
 const K: u32 = 32;
-
-/// One curve's kernels and sizes for [`Device::list_sums`].
-struct Curve<'k> {
-    accumulate_affine: &'k CudaFunction,
-    accumulate_xyzz: &'k CudaFunction,
-    to_jac: &'k CudaFunction,
-    /// u64 words of an XYZZ accumulator and of a Jacobian point.
-    xyzz_words: usize,
-    jac_words: usize,
-    /// Threads a block (the kernels' launch bounds).
-    threads: u32,
-    /// Names of the timed passes.
-    names: [&'static str; 2],
-}
 
 fn cfg(items: usize, threads: u32) -> LaunchConfig {
     LaunchConfig {
@@ -91,21 +77,7 @@ impl Device {
         lists: &[&[u32]],
         tl: &mut Option<GpuTimeline>,
     ) -> Result<Vec<G1Projective>, GpuError> {
-        let k = &self.kernels;
-        let curve = Curve {
-            accumulate_affine: &k.msm_accumulate_affine,
-            accumulate_xyzz: &k.msm_accumulate_xyzz,
-            to_jac: &k.g1_sums_to_jac,
-            xyzz_words: 24,
-            jac_words: JAC_LIMBS,
-            threads: 256,
-            names: ["g1_sums", "g1_sums_xyzz"],
-        };
-        let words = self.list_sums(&curve, bases, lists, tl)?;
-        Ok(words
-            .chunks_exact(JAC_LIMBS)
-            .map(|p| jac_to_g1(p.try_into().expect("JAC_LIMBS words")))
-            .collect())
+        self.list_sums(bases, lists, tl)
     }
 
     /// For each list, the sum of the G2 `bases` (uploaded by [`Device::upload_bases_g2`]) at
@@ -116,21 +88,7 @@ impl Device {
         lists: &[&[u32]],
         tl: &mut Option<GpuTimeline>,
     ) -> Result<Vec<G2Projective>, GpuError> {
-        let k = &self.kernels;
-        let curve = Curve {
-            accumulate_affine: &k.g2_accumulate_affine,
-            accumulate_xyzz: &k.g2_accumulate_xyzz,
-            to_jac: &k.g2_sums_to_jac,
-            xyzz_words: 48,
-            jac_words: JAC2_LIMBS,
-            threads: 128,
-            names: ["g2_sums", "g2_sums_xyzz"],
-        };
-        let words = self.list_sums(&curve, bases, lists, tl)?;
-        Ok(words
-            .chunks_exact(JAC2_LIMBS)
-            .map(|p| jac_to_g2(p.try_into().expect("JAC2_LIMBS words")))
-            .collect())
+        self.list_sums(bases, lists, tl)
     }
 
     /// Uploads G2 bases (pageable or not) on the upload stream, to keep on the device.
@@ -141,21 +99,19 @@ impl Device {
         })
     }
 
-    /// The lists' sums as Jacobian words, `curve.jac_words` a list.
-    fn list_sums(
+    /// The lists' sums in group `P`, one a list.
+    fn list_sums<P: MsmGroup>(
         &self,
-        curve: &Curve<'_>,
         bases: &DeviceBases,
         lists: &[&[u32]],
         tl: &mut Option<GpuTimeline>,
-    ) -> Result<Vec<u64>, GpuError> {
+    ) -> Result<Vec<P>, GpuError> {
         check_indices(lists, bases.len)?;
         let m = lists.len() as u32;
         let total: usize = lists.iter().map(|l| l.len()).sum();
         let most = lists.iter().map(|l| l.len()).max().unwrap_or(0);
         if total == 0 {
-            // Z = 0: the identity, as the kernels would have written it.
-            return Ok(vec![0; lists.len() * curve.jac_words]);
+            return Ok(vec![P::identity(); lists.len()]);
         }
         if total > (u32::MAX >> 1) as usize {
             return Err(GpuError::Driver(format!(
@@ -163,6 +119,7 @@ impl Device {
             )));
         }
         let s = &self.compute;
+        let kernels = P::kernels(&self.kernels);
         let (entries, off) = timed(tl, "upload_ones", 0, s, || upload_lists(s, lists))?;
         // Upper bounds of what each pass produces: ⌈count/K⌉ summed ≤ total/K + lists.
         let mut bound = total.div_ceil(K as usize) + lists.len();
@@ -171,13 +128,13 @@ impl Device {
             .map_err(GpuError::driver)?;
         // SAFETY: the pass writes items [0, off_cur[m]) before anything reads them.
         let mut items =
-            unsafe { s.alloc::<u64>(bound * curve.xyzz_words) }.map_err(GpuError::driver)?;
-        timed(tl, curve.names[0], 0, s, || {
+            unsafe { s.alloc::<u64>(bound * P::XYZZ_WORDS) }.map_err(GpuError::driver)?;
+        timed(tl, P::SUMS_PASSES[0], 0, s, || {
             self.scan(s, &off, &mut off_cur, m, K, true)?;
             // SAFETY: reads entries within off's ranges and bases by index < len (checked
             // above); writes items below off_cur[m] ≤ bound.
             unsafe {
-                s.launch_builder(curve.accumulate_affine)
+                s.launch_builder(kernels.accumulate_affine)
                     .arg(&bases.words)
                     .arg(&entries)
                     .arg(&off)
@@ -185,7 +142,7 @@ impl Device {
                     .arg(&m)
                     .arg(&K)
                     .arg(&mut items)
-                    .launch(cfg(bound, curve.threads))
+                    .launch(cfg(bound, P::ACCUMULATE_THREADS))
             }
             .map_err(GpuError::driver)
         })?;
@@ -196,19 +153,19 @@ impl Device {
                 .map_err(GpuError::driver)?;
             // SAFETY: written below off_next[m] ≤ bound before being read.
             let mut next =
-                unsafe { s.alloc::<u64>(bound * curve.xyzz_words) }.map_err(GpuError::driver)?;
-            timed(tl, curve.names[1], 0, s, || {
+                unsafe { s.alloc::<u64>(bound * P::XYZZ_WORDS) }.map_err(GpuError::driver)?;
+            timed(tl, P::SUMS_PASSES[1], 0, s, || {
                 self.scan(s, &off_cur, &mut off_next, m, K, true)?;
                 // SAFETY: reads items within off_cur's ranges; writes below off_next[m].
                 unsafe {
-                    s.launch_builder(curve.accumulate_xyzz)
+                    s.launch_builder(kernels.accumulate_xyzz)
                         .arg(&items)
                         .arg(&off_cur)
                         .arg(&off_next)
                         .arg(&m)
                         .arg(&K)
                         .arg(&mut next)
-                        .launch(cfg(bound, curve.threads))
+                        .launch(cfg(bound, P::ACCUMULATE_THREADS))
                 }
                 .map_err(GpuError::driver)
             })?;
@@ -217,10 +174,10 @@ impl Device {
         }
         // SAFETY: the kernel writes every list's point.
         let mut out =
-            unsafe { s.alloc::<u64>(lists.len() * curve.jac_words) }.map_err(GpuError::driver)?;
+            unsafe { s.alloc::<u64>(lists.len() * P::JAC_WORDS) }.map_err(GpuError::driver)?;
         // SAFETY: each bucket now holds at most one item at off_cur[b]; writes m points.
         unsafe {
-            s.launch_builder(curve.to_jac)
+            s.launch_builder(kernels.sums_to_jac)
                 .arg(&items)
                 .arg(&off_cur)
                 .arg(&m)
@@ -230,7 +187,7 @@ impl Device {
         .map_err(GpuError::driver)?;
         let host = s.clone_dtoh(&out).map_err(GpuError::driver)?;
         s.synchronize().map_err(GpuError::driver)?;
-        Ok(host)
+        Ok(host.chunks_exact(P::JAC_WORDS).map(P::from_jac).collect())
     }
 }
 
