@@ -11,9 +11,10 @@ source "$(dirname "$0")/gpu-env.sh"
 mkdir -p "$PROOFSCOPE_CACHE"
 stamp() { echo "== $* ($(date +%T))"; }
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-    stamp "gpu G2 MSM equals blst; proofs verify with the G2 tail on the device"
+    stamp "gpu G2 MSM and batch addition equal blst; proofs verify with the G2 tail on the device"
     PROOFSCOPE_GPU_TESTS=1 PROOFSCOPE_GPU_MAX_LOG=${MAX_LOG:-18} timeout 200 $B/gpu-msm-tests \
-        gpu_g2_msm --test-threads 1 --nocapture 2>&1 | grep -E "^test |equal|panicked|result"
+        gpu_g2_msm gpu_batch_addition --test-threads 1 --nocapture 2>&1 \
+        | grep -E "^test |equal|panicked|result"
     PROOFSCOPE_GPU_TESTS=1 timeout 200 $B/gpu-tests gpu_proofs_verify --test-threads 1 \
         --nocapture 2>&1 | grep -E "^test |pool:|panicked|result"
 fi
