@@ -11,12 +11,6 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CircuitArg {
-    Sha256,
-    Squaring,
-}
-
 /// `--g2-tail`: see [`G2Tail`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum G2TailArg {
@@ -70,10 +64,10 @@ pub enum VerifyArg {
 #[command(next_help_heading = "Prover")]
 pub struct ParamsArgs {
     /// Which circuit to prove.
-    #[arg(long, value_enum, default_value_t = CircuitArg::Sha256)]
-    pub circuit: CircuitArg,
-    /// Size: log2 of the constraint count (the evaluation domain). Default: the circuit's
-    /// smallest (sha256: 15, squaring: 12).
+    #[arg(long, value_enum, default_value_t = CircuitKind::Sha256)]
+    pub circuit: CircuitKind,
+    /// Size: log2 of the constraint count (the evaluation domain). Default: sha256 15 (its
+    /// smallest), the others 12.
     #[arg(long = "log-size", value_name = "N")]
     pub log_size: Option<u32>,
     /// Where the parameters come from: a real setup (proofs verify) or random points of the
@@ -110,18 +104,12 @@ impl ParamsArgs {
     }
 
     pub fn kind(&self) -> CircuitKind {
-        match self.circuit {
-            CircuitArg::Sha256 => CircuitKind::Sha256,
-            CircuitArg::Squaring => CircuitKind::Squaring,
-        }
+        self.circuit
     }
 
     pub fn size(&self) -> Result<CircuitSize> {
         let kind = self.kind();
-        let log = self.log_size.unwrap_or(match kind {
-            CircuitKind::Sha256 => 15,
-            CircuitKind::Squaring => 12,
-        });
+        let log = self.log_size.unwrap_or(kind.default_log());
         Ok(kind.size_for(log)?)
     }
 

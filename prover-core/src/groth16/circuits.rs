@@ -3,40 +3,37 @@
 //! public inputs natively so verification checks the statement, not just the proof.
 
 use bellpepper_core::boolean::{AllocatedBit, Boolean};
-use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use bellpepper_core::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
 use bellperson::gadgets::multipack;
 use bellperson::gadgets::sha256::sha256_compression_function;
 use bellperson::gadgets::uint32::UInt32;
 use blstrs::Scalar;
 use ff::Field;
+use rand::SeedableRng;
 use rand_core::RngCore;
 
-/// Which circuit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which circuit (also the `--circuit` values: clap reads these doc comments as their help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum CircuitKind {
-    /// A chain of SHA-256 compressions over random blocks: PoRep-like witnesses, mostly 0/1,
-    /// which exercise the batch-addition split.
+    /// A chain of SHA-256 compressions over random blocks: a PoRep-like witness, mostly 0/1
     Sha256,
-    /// x ↦ x² repeated: dense witnesses.
+    /// x ↦ x² repeated: a dense witness, no 0 or 1 anywhere
     Squaring,
+    /// Squares of a witness drawn like supraseal's C2 benchmark: 45 % zeros, 45 % ones, 10 %
+    /// field elements, at positions the circuit fixes
+    Mixed,
 }
 
 /// Smallest and largest log2 sizes accepted (2^27 is the 32 GiB PoRep domain).
 pub const MAX_LOG: u32 = 27;
 
 impl CircuitKind {
+    /// The name `--circuit` takes (a test holds it to clap's).
     pub fn name(self) -> &'static str {
         match self {
             CircuitKind::Sha256 => "sha256",
             CircuitKind::Squaring => "squaring",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<CircuitKind> {
-        match s {
-            "sha256" | "sha-256" => Some(CircuitKind::Sha256),
-            "squaring" | "square" => Some(CircuitKind::Squaring),
-            _ => None,
+            CircuitKind::Mixed => "mixed",
         }
     }
 
@@ -44,7 +41,16 @@ impl CircuitKind {
         match self {
             // One compression is 25,840 constraints plus the 512 input bits: 2^15.
             CircuitKind::Sha256 => 15,
-            CircuitKind::Squaring => 3,
+            CircuitKind::Squaring | CircuitKind::Mixed => 3,
+        }
+    }
+
+    /// The size `--log-size` defaults to: the smallest for SHA-256, a few thousand
+    /// constraints for the others (a proof in well under a second on two cores).
+    pub fn default_log(self) -> u32 {
+        match self {
+            CircuitKind::Sha256 => 15,
+            CircuitKind::Squaring | CircuitKind::Mixed => 12,
         }
     }
 
@@ -71,6 +77,12 @@ impl CircuitKind {
                 log,
                 units: 1 + n.saturating_sub(SHA_FIRST_BLOCK_CONSTRAINTS)
                     / SHA_NEXT_BLOCK_CONSTRAINTS,
+            },
+            // len squares + their running sums + 2 input constraints.
+            CircuitKind::Mixed => CircuitSize {
+                kind: self,
+                log,
+                units: MixedChain::len_within(n - 2),
             },
         })
     }
@@ -115,6 +127,10 @@ impl CircuitSize {
                 blocks: self.units,
                 data: None,
             }),
+            CircuitKind::Mixed => AnyCircuit::Mixed(MixedChain {
+                len: self.units,
+                seed: None,
+            }),
         }
     }
 
@@ -146,6 +162,14 @@ impl CircuitSize {
                     }),
                     inputs,
                 )
+            }
+            CircuitKind::Mixed => {
+                let c = MixedChain {
+                    len: self.units,
+                    seed: Some(rng.next_u64()),
+                };
+                let out = c.output();
+                (AnyCircuit::Mixed(c), out.into_iter().collect())
             }
         }
     }
@@ -190,6 +214,122 @@ impl Circuit<Scalar> for SquaringChain {
             |lc| lc + CS::one(),
             |lc| lc + out,
         );
+        Ok(())
+    }
+}
+
+/// `x_i² = y_i` for `len` values x_i drawn like the witness of supraseal's C2 benchmark
+/// (`../shared/data/supraseal/`): 45 % zeros, 45 % ones, 10 % random field elements. Which
+/// positions hold field elements is the circuit's (the same in every instance, as a real
+/// circuit's structure fixes where its non-boolean values are), so the batch's split keeps
+/// 10 % of each query for the tail MSMs however many circuits it ORs; which of the others are
+/// 0 or 1 is the instance's. The public input is Σ y_i, bound through running sums of
+/// [`MIXED_SUM_TERMS`] squares each.
+#[derive(Debug, Clone)]
+pub struct MixedChain {
+    pub len: usize,
+    /// The instance's draw (`None`: blank).
+    pub seed: Option<u64>,
+}
+
+/// Squares per running-sum constraint in [`MixedChain`]: one sum over the whole circuit would
+/// be a linear combination of up to 2^27 terms (gigabytes while it is built).
+pub const MIXED_SUM_TERMS: usize = 1024;
+
+/// One in this many of [`MixedChain`]'s positions holds a field element.
+const MIXED_FIELD_EVERY: u64 = 10;
+
+impl MixedChain {
+    /// Constraints of a chain of `len` squares, input constraints aside.
+    pub fn constraints(len: usize) -> usize {
+        len + len.div_ceil(MIXED_SUM_TERMS).max(1)
+    }
+
+    /// The longest chain whose constraints fit in `room`.
+    fn len_within(room: usize) -> usize {
+        let mut len = room * MIXED_SUM_TERMS / (MIXED_SUM_TERMS + 1);
+        while len > 0 && Self::constraints(len) > room {
+            len -= 1;
+        }
+        while Self::constraints(len + 1) <= room {
+            len += 1;
+        }
+        len
+    }
+
+    /// Whether position `i` holds a field element (a fixed hash of `i`: splitmix64's
+    /// finaliser, so the positions are spread without a pattern a kernel could favour).
+    pub fn field_valued(i: usize) -> bool {
+        let mut z = (i as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)).is_multiple_of(MIXED_FIELD_EVERY)
+    }
+
+    /// The instance's x_i, in order (`None`: blank).
+    fn values(&self) -> Option<impl Iterator<Item = Scalar>> {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed?);
+        Some((0..self.len).map(move |i| {
+            if Self::field_valued(i) {
+                Scalar::random(&mut rng)
+            } else if rng.next_u32() & 1 == 1 {
+                Scalar::ONE
+            } else {
+                Scalar::ZERO
+            }
+        }))
+    }
+
+    /// The public input, Σ x_i², computed natively (`None`: blank).
+    pub fn output(&self) -> Option<Scalar> {
+        Some(self.values()?.map(|x| x.square()).sum())
+    }
+}
+
+impl Circuit<Scalar> for MixedChain {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let missing = || SynthesisError::AssignmentMissing;
+        let mut values = self.values();
+        // The running sum so far: its variable (none before the first) and value.
+        let mut sum: Option<Variable> = None;
+        let mut sum_val = values.as_ref().map(|_| Scalar::ZERO);
+        let mut terms: Vec<Variable> = Vec::with_capacity(MIXED_SUM_TERMS);
+        let running = |sum: Option<Variable>, terms: &[Variable]| {
+            let start = sum.map_or_else(LinearCombination::zero, |s| LinearCombination::zero() + s);
+            terms.iter().fold(start, |lc, &t| lc + t)
+        };
+        for i in 0..self.len {
+            let x_val = match values.as_mut() {
+                Some(v) => Some(v.next().ok_or_else(missing)?),
+                None => None,
+            };
+            let y_val = x_val.map(|x| x.square());
+            let x = cs.alloc(|| format!("x{i}"), || x_val.ok_or_else(missing))?;
+            let y = cs.alloc(|| format!("y{i}"), || y_val.ok_or_else(missing))?;
+            cs.enforce(
+                || format!("square {i}"),
+                |lc| lc + x,
+                |lc| lc + x,
+                |lc| lc + y,
+            );
+            terms.push(y);
+            sum_val = sum_val.zip(y_val).map(|(s, y)| s + y);
+            if terms.len() == MIXED_SUM_TERMS && i + 1 < self.len {
+                let s = cs.alloc(|| format!("sum{i}"), || sum_val.ok_or_else(missing))?;
+                let lc = running(sum, &terms);
+                cs.enforce(
+                    || format!("sum to {i}"),
+                    |_| lc,
+                    |l| l + CS::one(),
+                    |l| l + s,
+                );
+                sum = Some(s);
+                terms.clear();
+            }
+        }
+        let out = cs.alloc_input(|| "sum", || sum_val.ok_or_else(missing))?;
+        let lc = running(sum, &terms);
+        cs.enforce(|| "bind sum", |_| lc, |l| l + CS::one(), |l| l + out);
         Ok(())
     }
 }
@@ -251,6 +391,7 @@ impl Circuit<Scalar> for Sha256Chain {
 pub enum AnyCircuit {
     Squaring(SquaringChain),
     Sha256(Sha256Chain),
+    Mixed(MixedChain),
 }
 
 impl Circuit<Scalar> for AnyCircuit {
@@ -258,6 +399,7 @@ impl Circuit<Scalar> for AnyCircuit {
         match self {
             AnyCircuit::Squaring(c) => c.synthesize(cs),
             AnyCircuit::Sha256(c) => c.synthesize(cs),
+            AnyCircuit::Mixed(c) => c.synthesize(cs),
         }
     }
 }
@@ -299,8 +441,8 @@ mod tests {
     #[test]
     fn witnesses_satisfy_and_match_native_outputs() {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(9);
-        for kind in [CircuitKind::Squaring, CircuitKind::Sha256] {
-            let size = kind.size_for(kind.min_log()).unwrap();
+        for &kind in <CircuitKind as clap::ValueEnum>::value_variants() {
+            let size = kind.size_for(kind.min_log().max(11)).unwrap();
             let (c, inputs) = size.random(&mut rng);
             let pa = ProvingAssignment::synthesize(c).unwrap();
             assert_eq!(
@@ -321,6 +463,80 @@ mod tests {
             assert_eq!(shape.a_aux_density, pa.a_aux_density);
             assert_eq!(shape.b_aux_density, pa.b_aux_density);
         }
+    }
+
+    #[test]
+    fn names_are_the_ones_the_cli_takes() {
+        for &kind in <CircuitKind as clap::ValueEnum>::value_variants() {
+            let value = clap::ValueEnum::to_possible_value(&kind).unwrap();
+            assert_eq!(value.get_name(), kind.name());
+        }
+    }
+
+    #[test]
+    fn mixed_chains_fill_their_domain() {
+        for log in [3, 10, 11, 12, 20, 27] {
+            let size = CircuitKind::Mixed.size_for(log).unwrap();
+            let room = (1usize << log) - 2;
+            assert!(MixedChain::constraints(size.units) <= room, "2^{log}");
+            assert!(
+                MixedChain::constraints(size.units + 1) > room,
+                "2^{log} is filled"
+            );
+        }
+        // Several running sums (2^12 squares make 4 of 1,024), counted as synthesis counts.
+        let size = CircuitKind::Mixed.size_for(12).unwrap();
+        let shape = Shape::of(size.blank()).unwrap();
+        assert_eq!(shape.constraints, MixedChain::constraints(size.units) + 2);
+        assert!(shape.constraints <= 1 << 12);
+    }
+
+    /// 45 % zeros, 45 % ones, 10 % field elements, and the field elements where the circuit
+    /// puts them in every instance (what keeps a batch's tail at 10 %).
+    #[test]
+    fn mixed_witnesses_are_drawn_like_supraseals() {
+        let len = 1 << 14;
+        let draw = |seed| {
+            MixedChain {
+                len,
+                seed: Some(seed),
+            }
+            .values()
+            .unwrap()
+            .collect::<Vec<_>>()
+        };
+        let (one, two) = (draw(1), draw(2));
+        let share = |v: &[Scalar], f: &dyn Fn(&Scalar) -> bool| {
+            v.iter().filter(|x| f(x)).count() as f64 / len as f64
+        };
+        for v in [&one, &two] {
+            let zeros = share(v, &|x| bool::from(x.is_zero()));
+            let ones = share(v, &|x| *x == Scalar::ONE);
+            assert!((0.42..0.48).contains(&zeros), "zeros {zeros}");
+            assert!((0.42..0.48).contains(&ones), "ones {ones}");
+            assert!(
+                (0.08..0.12).contains(&(1.0 - zeros - ones)),
+                "field {zeros} {ones}"
+            );
+        }
+        let neither = |x: &Scalar| !(bool::from(x.is_zero()) || *x == Scalar::ONE);
+        for i in 0..len {
+            assert_eq!(
+                neither(&one[i]),
+                MixedChain::field_valued(i),
+                "position {i}"
+            );
+            assert_eq!(
+                neither(&two[i]),
+                MixedChain::field_valued(i),
+                "position {i}"
+            );
+        }
+        let differ = one.iter().zip(&two).filter(|(a, b)| a != b).count();
+        assert!(
+            differ > len / 3,
+            "instances share their 0/1 draw: {differ} differ"
+        );
     }
 
     #[test]

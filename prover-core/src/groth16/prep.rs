@@ -210,6 +210,45 @@ mod tests {
     use group::{Curve, Group};
     use rand::SeedableRng;
 
+    /// A batch of mixed circuits splits as supraseal's benchmark witness does: a tail of
+    /// ~10 % of each query (its field-valued positions are the circuit's, so OR-ing four
+    /// circuits does not grow it) and ~45 % of each circuit's scalars for batch addition.
+    #[test]
+    fn mixed_circuits_leave_a_tenth_to_the_tail() {
+        use crate::groth16::assignment::ProvingAssignment;
+        use crate::groth16::circuits::CircuitKind;
+        use group::prime::PrimeCurveAffine;
+        let size = CircuitKind::Mixed.size_for(12).unwrap();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
+        let pas: Vec<ProvingAssignment> = (0..4)
+            .map(|_| ProvingAssignment::synthesize(size.random(&mut rng).0).unwrap())
+            .collect();
+        let dens = Densities {
+            a_aux: pas[0].a_aux_density.clone(),
+            b_input: pas[0].b_input_density.clone(),
+            b_aux: pas[0].b_aux_density.clone(),
+        };
+        let aux: Vec<&[Scalar]> = pas.iter().map(|p| &p.aux_assignment[..]).collect();
+        let inputs: Vec<&[Scalar]> = pas.iter().map(|p| &p.input_assignment[..]).collect();
+        let n = aux[0].len();
+        let g1 = vec![G1Affine::identity(); n];
+        let g2 = vec![G2Affine::identity(); n];
+        let prepared = prepare(&g1, &g1, &g1, &g2, &dens, &inputs, &aux);
+        for (name, q) in [("L", &prepared.l), ("A", &prepared.a), ("B", &prepared.b)] {
+            assert!(q.is_split(), "{name}");
+            let tail = q.tail_bases.len() as f64 / q.len as f64;
+            assert!((0.07..0.13).contains(&tail), "{name}: tail {tail}");
+            for (c, ones) in q.ones.iter().enumerate() {
+                let share = ones.len() as f64 / q.len as f64;
+                assert!(
+                    (0.40..0.50).contains(&share),
+                    "{name} circuit {c}: ones {share}"
+                );
+            }
+        }
+        assert_eq!(prepared.b_g2_tail_bases.len(), prepared.b.tail_bases.len());
+    }
+
     /// Split or not, ones + tail = the full MSM, for every circuit.
     #[test]
     fn split_parts_add_up_to_the_full_msm() {
