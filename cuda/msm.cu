@@ -160,8 +160,18 @@ __device__ __forceinline__ void sums_to_jac(const xyzz_t<F> *items, const u32 *o
 }
 
 // Two blocks of 256 per SM (128 registers) with the addition inlined: 254 ms at 2^24 on the
-// H200, against 368 ms for a called addition and 385 ms for 170 registers, one block per SM.
+// H200, against 368 ms for a called addition and 385 ms for 170 registers, one block of 256
+// per SM (version 3, before the carry-chain product).
 extern "C" __global__ void __launch_bounds__(256, 2) msm_accumulate_affine(
+    const g1_affine *bases, const u32 *sorted, const u32 *off_in, const u32 *off_out, u32 m,
+    u32 K, g1_xyzz *out) {
+    accumulate_affine(bases, sorted, off_in, off_out, m, K, out);
+}
+
+// The same pass at sppark's shape: one block of 384 per SM, so 168 registers (ptxas spills
+// 24 B here against 200 B at 128) and 12 warps an SM rather than 16. Launched with 384
+// threads (`Accumulate::Wide` in prover-core's gpu/msm.rs).
+extern "C" __global__ void __launch_bounds__(384, 1) msm_accumulate_affine_wide(
     const g1_affine *bases, const u32 *sorted, const u32 *off_in, const u32 *off_out, u32 m,
     u32 K, g1_xyzz *out) {
     accumulate_affine(bases, sorted, off_in, off_out, m, K, out);

@@ -5,7 +5,7 @@ mod support;
 use blstrs::G1Projective;
 use group::Group;
 use prover_core::gpu::msm_bench::{distinct_points, edge_cases, random_scalars};
-use prover_core::gpu::{MsmBases, MsmPlan, MsmScalars};
+use prover_core::gpu::{Accumulate, MsmBases, MsmPlan, MsmScalars};
 use prover_core::groth16::msm::g1_msm;
 use support::{first_gpu, max_log};
 
@@ -21,6 +21,18 @@ fn gpu_msm_equals_blst_at_every_size() {
         let got = d.g1_msm(&bases, &scalars).unwrap();
         eprintln!("2^{log}: equal {}", got == want);
         assert_eq!(got, want, "2^{log}, host inputs");
+        // The other accumulation shape (launch bounds), at every size.
+        let wide = MsmPlan::for_len(n).accumulating(Accumulate::Wide);
+        let (p, _) = d
+            .g1_msm_with(
+                MsmBases::Host(&bases),
+                MsmScalars::Host(&scalars),
+                n,
+                wide,
+                false,
+            )
+            .unwrap();
+        assert_eq!(p, want, "2^{log}, {wide}");
         if log <= 16 {
             // A length that is not a power of two, and the other input placements.
             let m = n - 3;
@@ -73,7 +85,12 @@ fn gpu_msm_handles_the_edge_cases() {
     let random = random_scalars(n, 4);
     for (what, b, s) in edge_cases(&bases, &random) {
         let want = g1_msm(&b, &s);
-        for plan in [MsmPlan::for_len(n), MsmPlan::with_c(4, 2)] {
+        for plan in [
+            MsmPlan::for_len(n),
+            MsmPlan::with_c(4, 2),
+            MsmPlan::for_len(n).accumulating(Accumulate::Wide),
+            MsmPlan::with_c(4, 2).accumulating(Accumulate::Wide),
+        ] {
             let (got, _) = d
                 .g1_msm_with(MsmBases::Host(&b), MsmScalars::Host(&s), n, plan, false)
                 .unwrap();

@@ -1,7 +1,7 @@
 //! `prover gpu-bench`: device times of the NTT kernels, transfer rates and the whole H
 //! computation, on the first GPU (numbers for docs/BENCHMARKS.md).
 
-use crate::gpu::{GpuBackend, NttOp, backend_bench as bench};
+use crate::gpu::{Accumulate, GpuBackend, NttOp, backend_bench as bench};
 use anyhow::{Context, Result};
 use clap::Args;
 
@@ -25,9 +25,13 @@ pub struct GpuBenchArgs {
     /// CPU runs per MSM size (the best is reported).
     #[arg(long, default_value_t = 2)]
     pub cpu_reps: usize,
-    /// Also time window widths and pass sizes at the largest MSM size.
+    /// Also time window widths, pass sizes and accumulation shapes at the largest MSM size.
     #[arg(long)]
     pub msm_tune: bool,
+    /// The G1 MSMs' affine accumulation shapes (launch bounds) to time: several are run in
+    /// one rotating order with the placements, so they compare like for like.
+    #[arg(long, value_enum, value_delimiter = ',', num_args = 1.., default_values_t = vec![Accumulate::Narrow])]
+    pub msm_accumulate: Vec<Accumulate>,
     /// Only the MSM figures (skip the NTT, transfer and H sections).
     #[arg(long)]
     pub msm_only: bool,
@@ -100,7 +104,7 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
     }
     let threads = rayon::current_num_threads();
     crate::outln!(
-        "\nG1 MSM, wall ms (median of {} after a warm-up round, placements in rotating order; transfers included): inputs pageable, inputs page-locked, bases resident with scalars pageable, bases resident with scalars page-locked (sppark's four columns); blst on {threads} CPU threads (best of {}):",
+        "\nG1 MSM, wall ms (median of {} after a warm-up round, placements and plans in one rotating order; transfers included): inputs pageable, inputs page-locked, bases resident with scalars pageable, bases resident with scalars page-locked (sppark's four columns); blst on {threads} CPU threads (best of {}):",
         args.reps.min(5),
         args.cpu_reps
     );
@@ -116,25 +120,33 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
     );
     let mut last = None;
     for &log in &args.msm {
-        let f = msm_bench::msm(&gpu.device, log, args.reps.min(5), args.cpu_reps, None)
+        let plans: Vec<MsmPlan> = args
+            .msm_accumulate
+            .iter()
+            .map(|&shape| MsmPlan::for_len(1 << log).accumulating(shape))
+            .collect();
+        let figures = msm_bench::msm(&gpu.device, log, args.reps.min(5), args.cpu_reps, &plans)
             .with_context(|| format!("MSM of 2^{log} points"))?;
-        crate::outln!(
-            "{:>6} {:>8.1} ms {:>8.1} ms {:>8.1} ms {:>12.1} ms {:>8.1} ms {:>8}  {}",
-            format!("2^{log}"),
-            f.gpu_host_ms,
-            f.gpu_pinned_ms,
-            f.gpu_resident_ms,
-            f.gpu_resident_pinned_ms,
-            f.cpu_ms,
-            if f.equal { "yes" } else { "NO" },
-            f.plan
-        );
-        last = Some(f);
+        for f in figures {
+            crate::outln!(
+                "{:>6} {:>8.1} ms {:>8.1} ms {:>8.1} ms {:>12.1} ms {:>8.1} ms {:>8}  {}",
+                format!("2^{log}"),
+                f.gpu_host_ms,
+                f.gpu_pinned_ms,
+                f.gpu_resident_ms,
+                f.gpu_resident_pinned_ms,
+                f.cpu_ms,
+                if f.equal { "yes" } else { "NO" },
+                f.plan
+            );
+            last = Some(f);
+        }
     }
     if let Some(f) = last {
         crate::outln!(
-            "device operations of the last host-input run at 2^{}:",
-            f.log
+            "device operations of the last host-input run at 2^{} ({}):",
+            f.log,
+            f.plan
         );
         print_ops(&f.ops);
     }
@@ -142,12 +154,19 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
         let mut plans = Vec::new();
         for c in 13..=18 {
             for k in [32, 64, 128] {
-                plans.push(MsmPlan::with_c(c, k));
+                for shape in <Accumulate as clap::ValueEnum>::value_variants() {
+                    plans.push(MsmPlan::with_c(c, k).accumulating(*shape));
+                }
             }
         }
         crate::outln!("\nMSM plans at 2^{log}, resident inputs, device ms (best of 3):");
         for (p, ms) in msm_bench::tune(&gpu.device, log, &plans)? {
-            crate::outln!("  c = {:>2}, k = {:>3}: {ms:>8.2} ms", p.c, p.k);
+            crate::outln!(
+                "  c = {:>2}, k = {:>3}, {:>6}: {ms:>8.2} ms",
+                p.c,
+                p.k,
+                p.accumulate.name()
+            );
         }
     }
     Ok(())

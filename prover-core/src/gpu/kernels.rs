@@ -80,6 +80,7 @@ pub struct Kernels {
     pub msm_scan: CudaFunction,
     pub msm_scatter: CudaFunction,
     pub msm_accumulate_affine: CudaFunction,
+    pub msm_accumulate_affine_wide: CudaFunction,
     pub msm_accumulate_xyzz: CudaFunction,
     pub msm_window_reduce: CudaFunction,
     pub g1_sums_to_jac: CudaFunction,
@@ -191,6 +192,7 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
         msm_scan: f("msm_scan")?,
         msm_scatter: f("msm_scatter")?,
         msm_accumulate_affine: f("msm_accumulate_affine")?,
+        msm_accumulate_affine_wide: f("msm_accumulate_affine_wide")?,
         msm_accumulate_xyzz: f("msm_accumulate_xyzz")?,
         msm_window_reduce: f("msm_window_reduce")?,
         g1_sums_to_jac: f("g1_sums_to_jac")?,
@@ -214,6 +216,7 @@ mod tests {
         assert!(s.contains("msm_window_reduce("));
         assert!(s.contains("g2_window_reduce("));
         assert!(s.contains("msm_accumulate_affine("));
+        assert!(s.contains("msm_accumulate_affine_wide("));
         assert!(!s.contains("#include"));
         assert!(!s.contains("#pragma once"));
         // Each header once, however many files include it.

@@ -19,7 +19,8 @@ pub use backend::bench as backend_bench;
 pub use device::{Device, DeviceFr, NttOp};
 pub use kernels::source as kernel_source;
 pub use msm::{
-    DeviceBases, JAC_LIMBS, MsmBases, MsmGroup, MsmPlan, MsmScalars, combine_windows, jac_to_g1,
+    Accumulate, DeviceBases, JAC_LIMBS, MsmBases, MsmGroup, MsmPlan, MsmScalars, combine_windows,
+    jac_to_g1,
 };
 pub use set::GpuSet;
 pub use sums::{JAC2_LIMBS, g2_limbs, jac_to_g2};

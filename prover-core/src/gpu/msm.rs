@@ -20,11 +20,37 @@ use std::sync::Arc;
 /// Words of one Jacobian point as the kernels write it (blst's `blst_p1`: x, y, z limbs).
 pub const JAC_LIMBS: usize = 18;
 
+/// How the first accumulation pass (from affine bases: 168 of 208 ms of an MSM at 2^24 on the
+/// H200) is launched, for G1. ptxas (NVRTC 12.9, sm_90) fits the pass in 128 registers with
+/// 200 B of stack spilled at the narrow shape, in 168 with 24 B at the wide one, which is
+/// sppark's accumulation shape (`__launch_bounds__(384)`). Which is faster is the H200's to
+/// say (`prover gpu-bench --msm-accumulate`, `--msm-tune`); G2 has one shape (its launch bounds
+/// already allow 255 registers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Accumulate {
+    /// 256 threads a block, 2 blocks an SM (128 registers).
+    #[default]
+    Narrow,
+    /// 384 threads a block, 1 block an SM (168 registers).
+    Wide,
+}
+
+impl Accumulate {
+    pub fn name(self) -> &'static str {
+        match self {
+            Accumulate::Narrow => "narrow",
+            Accumulate::Wide => "wide",
+        }
+    }
+}
+
 /// A group's kernels of the Pippenger passes: the MSM's, and batch addition's, which stops
 /// after the accumulation.
 #[derive(Debug, Clone, Copy)]
 pub struct GroupKernels<'k> {
     pub accumulate_affine: &'k CudaFunction,
+    /// Threads of an `accumulate_affine` block (its launch bounds).
+    pub affine_threads: u32,
     pub accumulate_xyzz: &'k CudaFunction,
     pub window_reduce: &'k CudaFunction,
     /// Each bucket's one sum as a Jacobian point (batch addition's end).
@@ -37,13 +63,14 @@ pub trait MsmGroup: Group + Copy {
     /// u64 words of an XYZZ accumulator and of a Jacobian point on the device.
     const XYZZ_WORDS: usize;
     const JAC_WORDS: usize;
-    /// Threads of an accumulation block and of a window-reduction block (the kernels'
+    /// Threads of an XYZZ accumulation block and of a window-reduction block (the kernels'
     /// launch bounds: a G2 accumulator is twice a G1 one).
     const ACCUMULATE_THREADS: u32;
     const REDUCE_THREADS: u32;
     /// Names of batch addition's timed passes: the first (from affine bases), the later ones.
     const SUMS_PASSES: [&'static str; 2];
-    fn kernels(k: &Kernels) -> GroupKernels<'_>;
+    /// The kernels, the affine pass at `shape` where the group has several.
+    fn kernels(k: &Kernels, shape: Accumulate) -> GroupKernels<'_>;
     /// A Jacobian point as the kernels write it.
     fn from_jac(words: &[u64]) -> Self;
 }
@@ -55,9 +82,14 @@ impl MsmGroup for G1Projective {
     /// MSM_REDUCE_THREADS in msm.cu.
     const REDUCE_THREADS: u32 = 128;
     const SUMS_PASSES: [&'static str; 2] = ["g1_sums", "g1_sums_xyzz"];
-    fn kernels(k: &Kernels) -> GroupKernels<'_> {
+    fn kernels(k: &Kernels, shape: Accumulate) -> GroupKernels<'_> {
+        let (accumulate_affine, affine_threads) = match shape {
+            Accumulate::Narrow => (&k.msm_accumulate_affine, 256),
+            Accumulate::Wide => (&k.msm_accumulate_affine_wide, 384),
+        };
         GroupKernels {
-            accumulate_affine: &k.msm_accumulate_affine,
+            accumulate_affine,
+            affine_threads,
             accumulate_xyzz: &k.msm_accumulate_xyzz,
             window_reduce: &k.msm_window_reduce,
             sums_to_jac: &k.g1_sums_to_jac,
@@ -75,9 +107,10 @@ impl MsmGroup for G2Projective {
     /// G2_REDUCE_THREADS in msm.cu.
     const REDUCE_THREADS: u32 = 64;
     const SUMS_PASSES: [&'static str; 2] = ["g2_sums", "g2_sums_xyzz"];
-    fn kernels(k: &Kernels) -> GroupKernels<'_> {
+    fn kernels(k: &Kernels, _: Accumulate) -> GroupKernels<'_> {
         GroupKernels {
             accumulate_affine: &k.g2_accumulate_affine,
+            affine_threads: Self::ACCUMULATE_THREADS,
             accumulate_xyzz: &k.g2_accumulate_xyzz,
             window_reduce: &k.g2_window_reduce,
             sums_to_jac: &k.g2_sums_to_jac,
@@ -97,6 +130,8 @@ pub struct MsmPlan {
     pub k: u32,
     /// Blocks per window in the final reduction.
     pub groups: u32,
+    /// The affine accumulation's launch shape (G1).
+    pub accumulate: Accumulate,
 }
 
 impl MsmPlan {
@@ -126,6 +161,15 @@ impl MsmPlan {
             c,
             k: k.max(2),
             groups,
+            accumulate: Accumulate::default(),
+        }
+    }
+
+    /// The same plan with the affine accumulation launched at `shape`.
+    pub fn accumulating(self, shape: Accumulate) -> MsmPlan {
+        MsmPlan {
+            accumulate: shape,
+            ..self
         }
     }
 
@@ -160,10 +204,11 @@ impl std::fmt::Display for MsmPlan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "c = {}, k = {}, {} windows",
+            "c = {}, k = {}, {} windows, {} accumulation",
             self.c,
             self.k,
-            self.windows()
+            self.windows(),
+            self.accumulate.name()
         )
     }
 }
@@ -554,8 +599,9 @@ impl Device {
     ) -> Result<Vec<u64>, GpuError> {
         let (k, m) = (plan.k, plan.slots());
         let mu = m as usize;
-        let kernels = P::kernels(&self.kernels);
+        let kernels = P::kernels(&self.kernels, plan.accumulate);
         let threads = P::ACCUMULATE_THREADS;
+        let affine_threads = kernels.affine_threads;
         // Upper bounds of what each pass produces: ⌈count/k⌉ summed ≤ total/k + slots.
         let mut bound = entries.div_ceil(k as usize) + mu;
         let mut off_cur = s.alloc_zeros::<u32>(mu + 2).map_err(GpuError::driver)?;
@@ -575,7 +621,10 @@ impl Device {
                     .arg(&m)
                     .arg(&k)
                     .arg(&mut items)
-                    .launch(cfg(bound.div_ceil(threads as usize) as u64, threads))
+                    .launch(cfg(
+                        bound.div_ceil(affine_threads as usize) as u64,
+                        affine_threads,
+                    ))
             }
             .map_err(GpuError::driver)
         })?;

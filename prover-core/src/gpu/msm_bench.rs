@@ -171,24 +171,32 @@ enum Placement {
     ResidentPinned,
 }
 
+/// Every plan at one size, each in sppark's four placements; the plans and placements run in
+/// one rotating order (after an unmeasured round), so no combination always runs first or
+/// after the same one, and two plans compare like for like. One figure per plan, in order.
 pub fn msm(
     d: &Device,
     log: u32,
     reps: usize,
     cpu_reps: usize,
-    plan: Option<MsmPlan>,
-) -> Result<MsmFigures, GpuError> {
+    plans: &[MsmPlan],
+) -> Result<Vec<MsmFigures>, GpuError> {
     use Placement::*;
     let n = 1usize << log;
     let bases = distinct_points(n, log as u64);
     let scalars = random_scalars(n, 1000 + log as u64);
-    let plan = plan.unwrap_or_else(|| MsmPlan::for_len(n));
+    let default_plan = [MsmPlan::for_len(n)];
+    let plans = if plans.is_empty() {
+        &default_plan[..]
+    } else {
+        plans
+    };
     // Copied outside any timing: a prover would keep its inputs page-locked.
     let pinned_bases = d.pinned_copy(super::tables::g1_limbs(&bases))?;
     let pinned_scalars = d.pinned_copy(super::tables::limbs(&scalars))?;
     let resident = d.upload_bases(&bases)?;
     d.upload.synchronize().map_err(GpuError::driver)?;
-    let run = |at: Placement, timed: bool| {
+    let run = |at: Placement, plan: MsmPlan, timed: bool| {
         let b = match at {
             Pageable => MsmBases::Host(&bases),
             Pinned => MsmBases::Pinned(&pinned_bases),
@@ -201,39 +209,48 @@ pub fn msm(
         d.g1_msm_with(b, s, n, plan, timed)
     };
     let places = [Pageable, Pinned, Resident, ResidentPinned];
-    let mut walls: [Vec<f64>; 4] = Default::default();
-    let mut points = [G1Projective::identity(); 4];
-    let mut ops = Vec::new();
-    // One unmeasured round, then rounds in a rotating order, so that no placement always runs
-    // first or after the same one.
+    let combos: Vec<(usize, Placement)> = (0..plans.len())
+        .flat_map(|p| places.map(|at| (p, at)))
+        .collect();
+    let mut walls: Vec<[Vec<f64>; 4]> = vec![Default::default(); plans.len()];
+    let mut points = vec![[G1Projective::identity(); 4]; plans.len()];
+    let mut ops = vec![Vec::new(); plans.len()];
     for rep in 0..=reps {
-        for k in 0..places.len() {
-            let i = (k + rep) % places.len();
-            let last = rep == reps && places[i] == Pageable;
+        for k in 0..combos.len() {
+            let (p, at) = combos[(k + rep) % combos.len()];
+            let i = places.iter().position(|&x| x == at).unwrap_or(0);
+            let last = rep == reps && at == Pageable;
             let t0 = Instant::now();
-            let (p, o) = run(places[i], last)?;
+            let (point, o) = run(at, plans[p], last)?;
             if rep > 0 {
-                walls[i].push(t0.elapsed().as_secs_f64() * 1e3);
+                walls[p][i].push(t0.elapsed().as_secs_f64() * 1e3);
             }
-            points[i] = p;
+            points[p][i] = point;
             if last {
-                ops = o;
+                ops[p] = o;
             }
         }
     }
     let (cpu, cpu_ms) = best_of(cpu_reps, || crate::groth16::msm::g1_msm(&bases, &scalars));
-    let [host, pinned, res, res_pinned] = walls.map(median);
-    Ok(MsmFigures {
-        log,
-        plan,
-        gpu_host_ms: host,
-        gpu_pinned_ms: pinned,
-        gpu_resident_ms: res,
-        gpu_resident_pinned_ms: res_pinned,
-        cpu_ms,
-        equal: points.iter().all(|&p| p == cpu) && cpu != G1Projective::identity(),
-        ops,
-    })
+    Ok(plans
+        .iter()
+        .zip(walls)
+        .zip(points.into_iter().zip(ops))
+        .map(|((&plan, walls), (points, ops))| {
+            let [host, pinned, res, res_pinned] = walls.map(median);
+            MsmFigures {
+                log,
+                plan,
+                gpu_host_ms: host,
+                gpu_pinned_ms: pinned,
+                gpu_resident_ms: res,
+                gpu_resident_pinned_ms: res_pinned,
+                cpu_ms,
+                equal: points.iter().all(|&p| p == cpu) && cpu != G1Projective::identity(),
+                ops,
+            }
+        })
+        .collect())
 }
 
 /// Device time (ms) of one resident-bases MSM at 2^log per plan, for choosing the defaults.

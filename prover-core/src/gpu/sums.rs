@@ -119,7 +119,9 @@ impl Device {
             )));
         }
         let s = &self.compute;
-        let kernels = P::kernels(&self.kernels);
+        // The MSM's default shape (batch addition's lists are not what `--msm-accumulate`
+        // times).
+        let kernels = P::kernels(&self.kernels, super::msm::Accumulate::default());
         let (entries, off) = timed(tl, "upload_ones", 0, s, || upload_lists(s, lists))?;
         // Upper bounds of what each pass produces: ⌈count/K⌉ summed ≤ total/K + lists.
         let mut bound = total.div_ceil(K as usize) + lists.len();
@@ -142,7 +144,7 @@ impl Device {
                     .arg(&m)
                     .arg(&K)
                     .arg(&mut items)
-                    .launch(cfg(bound, P::ACCUMULATE_THREADS))
+                    .launch(cfg(bound, kernels.affine_threads))
             }
             .map_err(GpuError::driver)
         })?;
