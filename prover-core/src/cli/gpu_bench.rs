@@ -165,7 +165,7 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
                 "  c = {:>2}, k = {:>3}, {:>6}: {ms:>8.2} ms",
                 p.c,
                 p.k,
-                p.accumulate.name()
+                p.accumulate
             );
         }
     }

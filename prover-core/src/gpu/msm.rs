@@ -35,12 +35,11 @@ pub enum Accumulate {
     Wide,
 }
 
-impl Accumulate {
-    pub fn name(self) -> &'static str {
-        match self {
-            Accumulate::Narrow => "narrow",
-            Accumulate::Wide => "wide",
-        }
+/// The name `--msm-accumulate` takes.
+impl std::fmt::Display for Accumulate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let value = clap::ValueEnum::to_possible_value(self).ok_or(std::fmt::Error)?;
+        f.pad(value.get_name())
     }
 }
 
@@ -208,7 +207,7 @@ impl std::fmt::Display for MsmPlan {
             self.c,
             self.k,
             self.windows(),
-            self.accumulate.name()
+            self.accumulate
         )
     }
 }
@@ -705,6 +704,13 @@ mod tests {
             }
             assert!(cap <= 1, "n = {n}: {p:?}");
         }
+        assert_eq!(MsmPlan::for_len(1 << 24).accumulate, Accumulate::Narrow);
+        let wide = MsmPlan::for_len(1 << 24).accumulating(Accumulate::Wide);
+        assert_eq!(
+            wide.to_string(),
+            "c = 16, k = 64, 16 windows, wide accumulation"
+        );
+        assert_eq!(format!("{:>6}", Accumulate::Wide), "  wide");
         assert_eq!(MsmPlan::for_len(1 << 24).c, 16);
         assert_eq!(MsmPlan::for_len(1 << 24).levels(1 << 24), 3);
     }
