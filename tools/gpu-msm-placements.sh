@@ -3,7 +3,8 @@
 # inputs equal to blst) and `prover gpu-bench --msm-only` with sppark's four placements (inputs
 # pageable, page-locked, bases resident with scalars pageable or page-locked), for both shapes
 # of the G1 accumulation (`--msm-accumulate narrow,wide`: 256 threads × 2 blocks an SM at 128
-# registers, or sppark's 384 × 1 at 168), all in one rotating order. Output: $OUT/run.txt.
+# registers, or sppark's 384 × 1 at 168), all in one rotating order; then `--msm-tune` at the
+# largest size (c = 14…17, runs of 64…512, both shapes: device time, best of 3).
 # Usage (device tool): bash tools/gpu-msm-placements.sh   (SKIP_TESTS=1, SIZES=…, SHAPES=…)
 source "$(dirname "$0")/gpu-env.sh"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
@@ -16,4 +17,4 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 echo "== G1 MSM by placement and accumulation shape"
 timeout 300 $B/prover gpu-bench --msm-only --msm ${SIZES:-20,22,24} --cpu-reps 1 --reps 5 \
-    --msm-accumulate ${SHAPES:-narrow,wide}
+    --msm-accumulate ${SHAPES:-narrow,wide} --msm-tune

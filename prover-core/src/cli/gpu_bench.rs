@@ -152,8 +152,11 @@ fn msm_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
     }
     if let (true, Some(&log)) = (args.msm_tune, args.msm.iter().max()) {
         let mut plans = Vec::new();
-        for c in 13..=18 {
-            for k in [32, 64, 128] {
+        // Around c = 16 (version 3's tune at 2^24: c = 15 294 ms, 16 255, 17 277;
+        // BENCHMARKS.md); runs up to 512 entries come near sppark's thread per bucket (512
+        // entries a bucket on average at 2^24), which needs no XYZZ passes.
+        for c in 14..=17 {
+            for k in [64, 128, 256, 512] {
                 for shape in <Accumulate as clap::ValueEnum>::value_variants() {
                     plans.push(MsmPlan::with_c(c, k).accumulating(*shape));
                 }
