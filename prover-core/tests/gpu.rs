@@ -188,11 +188,19 @@ fn gpu_proofs_verify() {
         // Without a pool, then with one (`--dealloc reuse`): two batches each, so the second
         // pooled batch uploads from the page-locked columns the first gave back. The second
         // batch sums B's G2 tail on the device (`--g2-tail device`), the first on the CPU.
+        // Squaring's B is dense (no split: the whole G2 query), SHA-256's all zeros and ones
+        // (an empty tail), the mixed witness's split with a tenth in the tails and ones for
+        // batch addition in every query, as a real C2 batch (its columns are SHA-256's,
+        // reused for a smaller circuit).
         for pooled in [false, true] {
             support::columns_on_pages_of_their_own();
             let pool = pooled
                 .then(|| prover_core::groth16::column::ColumnPool::new(backend.page_locker()));
-            for (kind, log) in [(CircuitKind::Squaring, 12), (CircuitKind::Sha256, 15)] {
+            for (kind, log) in [
+                (CircuitKind::Squaring, 12),
+                (CircuitKind::Sha256, 15),
+                (CircuitKind::Mixed, 12),
+            ] {
                 let size = kind.size_for(log).unwrap();
                 let ps = params::obtain(size, SrsMode::Real, &cache()).unwrap();
                 for batch in 0..2 {

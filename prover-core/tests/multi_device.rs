@@ -191,12 +191,16 @@ fn a_batch_is_split_across_two_devices_and_verifies() {
 
 /// `--g2-tail device`: each device thread sums its own circuits' G2 tails after tail_msm, and
 /// the tails land with the right circuits (a tail given to the wrong proof fails its check):
-/// a split query (SHA-256: the tail's bases are a copy) and a dense one (squaring: no ones,
-/// the whole query is the tail).
+/// split queries (SHA-256: an empty tail; mixed: a tenth of the query, its bases a copy) and
+/// a dense one (squaring: no ones, the whole query is the tail).
 #[test]
 fn the_g2_tail_on_the_device_threads_lands_with_its_circuits() {
     let cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("proofscope-cache");
-    for (kind, log) in [(CircuitKind::Sha256, 15), (CircuitKind::Squaring, 12)] {
+    for (kind, log) in [
+        (CircuitKind::Sha256, 15),
+        (CircuitKind::Mixed, 12),
+        (CircuitKind::Squaring, 12),
+    ] {
         let size = kind.size_for(log).unwrap();
         let ps = params::obtain(size, SrsMode::Real, &cache).unwrap();
         split_batch(&ps, G2Tail::Device, 12);
