@@ -188,14 +188,20 @@ impl MsmPlan {
     /// Passes over partial sums after the first, for buckets of at most `most` entries (n
     /// for an MSM of n points): each pass divides what a bucket holds by k.
     pub fn levels(&self, most: usize) -> u32 {
-        let mut cap = most.div_ceil(self.k as usize);
-        let mut l = 0;
-        while cap > 1 {
-            cap = cap.div_ceil(self.k as usize);
-            l += 1;
-        }
-        l
+        levels(most, self.k)
     }
+}
+
+/// Passes over partial sums after the first accumulation, for buckets (or batch addition's
+/// lists) of at most `most` entries summed by runs of `k`: each pass divides by k.
+pub(super) fn levels(most: usize, k: u32) -> u32 {
+    let mut cap = most.div_ceil(k as usize);
+    let mut l = 0;
+    while cap > 1 {
+        cap = cap.div_ceil(k as usize);
+        l += 1;
+    }
+    l
 }
 
 /// As `prover gpu-bench` prints a plan.

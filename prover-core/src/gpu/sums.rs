@@ -32,17 +32,6 @@ fn cfg(items: usize, threads: u32) -> LaunchConfig {
     }
 }
 
-/// Passes after the first for buckets of at most `most` entries: each divides by K.
-fn levels(most: usize) -> u32 {
-    let mut cap = most.div_ceil(K as usize);
-    let mut l = 0;
-    while cap > 1 {
-        cap = cap.div_ceil(K as usize);
-        l += 1;
-    }
-    l
-}
-
 /// A G2 Jacobian point in the kernels' layout as a blstrs point.
 pub fn jac_to_g2(l: &[u64; JAC2_LIMBS]) -> G2Projective {
     let fp = |i: usize| blst_fp {
@@ -148,7 +137,7 @@ impl Device {
             }
             .map_err(GpuError::driver)
         })?;
-        for _ in 0..levels(most) {
+        for _ in 0..super::msm::levels(most, K) {
             bound = bound.div_ceil(K as usize) + lists.len();
             let mut off_next = s
                 .alloc_zeros::<u32>(lists.len() + 2)
