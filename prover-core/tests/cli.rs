@@ -73,7 +73,12 @@ fn prove_out_writes_what_bellperson_reads_and_verifies() {
 /// `tail_msm`, and the proofs still verify; the table says where it ran.
 #[test]
 fn the_g2_tail_runs_where_it_is_asked_to() {
-    for (place, thread) in [("prep", "(prep thread"), ("device", "(compute-0 thread)")] {
+    // `auto` (the default) is `prep` on the CPU backend, `device` on a GPU one.
+    for (place, thread) in [
+        ("prep", "(prep thread"),
+        ("device", "(compute-0 thread)"),
+        ("auto", "(prep thread"),
+    ] {
         let out = Command::new(BIN)
             .args(["prove", "--circuit", "squaring", "--log-size", "10"])
             .args(["--backend", "cpu", "--g2-tail", place, "--cache"])

@@ -103,7 +103,7 @@ impl Bench<'_> {
             dealloc: self.args.prover.dealloc(),
             columns: self.columns.as_ref(),
             verify: VerifyMode::Off,
-            g2_tail: self.args.prover.g2_tail(),
+            g2_tail: self.args.prover.g2_tail(self.backend.as_ref()),
             stages: None,
             ballast,
         })?;

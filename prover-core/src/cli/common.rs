@@ -14,6 +14,8 @@ use std::path::PathBuf;
 /// `--g2-tail`: see [`G2Tail`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum G2TailArg {
+    /// On the device thread with a GPU backend, on the prep thread otherwise.
+    Auto,
     /// On the prep thread, on the CPU, beside the device phases (as supraseal's C2).
     Prep,
     /// On each device thread after tail_msm.
@@ -148,8 +150,9 @@ pub struct ProverArgs {
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// Where B's G2 tail MSM (`b_g2_msm`) runs: on the prep thread on the CPU, beside the
-    /// device phases, or on each device thread after `tail_msm` (on a GPU: its kernels)
-    #[arg(long, value_enum, default_value_t = G2TailArg::Prep)]
+    /// device phases, or on each device thread after `tail_msm` (on a GPU: its kernels; the
+    /// default there: a dense 4 × 2^22 batch proves 10× faster so on an H200)
+    #[arg(long, value_enum, default_value_t = G2TailArg::Auto)]
     pub g2_tail: G2TailArg,
     /// Which proofs to verify.
     #[arg(long, value_enum, default_value_t = VerifyArg::Every)]
@@ -207,8 +210,9 @@ impl ProverArgs {
         }
     }
 
-    pub fn g2_tail(&self) -> G2Tail {
+    pub fn g2_tail(&self, backend: &dyn Backend) -> G2Tail {
         match self.g2_tail {
+            G2TailArg::Auto => backend.preferred_g2_tail(),
             G2TailArg::Prep => G2Tail::Prep,
             G2TailArg::Device => G2Tail::Device,
         }

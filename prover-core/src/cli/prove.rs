@@ -94,7 +94,7 @@ pub fn run(args: ProveArgs) -> Result<()> {
         dealloc: args.prover.dealloc(),
         columns: columns.as_ref(),
         verify: args.prover.verify(),
-        g2_tail: args.prover.g2_tail(),
+        g2_tail: args.prover.g2_tail(backend.as_ref()),
         stages: None,
         ballast: Ballast::written(args.prover.ballast_bytes()),
     })?;

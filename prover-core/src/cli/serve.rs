@@ -147,7 +147,7 @@ impl Run<'_> {
             dealloc: self.args.prover.dealloc(),
             columns: self.columns.as_ref(),
             verify: self.args.prover.verify(),
-            g2_tail: self.args.prover.g2_tail(),
+            g2_tail: self.args.prover.g2_tail(self.backend),
             stages,
             ballast: Ballast::written(self.args.prover.ballast_bytes()),
         })

@@ -23,15 +23,16 @@ pub const JAC_LIMBS: usize = 18;
 /// How the first accumulation pass (from affine bases: 168 of 208 ms of an MSM at 2^24 on the
 /// H200) is launched, for G1. ptxas (NVRTC 12.9, sm_90) fits the pass in 128 registers with
 /// 200 B of stack spilled at the narrow shape, in 168 with 24 B at the wide one, which is
-/// sppark's accumulation shape (`__launch_bounds__(384)`). Which is faster is the H200's to
-/// say (`prover gpu-bench --msm-accumulate`, `--msm-tune`); G2 has one shape (its launch bounds
-/// already allow 255 registers).
+/// sppark's accumulation shape (`__launch_bounds__(384)`). On the H200 the wide shape is
+/// faster at every size and plan (2^24, bases resident, scalars page-locked: 198.1 against
+/// 218.4 ms; `prover gpu-bench --msm-accumulate narrow,wide`, docs/BENCHMARKS.md), so it is
+/// the default; G2 has one shape (its launch bounds already allow 255 registers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Accumulate {
     /// 256 threads a block, 2 blocks an SM (128 registers).
-    #[default]
     Narrow,
     /// 384 threads a block, 1 block an SM (168 registers).
+    #[default]
     Wide,
 }
 
@@ -710,7 +711,7 @@ mod tests {
             }
             assert!(cap <= 1, "n = {n}: {p:?}");
         }
-        assert_eq!(MsmPlan::for_len(1 << 24).accumulate, Accumulate::Narrow);
+        assert_eq!(MsmPlan::for_len(1 << 24).accumulate, Accumulate::Wide);
         let wide = MsmPlan::for_len(1 << 24).accumulating(Accumulate::Wide);
         assert_eq!(
             wide.to_string(),

@@ -108,9 +108,9 @@ impl Device {
             )));
         }
         let s = &self.compute;
-        // The MSM's default shape (batch addition's lists are not what `--msm-accumulate`
-        // times).
-        let kernels = P::kernels(&self.kernels, super::msm::Accumulate::default());
+        // The shape batch addition was measured with (2026-12-04); the wide one won for the
+        // MSM (2026-12-05) but has not been timed on these lists.
+        let kernels = P::kernels(&self.kernels, super::msm::Accumulate::Narrow);
         let (entries, off) = timed(tl, "upload_ones", 0, s, || upload_lists(s, lists))?;
         // Upper bounds of what each pass produces: ⌈count/K⌉ summed ≤ total/K + lists.
         let mut bound = total.div_ceil(K as usize) + lists.len();

@@ -94,6 +94,18 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
+    /// Where B's G2 tail runs when `--g2-tail` does not say: on a GPU's device thread (a
+    /// dense 4 × 2^22 batch on the H200: `b_g2_msm` 0.8 s there against 33–36 s on the CPU,
+    /// the proof 3.3–3.5 s against 34–38 s; docs/BENCHMARKS.md), on the CPU beside the
+    /// device phases otherwise (a CPU "device" thread would run it after them instead).
+    fn preferred_g2_tail(&self) -> G2Tail {
+        if self.name() == "gpu" {
+            G2Tail::Device
+        } else {
+            G2Tail::Prep
+        }
+    }
+
     /// What page-locks the columns a [`ColumnPool`](super::column::ColumnPool) makes for this
     /// backend, so its uploads of a, b, c need no staging (`None`: the CPU reads them where
     /// they lie).
