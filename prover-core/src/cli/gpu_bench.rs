@@ -30,7 +30,7 @@ pub struct GpuBenchArgs {
     pub msm_tune: bool,
     /// The G1 MSMs' affine accumulation shapes (launch bounds) to time: several are run in
     /// one rotating order with the placements, so they compare like for like.
-    #[arg(long, value_enum, value_delimiter = ',', num_args = 1.., default_values_t = vec![Accumulate::Wide])]
+    #[arg(long, value_enum, value_delimiter = ',', num_args = 1.., default_values_t = vec![Accumulate::default()])]
     pub msm_accumulate: Vec<Accumulate>,
     /// Only the MSM figures (skip the NTT, transfer and H sections).
     #[arg(long)]

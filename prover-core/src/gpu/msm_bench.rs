@@ -209,16 +209,17 @@ pub fn msm(
         d.g1_msm_with(b, s, n, plan, timed)
     };
     let places = [Pageable, Pinned, Resident, ResidentPinned];
-    let combos: Vec<(usize, Placement)> = (0..plans.len())
-        .flat_map(|p| places.map(|at| (p, at)))
+    // (plan, placement) by index.
+    let combos: Vec<(usize, usize)> = (0..plans.len())
+        .flat_map(|p| (0..places.len()).map(move |i| (p, i)))
         .collect();
     let mut walls: Vec<[Vec<f64>; 4]> = vec![Default::default(); plans.len()];
     let mut points = vec![[G1Projective::identity(); 4]; plans.len()];
     let mut ops = vec![Vec::new(); plans.len()];
     for rep in 0..=reps {
         for k in 0..combos.len() {
-            let (p, at) = combos[(k + rep) % combos.len()];
-            let i = places.iter().position(|&x| x == at).unwrap_or(0);
+            let (p, i) = combos[(k + rep) % combos.len()];
+            let at = places[i];
             let last = rep == reps && at == Pageable;
             let t0 = Instant::now();
             let (point, o) = run(at, plans[p], last)?;
