@@ -7,7 +7,7 @@
 //! per GB before the first byte moves.
 
 use super::GpuError;
-use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, PinnedHostSlice};
+use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, DeviceRepr, PinnedHostSlice};
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -18,6 +18,26 @@ const STAGE_WORDS: usize = 8 << 20;
 /// 73.6 ms of wall for 58.0 ms of device time, against 69.6 for 57.1 on an earlier lease): the
 /// fill threads' copy, not the pipeline's depth, sets the pace (35–43 GB/s).
 const STAGE_BUFFERS: usize = 2;
+
+/// What goes up through the staging buffers: plain words of 4 or 8 bytes (bases and scalars
+/// as u64 limbs, batch addition's index lists as u32), so a buffer of u64s holds a whole number
+/// of them, aligned. Sealed: only the two widths below.
+pub trait Word: DeviceRepr + Copy + Send + Sync + sealed::Sealed {}
+impl Word for u32 {}
+impl Word for u64 {}
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for u64 {}
+}
+
+/// A staging buffer's u64s seen as `T`s.
+fn as_words<T: Word>(host: &mut [u64]) -> &mut [T] {
+    let len = std::mem::size_of_val(host) / std::mem::size_of::<T>();
+    // SAFETY: `T` is u32 or u64 (sealed): alignment ≤ u64's, size divides 8, every bit
+    // pattern valid; the slice covers exactly the bytes of `host`, borrowed mutably for as long.
+    unsafe { std::slice::from_raw_parts_mut(host.as_mut_ptr().cast::<T>(), len) }
+}
 
 struct Buffer {
     host: PinnedHostSlice<u64>,
@@ -103,11 +123,12 @@ impl Stager {
         Ok(bufs)
     }
 
-    /// `dst.copy_from_slice(src)` on the fill threads (page-sized pieces each).
-    fn copy(&self, dst: &mut [u64], src: &[u64]) {
+    /// `dst.copy_from_slice(src)` on the fill threads (512 KiB pieces each).
+    fn copy<T: Word>(&self, dst: &mut [T], src: &[T]) {
+        let piece = (512 << 10) / std::mem::size_of::<T>();
         let fill = || {
-            dst.par_chunks_mut(1 << 16)
-                .zip(src.par_chunks(1 << 16))
+            dst.par_chunks_mut(piece)
+                .zip(src.par_chunks(piece))
                 .for_each(|(d, s)| d.copy_from_slice(s))
         };
         match self.fill_pool() {
@@ -169,31 +190,52 @@ impl Stager {
 
     /// Copies `src` into `dst[..src.len()]` on `stream`. Returns when the last chunk is queued;
     /// the copies complete in stream order, so later work on `stream` sees the data.
-    pub fn upload(
+    pub fn upload<T: Word>(
         &self,
         ctx: &Arc<CudaContext>,
         stream: &Arc<CudaStream>,
-        src: &[u64],
-        dst: &mut CudaSlice<u64>,
+        src: &[T],
+        dst: &mut CudaSlice<T>,
     ) -> Result<(), GpuError> {
-        if src.len() > dst.len() {
+        self.upload_parts(ctx, stream, &[src], dst)
+    }
+
+    /// Copies `parts`, end to end, into the start of `dst` on `stream`, as [`Stager::upload`]
+    /// does one slice: the parts share the staging buffers, so many short ones (batch
+    /// addition's index lists) still move in buffer-sized copies while the host fills the next.
+    pub fn upload_parts<T: Word>(
+        &self,
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        parts: &[&[T]],
+        dst: &mut CudaSlice<T>,
+    ) -> Result<(), GpuError> {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        if total > dst.len() {
             return Err(GpuError::Driver(format!(
-                "staged upload of {} words into a buffer of {}",
-                src.len(),
+                "staged upload of {total} words into a buffer of {}",
                 dst.len()
             )));
         }
+        let per_buffer = STAGE_WORDS * 8 / std::mem::size_of::<T>();
         let mut bufs = self.buffers(ctx)?;
-        for (i, chunk) in src.chunks(STAGE_WORDS).enumerate() {
+        let mut rest = Pieces::new(parts);
+        for (i, at) in (0..total).step_by(per_buffer).enumerate() {
+            let len = per_buffer.min(total - at);
             let buf = &mut bufs[i % STAGE_BUFFERS];
             if let Some(ev) = buf.drained.take() {
                 ev.synchronize().map_err(GpuError::driver)?;
             }
             let host = buf.host.as_mut_slice().map_err(GpuError::driver)?;
-            let staged = &mut host[..chunk.len()];
-            self.copy(staged, chunk);
-            let at = i * STAGE_WORDS;
-            let mut view = dst.slice_mut(at..at + chunk.len());
+            let staged = &mut as_words::<T>(host)[..len];
+            let mut filled = 0;
+            while filled < len {
+                let piece = rest.take(len - filled);
+                debug_assert!(!piece.is_empty(), "the parts hold `total` words");
+                self.copy(&mut staged[filled..filled + piece.len()], piece);
+                filled += piece.len();
+            }
+            let mut view = dst.slice_mut(at..at + len);
             // The source is page-locked, so this copy is asynchronous; the buffer is not
             // touched again until `drained` has completed.
             stream
@@ -202,5 +244,66 @@ impl Stager {
             buf.drained = Some(stream.record_event(None).map_err(GpuError::driver)?);
         }
         Ok(())
+    }
+}
+
+/// What is left of a list of slices, handed out front to back in pieces of at most a length.
+struct Pieces<'a, T> {
+    parts: std::slice::Iter<'a, &'a [T]>,
+    current: &'a [T],
+}
+
+impl<'a, T> Pieces<'a, T> {
+    fn new(parts: &'a [&'a [T]]) -> Self {
+        Pieces {
+            parts: parts.iter(),
+            current: &[],
+        }
+    }
+
+    /// The next at most `most` items (fewer at a part's end; empty once all are taken).
+    fn take(&mut self, most: usize) -> &'a [T] {
+        while self.current.is_empty() {
+            match self.parts.next() {
+                Some(p) => self.current = p,
+                None => return &[],
+            }
+        }
+        let (head, tail) = self.current.split_at(most.min(self.current.len()));
+        self.current = tail;
+        head
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_cover_the_parts_in_order_within_the_bound() {
+        let a = [1u32, 2, 3];
+        let b: [u32; 0] = [];
+        let c = [4u32, 5, 6, 7, 8];
+        let parts: [&[u32]; 3] = [&a, &b, &c];
+        let mut rest = Pieces::new(&parts);
+        let mut seen = Vec::new();
+        loop {
+            let p = rest.take(2);
+            if p.is_empty() {
+                break;
+            }
+            assert!(p.len() <= 2);
+            seen.extend_from_slice(p);
+        }
+        assert_eq!(seen, [1, 2, 3, 4, 5, 6, 7, 8]);
+    }
+
+    #[test]
+    fn a_buffer_of_u64s_holds_twice_as_many_u32s() {
+        let mut host = [0u64; 4];
+        let words = as_words::<u32>(&mut host);
+        assert_eq!(words.len(), 8);
+        words[1] = 7;
+        assert_eq!(host[0].to_ne_bytes()[4..], 7u32.to_ne_bytes());
     }
 }
