@@ -22,6 +22,13 @@
 #define CC_MADC_LO(d, a, b, c) asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c))
 #define CC_MADC_HI(d, a, b, c) asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c))
 #define CC_MADC_HI_END(d, a, b, c) asm volatile("madc.hi.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c))
+// (hi:lo) += a·b as one two-instruction asm: carry out (MAD) or in and out (MADC); the _TO form
+// adds (chi:clo) instead and writes (hi:lo). One statement for the pair, with the accumulator
+// in place, measured better than the two halves apart: ptxas then fuses the 8-limb product
+// into IMAD.WIDE.U32.X throughout (fr_mul 448 → 304 SASS instructions, NVRTC 12.9 and 13.0).
+#define CC_MAD_WIDE(lo, hi, a, b) asm volatile("mad.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;" : "+r"(lo), "+r"(hi) : "r"(a), "r"(b))
+#define CC_MADC_WIDE(lo, hi, a, b) asm volatile("madc.lo.cc.u32 %0, %2, %3, %0; madc.hi.cc.u32 %1, %2, %3, %1;" : "+r"(lo), "+r"(hi) : "r"(a), "r"(b))
+#define CC_MADC_WIDE_TO(lo, hi, a, b, clo, chi) asm volatile("madc.lo.cc.u32 %0, %2, %3, %4; madc.hi.cc.u32 %1, %2, %3, %5;" : "=r"(lo), "=r"(hi) : "r"(a), "r"(b), "r"(clo), "r"(chi))
 #define MUL_LO(a, b) ((a) * (b))
 #define MUL_HI(a, b) __umulhi((a), (b))
 #else
@@ -48,4 +55,7 @@ static inline u32 ps_cc_sub(u32 a, u32 b, u32 bin) {
 #define CC_MADC_LO(d, a, b, c) ((d) = ps_cc_add(MUL_LO(a, b), (c), ps_cc))
 #define CC_MADC_HI(d, a, b, c) ((d) = ps_cc_add(MUL_HI(a, b), (c), ps_cc))
 #define CC_MADC_HI_END(d, a, b, c) ((d) = (u32)((u64)MUL_HI(a, b) + (c) + ps_cc))
+#define CC_MAD_WIDE(lo, hi, a, b) (CC_MAD_LO(lo, a, b, lo), CC_MADC_HI(hi, a, b, hi))
+#define CC_MADC_WIDE(lo, hi, a, b) (CC_MADC_LO(lo, a, b, lo), CC_MADC_HI(hi, a, b, hi))
+#define CC_MADC_WIDE_TO(lo, hi, a, b, clo, chi) (CC_MADC_LO(lo, a, b, clo), CC_MADC_HI(hi, a, b, chi))
 #endif

@@ -26,13 +26,9 @@ PS_FN void mont_mul_n(u32 *acc, const u32 *a, u32 bi) {
 // acc += a[j]·bi at (j, j+1) for even j, in one chain; its carry out of acc[N−1] stays in CC.
 template <int N>
 PS_FN void mont_cmad_n(u32 *acc, const u32 *a, u32 bi) {
-    CC_MAD_LO(acc[0], a[0], bi, acc[0]);
-    CC_MADC_HI(acc[1], a[0], bi, acc[1]);
+    CC_MAD_WIDE(acc[0], acc[1], a[0], bi);
     PS_UNROLL
-    for (int j = 2; j < N; j += 2) {
-        CC_MADC_LO(acc[j], a[j], bi, acc[j]);
-        CC_MADC_HI(acc[j + 1], a[j], bi, acc[j + 1]);
-    }
+    for (int j = 2; j < N; j += 2) CC_MADC_WIDE(acc[j], acc[j + 1], a[j], bi);
 }
 
 // odd[j], odd[j+1] = a[j]·bi + odd[j+2], odd[j+3] + CC for even j: the product row added while
@@ -41,8 +37,7 @@ template <int N>
 PS_FN void mont_madc_n_rshift(u32 *odd, const u32 *a, u32 bi) {
     PS_UNROLL
     for (int j = 0; j < N - 2; j += 2) {
-        CC_MADC_LO(odd[j], a[j], bi, odd[j + 2]);
-        CC_MADC_HI(odd[j + 1], a[j], bi, odd[j + 3]);
+        CC_MADC_WIDE_TO(odd[j], odd[j + 1], a[j], bi, odd[j + 2], odd[j + 3]);
     }
     CC_MADC_LO(odd[N - 2], a[N - 2], bi, 0u);
     CC_MADC_HI_END(odd[N - 1], a[N - 2], bi, 0u);

@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
 """Compiles the kernel sources with the local NVRTC (no GPU needed) the way the prover does at
-run time (the units with their headers inlined once, --gpu-architecture=sm_90: ptxas runs too), to catch compile errors before spending device time.
+run time (each unit a module with its headers inlined once, at its ptxas level,
+--gpu-architecture=sm_90: ptxas runs too), to catch compile errors before spending device time.
 Usage: tools/nvrtc-check.py [libnvrtc.so [NVRTC options…]] ; prints the log and the CUBIN size.
+With PS_CUBIN=PREFIX in the environment each unit's CUBIN is written to PREFIX-<unit>.cubin (for `cuobjdump -sass FILE`:
+instructions counted per kernel, again without a GPU; cuobjdump and nvdisasm come in PyPI's
+`nvidia-cuda-cuobjdump` and `nvidia-cuda-nvdisasm` wheels).
 With --ptxas-options=-v it ends with a table of every kernel's registers, stack and spills:
 a figure that needs no GPU (register pressure, e.g. before and after a change to a kernel).
 No CUDA here? `pip download --no-deps nvidia-cuda-nvrtc-cu12` and unzip the wheel: its
 nvidia/cuda_nvrtc/lib/libnvrtc.so.12 works on a machine without a GPU."""
-import ctypes, pathlib, re, sys
+import ctypes, os, pathlib, re, sys
 
 lib = ctypes.CDLL(sys.argv[1] if len(sys.argv) > 1 else "libnvrtc.so.11.2")
 cuda = pathlib.Path(__file__).resolve().parent.parent / "cuda"
 
-UNITS = ["ntt.cu", "msm.cu"]  # as prover-core/src/gpu/kernels.rs builds the one module
+# As prover-core/src/gpu/kernels.rs builds them: (unit, ptxas level); PROOFSCOPE_PTXAS_LEVEL
+# overrides every level there and here.
+UNITS = [("ntt.cu", 3), ("msm.cu", 1)]
 
 def expand(name, seen, out):
     if name in seen:
@@ -24,10 +30,9 @@ def expand(name, seen, out):
         elif t != "#pragma once":
             out.append(line)
 
-def source():
-    out, seen = [], set()
-    for u in UNITS:
-        expand(u, seen, out)
+def source(unit):
+    out = []
+    expand(unit, set(), out)
     return "\n".join(out)
 
 def kernel_table(log):
@@ -54,11 +59,13 @@ def kernel_table(log):
     return "\n".join(out)
 
 ok = True
-for mod in ["proofscope.cu"]:
-    src = source().encode()
+for mod, level in UNITS:
+    level = int(os.environ.get("PROOFSCOPE_PTXAS_LEVEL", level))
+    src = source(mod).encode()
     prog = ctypes.c_void_p()
     assert lib.nvrtcCreateProgram(ctypes.byref(prog), src, mod.encode(), 0, None, None) == 0
-    opts = [b"--gpu-architecture=sm_90", b"--std=c++17", b"-default-device"] + [o.encode() for o in sys.argv[2:]]
+    opts = [b"--gpu-architecture=sm_90", b"--std=c++17", b"-default-device",
+            f"--ptxas-options=-O{level}".encode()] + [o.encode() for o in sys.argv[2:]]
     arr = (ctypes.c_char_p * len(opts))(*opts)
     rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
     size = ctypes.c_size_t()
@@ -72,7 +79,11 @@ for mod in ["proofscope.cu"]:
         print(f"{mod}: FAILED ({rc})")
         continue
     lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
-    print(f"{mod}: ok, CUBIN {size.value} bytes (sm_90)")
+    print(f"{mod}: ok, CUBIN {size.value} bytes (sm_90, ptxas -O{level})")
+    if os.environ.get("PS_CUBIN"):
+        cubin = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetCUBIN(prog, cubin)
+        pathlib.Path(f"{os.environ['PS_CUBIN']}-{mod.removesuffix('.cu')}.cubin").write_bytes(cubin.raw)
     if "Used " in log.value.decode():
         print(kernel_table(log.value.decode()))
 sys.exit(0 if ok else 1)

@@ -1,7 +1,8 @@
 //! The typed registry of our CUDA kernels: sources embedded from `cuda/`, compiled by NVRTC
-//! for this GPU's architecture when the backend starts, and cached on disk as CUBIN keyed by a
-//! hash of the sources, the options, the architecture and the NVRTC version — a warm start
-//! loads the cache and compiles nothing.
+//! for this GPU's architecture when the backend starts — one module per translation unit, each
+//! at its own ptxas optimisation level — and cached on disk as CUBIN keyed by a hash of the
+//! sources, the options, the architecture and the NVRTC version: a warm start loads the cache
+//! and compiles nothing.
 
 use super::GpuError;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
@@ -28,8 +29,33 @@ const FILES: &[(&str, &str)] = &[
     ("msm.cu", include_str!("../../../cuda/msm.cu")),
 ];
 
-/// The translation units, in order, that make up the one module.
-const UNITS: &[&str] = &["ntt.cu", "msm.cu"];
+/// A translation unit, built as a module of its own.
+pub struct Unit {
+    pub file: &'static str,
+    /// ptxas's `-O` level. ptxas at `-O3` interleaves the carry chains of the 12-limb Fp
+    /// product until it runs out of predicate registers and keeps carries in general
+    /// registers instead (two LOP3s a carry, P2R, and spills): `msm_accumulate_affine_wide`
+    /// is 13,776 SASS instructions and spills 24 B at -O3, 8,592 and none at -O1 (NVRTC 12.9
+    /// and 13.0, sm_90, `tools/nvrtc-check.py`). The NTT's 8-limb chains do not run out, and
+    /// its kernels are the same size either way.
+    pub ptxas_level: u8,
+}
+
+/// The translation units, each its own module.
+pub const UNITS: &[Unit] = &[
+    Unit {
+        file: "ntt.cu",
+        ptxas_level: 3,
+    },
+    Unit {
+        file: "msm.cu",
+        ptxas_level: 1,
+    },
+];
+
+/// Overrides every unit's ptxas level (0–3), to time one level against another on a GPU
+/// host; unset in production.
+pub const PTXAS_LEVEL_ENV: &str = "PROOFSCOPE_PTXAS_LEVEL";
 
 fn expand(name: &str, seen: &mut Vec<String>, out: &mut String) {
     if seen.iter().any(|s| s == name) {
@@ -55,21 +81,18 @@ fn expand(name: &str, seen: &mut Vec<String>, out: &mut String) {
     }
 }
 
-/// The module's source: the units with every `#include "…"` of our headers inlined once
-/// (NVRTC sees one file).
-pub fn source() -> String {
+/// A unit's source with every `#include "…"` of our headers inlined once (NVRTC sees one
+/// file).
+pub fn source(unit: &str) -> String {
     let mut out = String::new();
-    let mut seen = Vec::new();
-    for u in UNITS {
-        expand(u, &mut seen, &mut out);
-    }
+    expand(unit, &mut Vec::new(), &mut out);
     out
 }
 
 /// Functions of the loaded module.
 #[derive(Debug, Clone)]
 pub struct Kernels {
-    _module: Arc<CudaModule>,
+    _modules: Vec<Arc<CudaModule>>,
     pub ntt_pass: CudaFunction,
     pub ntt_pass4: CudaFunction,
     pub scale_powers: CudaFunction,
@@ -88,7 +111,8 @@ pub struct Kernels {
     pub g2_accumulate_xyzz: CudaFunction,
     pub g2_sums_to_jac: CudaFunction,
     pub g2_window_reduce: CudaFunction,
-    /// Whether this start compiled (false: loaded from the cache), and how long it took.
+    /// Whether this start compiled a module (false: all loaded from the cache), and how long
+    /// loading took.
     pub compiled: bool,
     pub load_ms: f64,
     pub arch: String,
@@ -140,16 +164,32 @@ fn compile(src: &str, opts: &[String]) -> Result<Vec<u8>, GpuError> {
     Ok(cubin)
 }
 
-/// Loads the kernels for `ctx`'s device, compiling them unless the cache has them.
-pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuError> {
-    let t0 = Instant::now();
-    let (major, minor) = ctx.compute_capability().map_err(GpuError::driver)?;
-    let arch = format!("sm_{major}{minor}");
-    let src = source();
+/// The ptxas level `unit` is built at: its own, unless [`PTXAS_LEVEL_ENV`] names another.
+fn ptxas_level(unit: &Unit) -> Result<u8, GpuError> {
+    match std::env::var(PTXAS_LEVEL_ENV) {
+        Err(_) => Ok(unit.ptxas_level),
+        Ok(v) => match v.trim().parse::<u8>() {
+            Ok(l) if l <= 3 => Ok(l),
+            _ => Err(GpuError::Compile(format!(
+                "{PTXAS_LEVEL_ENV}={v:?}: expected a ptxas level 0, 1, 2 or 3"
+            ))),
+        },
+    }
+}
+
+/// One unit's module for `arch`: from the cache, or compiled and cached. True when compiled.
+fn load_unit(
+    ctx: &Arc<CudaContext>,
+    dir: &Path,
+    arch: &str,
+    unit: &Unit,
+) -> Result<(Arc<CudaModule>, bool), GpuError> {
+    let src = source(unit.file);
     let opts = vec![
         format!("--gpu-architecture={arch}"),
         "--std=c++17".to_string(),
         "-default-device".to_string(),
+        format!("--ptxas-options=-O{}", ptxas_level(unit)?),
     ];
     let mut h = Sha256::new();
     h.update(src.as_bytes());
@@ -163,13 +203,13 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
         .take(16)
         .map(|b| format!("{b:02x}"))
         .collect();
-    let dir = cache_dir.join("kernels");
-    let path = dir.join(format!("kernels-{arch}-{key}.cubin"));
+    let stem = unit.file.trim_end_matches(".cu");
+    let path = dir.join(format!("{stem}-{arch}-{key}.cubin"));
     let (cubin, compiled) = match std::fs::read(&path) {
         Ok(b) if !b.is_empty() => (b, false),
         _ => {
             let b = compile(&src, &opts)?;
-            let _ = std::fs::create_dir_all(&dir);
+            let _ = std::fs::create_dir_all(dir);
             let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
             if std::fs::write(&tmp, &b).is_ok() {
                 let _ = std::fs::rename(&tmp, &path);
@@ -180,7 +220,36 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
     let module = ctx
         .load_module(Ptx::from_binary(cubin))
         .map_err(GpuError::driver)?;
-    let f = |name: &str| module.load_function(name).map_err(GpuError::driver);
+    Ok((module, compiled))
+}
+
+/// Loads the kernels for `ctx`'s device, compiling the modules the cache does not have.
+pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuError> {
+    let t0 = Instant::now();
+    let (major, minor) = ctx.compute_capability().map_err(GpuError::driver)?;
+    let arch = format!("sm_{major}{minor}");
+    let dir = cache_dir.join("kernels");
+    let mut modules = Vec::with_capacity(UNITS.len());
+    let mut compiled = false;
+    for unit in UNITS {
+        let (m, c) = load_unit(ctx, &dir, &arch, unit)?;
+        modules.push(m);
+        compiled |= c;
+    }
+    // A function from whichever module defines it.
+    let f = |name: &str| {
+        let mut last = None;
+        for m in &modules {
+            match m.load_function(name) {
+                Ok(func) => return Ok(func),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(match last {
+            Some(e) => GpuError::driver(e),
+            None => GpuError::Compile(format!("no module defines {name}")),
+        })
+    };
     Ok(Kernels {
         ntt_pass: f("ntt_pass")?,
         ntt_pass4: f("ntt_pass4")?,
@@ -200,7 +269,7 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
         g2_accumulate_xyzz: f("g2_accumulate_xyzz")?,
         g2_sums_to_jac: f("g2_sums_to_jac")?,
         g2_window_reduce: f("g2_window_reduce")?,
-        _module: module,
+        _modules: modules,
         compiled,
         load_ms: t0.elapsed().as_secs_f64() * 1e3,
         arch,
@@ -211,19 +280,30 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
 mod tests {
     #[test]
     fn headers_are_inlined_once() {
-        let s = super::source();
-        assert!(s.contains("__global__ void ntt_pass"));
-        assert!(s.contains("msm_window_reduce("));
-        assert!(s.contains("g2_window_reduce("));
-        assert!(s.contains("msm_accumulate_affine("));
-        assert!(s.contains("msm_accumulate_affine_wide("));
-        assert!(!s.contains("#include"));
-        assert!(!s.contains("#pragma once"));
-        // Each header once, however many files include it.
-        assert_eq!(s.matches("struct fr {").count(), 1);
-        assert_eq!(s.matches("struct fp {").count(), 1);
-        assert_eq!(s.matches("struct fp2 {").count(), 1);
-        assert_eq!(s.matches("struct xyzz_t {").count(), 1);
-        assert_eq!(s.matches("typedef unsigned int u32;").count(), 1);
+        let ntt = super::source("ntt.cu");
+        let msm = super::source("msm.cu");
+        assert!(ntt.contains("__global__ void ntt_pass"));
+        assert!(msm.contains("msm_window_reduce("));
+        assert!(msm.contains("g2_window_reduce("));
+        assert!(msm.contains("msm_accumulate_affine("));
+        assert!(msm.contains("msm_accumulate_affine_wide("));
+        for s in [&ntt, &msm] {
+            assert!(!s.contains("#include"));
+            assert!(!s.contains("#pragma once"));
+            // Each header once, however many files include it.
+            assert_eq!(s.matches("struct fr {").count(), 1);
+            assert_eq!(s.matches("typedef unsigned int u32;").count(), 1);
+        }
+        assert_eq!(msm.matches("struct fp {").count(), 1);
+        assert_eq!(msm.matches("struct fp2 {").count(), 1);
+        assert_eq!(msm.matches("struct xyzz_t {").count(), 1);
+    }
+
+    #[test]
+    fn every_unit_is_a_file_of_the_registry() {
+        for u in super::UNITS {
+            assert!(super::FILES.iter().any(|(n, _)| *n == u.file), "{}", u.file);
+            assert!(u.ptxas_level <= 3);
+        }
     }
 }

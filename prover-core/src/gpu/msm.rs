@@ -21,17 +21,18 @@ use std::sync::Arc;
 pub const JAC_LIMBS: usize = 18;
 
 /// How the first accumulation pass (from affine bases: 168 of 208 ms of an MSM at 2^24 on the
-/// H200) is launched, for G1. ptxas (NVRTC 12.9, sm_90) fits the pass in 128 registers with
-/// 200 B of stack spilled at the narrow shape, in 168 with 24 B at the wide one, which is
-/// sppark's accumulation shape (`__launch_bounds__(384)`). On the H200 the wide shape is
+/// H200) is launched, for G1. At ptxas -O3 (NVRTC 12.9, sm_90) the pass spilled 200 B at the
+/// narrow shape (128 registers) and 24 B at the wide one (168), which is sppark's
+/// accumulation shape (`__launch_bounds__(384)`); at -O1, the MSM module's level since, it
+/// needs 118 and 126 and spills nothing at either. On the H200 (at -O3) the wide shape was
 /// faster at every size and plan (2^24, bases resident, scalars page-locked: 198.1 against
 /// 218.4 ms; `prover gpu-bench --msm-accumulate narrow,wide`, docs/BENCHMARKS.md), so it is
 /// the default; G2 has one shape (its launch bounds already allow 255 registers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Accumulate {
-    /// 256 threads a block, 2 blocks an SM (128 registers).
+    /// 256 threads a block, 2 blocks an SM (at most 128 registers).
     Narrow,
-    /// 384 threads a block, 1 block an SM (168 registers).
+    /// 384 threads a block, 1 block an SM (at most 168 registers).
     #[default]
     Wide,
 }
