@@ -49,16 +49,21 @@ PS_FN bool fp_eq(const fp &a, const fp &b) {
     return x == 0;
 }
 
-// t − p when t ≥ p (t < 2p), as a select: no data-dependent branch inside a warp.
+// The modulus as immediates (FP_P's limbs), for the chains below and the product.
+#define FP_LIMBS {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u, \
+                  0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau}
+
+// t − p when t ≥ p (t < 2p): one borrow chain, then a select — no data-dependent branch
+// inside a warp. As carry chains (carry.cuh) rather than 64-bit sums: 64-bit sums cost four
+// SASS instructions a limb (IADD3, IADD3.X, two shifts) where a chain costs one.
 PS_FN void fp_reduce_once(fp &t) {
+    constexpr u32 P[FP_N] = FP_LIMBS;
     fp d;
-    u64 borrow = 0;
+    u32 borrow;
+    CC_SUB(d.l[0], t.l[0], P[0]);
     PS_UNROLL
-    for (int i = 0; i < FP_N; i++) {
-        u64 x = (u64)t.l[i] - FP_P[i] - borrow;
-        d.l[i] = (u32)x;
-        borrow = (x >> 63) & 1;
-    }
+    for (int i = 1; i < FP_N; i++) CC_SUBC(d.l[i], t.l[i], P[i]);
+    CC_SUBC_END(borrow, 0u, 0u); // all ones on a borrow
     PS_UNROLL
     for (int i = 0; i < FP_N; i++) t.l[i] = borrow ? t.l[i] : d.l[i];
 }
@@ -66,12 +71,10 @@ PS_FN void fp_reduce_once(fp &t) {
 // a + b: p < 2^381, so the sum of two reduced values fits 12 limbs and one subtraction reduces it.
 PS_FN fp fp_add(const fp &a, const fp &b) {
     fp s;
-    u64 c = 0;
+    CC_ADD(s.l[0], a.l[0], b.l[0]);
     PS_UNROLL
-    for (int i = 0; i < FP_N; i++) {
-        c = (u64)a.l[i] + b.l[i] + (c >> 32);
-        s.l[i] = (u32)c;
-    }
+    for (int i = 1; i < FP_N - 1; i++) CC_ADDC(s.l[i], a.l[i], b.l[i]);
+    CC_ADDC_END(s.l[FP_N - 1], a.l[FP_N - 1], b.l[FP_N - 1]);
     fp_reduce_once(s);
     return s;
 }
@@ -80,21 +83,17 @@ PS_FN fp fp_dbl(const fp &a) { return fp_add(a, a); }
 
 // a − b, adding p back on a borrow.
 PS_FN fp fp_sub(const fp &a, const fp &b) {
-    fp d;
-    u64 borrow = 0;
+    constexpr u32 P[FP_N] = FP_LIMBS;
+    fp c, d;
+    u32 borrow;
+    CC_SUB(c.l[0], a.l[0], b.l[0]);
     PS_UNROLL
-    for (int i = 0; i < FP_N; i++) {
-        u64 x = (u64)a.l[i] - b.l[i] - borrow;
-        d.l[i] = (u32)x;
-        borrow = (x >> 63) & 1;
-    }
-    const u32 mask = 0u - (u32)borrow;
-    u64 c = 0;
+    for (int i = 1; i < FP_N; i++) CC_SUBC(c.l[i], a.l[i], b.l[i]);
+    CC_SUBC_END(borrow, 0u, 0u); // all ones on a borrow
+    CC_ADD(d.l[0], c.l[0], P[0] & borrow);
     PS_UNROLL
-    for (int i = 0; i < FP_N; i++) {
-        c = (u64)d.l[i] + (FP_P[i] & mask) + (c >> 32);
-        d.l[i] = (u32)c;
-    }
+    for (int i = 1; i < FP_N - 1; i++) CC_ADDC(d.l[i], c.l[i], P[i] & borrow);
+    CC_ADDC_END(d.l[FP_N - 1], c.l[FP_N - 1], P[FP_N - 1] & borrow);
     return d;
 }
 
@@ -113,8 +112,6 @@ PS_FN fp fp_neg(const fp &a) {
 
 // Montgomery product a·b·R^-1 mod p (mont.cuh: carry chains over aligned register pairs; p as
 // immediates), below 2p, reduced once.
-#define FP_LIMBS {0xffffaaabu, 0xb9feffffu, 0xb153ffffu, 0x1eabfffeu, 0xf6b0f624u, 0x6730d2a0u, \
-                  0xf38512bfu, 0x64774b84u, 0x434bacd7u, 0x4b1ba7b6u, 0x397fe69au, 0x1a0111eau}
 PS_FN fp fp_mul(const fp &a, const fp &b) {
     constexpr u32 P[FP_N] = FP_LIMBS;
     fp r;

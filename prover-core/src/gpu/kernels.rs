@@ -32,12 +32,13 @@ const FILES: &[(&str, &str)] = &[
 /// A translation unit, built as a module of its own.
 pub struct Unit {
     pub file: &'static str,
-    /// ptxas's `-O` level. ptxas at `-O3` interleaves the carry chains of the 12-limb Fp
-    /// product until it runs out of predicate registers and keeps carries in general
-    /// registers instead (two LOP3s a carry, P2R, and spills): `msm_accumulate_affine_wide`
-    /// is 13,776 SASS instructions and spills 24 B at -O3, 8,592 and none at -O1 (NVRTC 12.9
-    /// and 13.0, sm_90, `tools/nvrtc-check.py`). The NTT's 8-limb chains do not run out, and
-    /// its kernels are the same size either way.
+    /// ptxas's `-O` level. For the MSM, -O3 interleaved the 12-limb Fp product's carry
+    /// chains past the predicate registers and kept carries in general registers (two LOP3s
+    /// and a P2R a carry) while the field's sums were 64-bit C; with every sum a carry chain
+    /// too, `msm_accumulate_affine_wide` is 7,456 SASS instructions at -O3 (168 registers,
+    /// 24 B spilled) and 7,320 at -O1 (122, none) — 13,776 before either change (NVRTC 12.9
+    /// and 13.0, sm_90, `tools/nvrtc-check.py`). The NTT's kernels are the same size at
+    /// either level.
     pub ptxas_level: u8,
 }
 
