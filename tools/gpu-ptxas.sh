@@ -4,9 +4,9 @@
 # same MSM call (bases resident / scalars page-locked and the other placements, both
 # accumulation shapes), in the order A B C C B A:
 #   A  .gpu/prover-old   the kernels before the change (one module, ptxas -O3, halves apart)
-#   B  .gpu/prover with PROOFSCOPE_PTXAS_LEVEL=3   (paired asm, -O3)
-#   C  .gpu/prover as shipped                      (paired asm, MSM at -O1)
-# Then the NTT of both binaries (A C C A), since the paired asm changes ntt_pass's code too.
+#   B  .gpu/prover with PROOFSCOPE_PTXAS_LEVEL=3   (paired asm and Fp chains, -O3)
+#   C  .gpu/prover as shipped                      (the same, MSM unit at -O1)
+# Then the NTT of both binaries (A C C A): the paired asm changes ntt_pass too.
 # Build: cp the previous build's stripped prover to .gpu/prover-old, then bash tools/gpu-pack.sh.
 # Usage (device tool): bash tools/gpu-ptxas.sh   (MSM="20 22 24" REPS=5 to choose)
 source "$(dirname "$0")/gpu-env.sh"
