@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU host over the carried .gpu/ binaries: the shipped defaults checked end to
-# end — the MSM tests (the wide accumulation now the default, the narrow one beside it), the
+# end — the MSM tests (the default accumulation shape and the other one beside it), the
 # GPU proofs (every witness, the G2 tail on either side), and a `serve` of supraseal's mixed
 # witness at 4 × 2^22 with no placement flags (`--g2-tail auto`: on the device).
 # Usage (device tool): bash tools/gpu-defaults.sh

@@ -22,17 +22,17 @@ fn gpu_msm_equals_blst_at_every_size() {
         eprintln!("2^{log}: equal {}", got == want);
         assert_eq!(got, want, "2^{log}, host inputs");
         // The other accumulation shape (launch bounds), at every size.
-        let narrow = MsmPlan::for_len(n).accumulating(Accumulate::Narrow);
+        let wide = MsmPlan::for_len(n).accumulating(Accumulate::Wide);
         let (p, _) = d
             .g1_msm_with(
                 MsmBases::Host(&bases),
                 MsmScalars::Host(&scalars),
                 n,
-                narrow,
+                wide,
                 false,
             )
             .unwrap();
-        assert_eq!(p, want, "2^{log}, {narrow}");
+        assert_eq!(p, want, "2^{log}, {wide}");
         if log <= 16 {
             // A length that is not a power of two, and the other input placements.
             let m = n - 3;
@@ -88,8 +88,8 @@ fn gpu_msm_handles_the_edge_cases() {
         for plan in [
             MsmPlan::for_len(n),
             MsmPlan::with_c(4, 2),
-            MsmPlan::for_len(n).accumulating(Accumulate::Narrow),
-            MsmPlan::with_c(4, 2).accumulating(Accumulate::Narrow),
+            MsmPlan::for_len(n).accumulating(Accumulate::Wide),
+            MsmPlan::with_c(4, 2).accumulating(Accumulate::Wide),
         ] {
             let (got, _) = d
                 .g1_msm_with(MsmBases::Host(&b), MsmScalars::Host(&s), n, plan, false)

@@ -20,20 +20,21 @@ use std::sync::Arc;
 /// Words of one Jacobian point as the kernels write it (blst's `blst_p1`: x, y, z limbs).
 pub const JAC_LIMBS: usize = 18;
 
-/// How the first accumulation pass (from affine bases: 168 of 208 ms of an MSM at 2^24 on the
-/// H200) is launched, for G1. At ptxas -O3 (NVRTC 12.9, sm_90) the pass spilled 200 B at the
-/// narrow shape (128 registers) and 24 B at the wide one (168), which is sppark's
-/// accumulation shape (`__launch_bounds__(384)`); at -O1, the MSM module's level since, it
-/// needs 118 and 126 and spills nothing at either. On the H200 (at -O3) the wide shape was
-/// faster at every size and plan (2^24, bases resident, scalars page-locked: 198.1 against
-/// 218.4 ms; `prover gpu-bench --msm-accumulate narrow,wide`, docs/BENCHMARKS.md), so it is
-/// the default; G2 has one shape (its launch bounds already allow 255 registers).
+/// How the first accumulation pass (from affine bases: most of an MSM's time) is launched,
+/// for G1. At ptxas -O3 the pass spilled 200 B at the narrow shape (128 registers) and 24 B at
+/// the wide one (168), sppark's accumulation shape (`__launch_bounds__(384)`), and wide was
+/// faster (2^24, bases resident, scalars page-locked: 198.1 against 218.4 ms). With the MSM
+/// module at -O1 and the field's sums as carry chains neither spills (128 and 122 registers),
+/// and narrow's 16 warps an SM beat wide's 12 at every size, in both rounds of one run on the
+/// H200 (145.1–145.2 against 148.4 ms at 2^24, 46.6 against 47.8 at 2^22; `bash
+/// tools/gpu-ptxas.sh`, docs/BENCHMARKS.md): narrow is the default again. G2 has one shape
+/// (its launch bounds already allow 255 registers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Accumulate {
     /// 256 threads a block, 2 blocks an SM (at most 128 registers).
+    #[default]
     Narrow,
     /// 384 threads a block, 1 block an SM (at most 168 registers).
-    #[default]
     Wide,
 }
 
@@ -712,7 +713,7 @@ mod tests {
             }
             assert!(cap <= 1, "n = {n}: {p:?}");
         }
-        assert_eq!(MsmPlan::for_len(1 << 24).accumulate, Accumulate::Wide);
+        assert_eq!(MsmPlan::for_len(1 << 24).accumulate, Accumulate::Narrow);
         let wide = MsmPlan::for_len(1 << 24).accumulating(Accumulate::Wide);
         assert_eq!(
             wide.to_string(),

@@ -108,8 +108,8 @@ impl Device {
             )));
         }
         let s = &self.compute;
-        // The shape batch addition was measured with (2026-12-04); the wide one won for the
-        // MSM (2026-12-05) but has not been timed on these lists.
+        // The shape batch addition was measured with (2026-12-04, and at ptxas -O1 on
+        // 2026-12-05), which is also the MSM's default since.
         let kernels = P::kernels(&self.kernels, super::msm::Accumulate::Narrow);
         let (entries, off) = timed(tl, "upload_ones", 0, s, || self.upload_lists(s, lists))?;
         // Upper bounds of what each pass produces: ⌈count/K⌉ summed ≤ total/K + lists.

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs on the GPU host over the carried .gpu/ binaries: #29 item 1's batches with the shipped
+# defaults (no placement flags), each a `serve` of PROOFS proofs, phases from the recording —
+# supraseal's witness (`--circuit mixed`) and SHA-256 at 2^22 × 4, 2^22 × 10 and 2^24 × 4 —
+# after `gpu-bench`'s NTT, transfer and whole-H sections (BENCH=0 leaves them out).
+# Usage (device tool): bash tools/gpu-batches.sh   (BATCHES="circuit:log:circuits …", PROOFS=2)
+source "$(dirname "$0")/gpu-env.sh"
+mkdir -p "$PROOFSCOPE_CACHE"
+if [ "${BENCH:-1}" = 1 ]; then
+    echo "== gpu-bench: NTT, transfers, whole H ($(date +%T))"
+    timeout 150 $B/prover gpu-bench --sizes 20,22,24 --msm --reps 5 2>&1 | grep -v "^\s*$"
+fi
+for batch in ${BATCHES:-mixed:22:4 mixed:22:10 mixed:24:4 sha256:22:10 sha256:24:4}; do
+    IFS=: read -r circuit log k <<< "$batch"
+    echo "== $circuit 2^$log x $k, ${PROOFS:-2} proofs, defaults ($(date +%T))"
+    rec="$OUT/batch-$circuit-$log-$k.psrec"
+    PROOFSCOPE_SOCKET=none timeout 200 $B/prover serve --backend gpu --circuit "$circuit" \
+        --log-size "$log" --circuits "$k" --proofs "${PROOFS:-2}" --sequential --srs synthetic \
+        --verify off --record "$rec" 2>&1 | grep -E "^proof [0-9]|error|stopping"
+    timeout 60 $B/proofscope replay "$rec" --headless > "$OUT/batch-$circuit-$log-$k.txt" 2>&1
+    sed -n '/-- proofs --/,/-- memory releases --/p' "$OUT/batch-$circuit-$log-$k.txt" \
+        | grep -E "^proof #|b_g2_msm |tail_msm |ntt_msm_h |batch_add |upload_ones|_sums"
+    rm -f "$rec"
+done
+echo "== done ($(date +%T))"
