@@ -18,7 +18,7 @@ msm() { # label, binary, env
 }
 ntt() { # label, binary
     echo "== NTT $1"
-    timeout 120 $2 gpu-bench --sizes 22 24 --msm --reps ${REPS:-5} 2>&1 \
+    timeout 120 $2 gpu-bench --sizes 22,24 --msm --reps ${REPS:-5} 2>&1 \
         | sed -n '/NTT/,/^$/p' | head -12
 }
 A=$B/prover-old; N=$B/prover
