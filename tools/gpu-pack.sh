@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds here (release) what the tools/gpu-*.sh scripts run on the GPU host and copies it,
 # stripped, into .gpu/ (ignored by git): prover, proofscope, and the GPU test binaries
-# (tests/gpu.rs as gpu-tests, tests/gpu_msm.rs as gpu-msm-tests). Then, with the device tool:
+# (tests/gpu.rs as gpu-tests, tests/gpu_msm.rs as gpu-msm-tests), and with NVRTC_LIB set the
+# kernels compiled for sm_90 (below). Then, with the device tool:
 # run(command="bash tools/gpu-g2-tail.sh", carry=[".gpu"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,5 +22,13 @@ mkdir -p .gpu
 cp target/release/prover target/release/proofscope .gpu/
 cp "$(test_bin gpu)" .gpu/gpu-tests
 cp "$(test_bin gpu_msm)" .gpu/gpu-msm-tests
-strip .gpu/*
+strip .gpu/prover .gpu/proofscope .gpu/gpu-tests .gpu/gpu-msm-tests
+# The kernels, compiled here when a libnvrtc of the GPU host's version (13.0) is at hand —
+# NVRTC_LIB=the folder holding libnvrtc.so.13 (PyPI's nvidia-cuda-nvrtc wheel) — so that a
+# fresh host loads them (tools/gpu-env.sh copies them into its cache) instead of compiling
+# for ~76 s of device time.
+rm -rf .gpu/cache
+if [ -n "${NVRTC_LIB:-}" ]; then
+    LD_LIBRARY_PATH="$NVRTC_LIB" target/release/prover kernels --cache .gpu/cache
+fi
 du -sh .gpu/*

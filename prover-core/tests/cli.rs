@@ -150,6 +150,19 @@ fn bad_arguments_are_clear_errors() {
         ],
         "set PROOFSCOPE_CACHE or XDG_CACHE_HOME",
     );
+    fails_with(
+        &["kernels", "--arch", "90"],
+        "expected sm_ and the compute capability",
+    );
+    // SAFETY: only tries to load the library through cudarc's own candidate names.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        let cache = dir.path().join("cache");
+        fails_with(
+            &["kernels", "--cache", cache.to_str().unwrap()],
+            "NVRTC (libnvrtc) not found",
+        );
+        assert!(!cache.exists(), "nothing is written when nothing compiles");
+    }
     if prover_core::gpu::library_present("libcuda.so.1").is_err() {
         fails_with(
             &[

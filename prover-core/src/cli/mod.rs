@@ -5,6 +5,7 @@ mod bench;
 mod callgrind;
 mod common;
 mod gpu_bench;
+mod kernels;
 mod overhead;
 mod prove;
 mod serve;
@@ -36,6 +37,8 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Time the GPU kernels, transfers and the H computation (needs an NVIDIA GPU).
     GpuBench(gpu_bench::GpuBenchArgs),
+    /// Compile the GPU kernels into the kernel cache, on a machine without a GPU.
+    Kernels(kernels::KernelsArgs),
 }
 
 /// A mistake in how the prover was called, found after parsing: exit status 2, like clap's.
@@ -73,6 +76,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Params(a) => common::pregenerate(a),
         Command::Bench(a) => bench::run(a),
         Command::GpuBench(a) => gpu_bench::run(a),
+        Command::Kernels(a) => kernels::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -17,7 +17,7 @@ mod timing;
 pub use backend::GpuBackend;
 pub use backend::bench as backend_bench;
 pub use device::{Device, DeviceFr, NttOp};
-pub use kernels::source as kernel_source;
+pub use kernels::{nvrtc_version, precompile as precompile_kernels, source as kernel_source};
 pub use msm::{
     Accumulate, DeviceBases, JAC_LIMBS, MsmBases, MsmGroup, MsmPlan, MsmScalars, combine_windows,
     jac_to_g1,
