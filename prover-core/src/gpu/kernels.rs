@@ -37,8 +37,9 @@ pub struct Unit {
     /// and a P2R a carry) while the field's sums were 64-bit C; with every sum a carry chain
     /// too, `msm_accumulate_affine_wide` is 7,456 SASS instructions at -O3 (168 registers,
     /// 24 B spilled) and 7,320 at -O1 (122, none) — 13,776 before either change (NVRTC 12.9
-    /// and 13.0, sm_90, `tools/nvrtc-check.py`). The NTT's kernels are the same size at
-    /// either level.
+    /// and 13.0, sm_90, `tools/nvrtc-check.py`) — and on the H200 the MSM at -O1 was 2–3 %
+    /// faster than at -O3 (`tools/gpu-ptxas.sh`, docs/BENCHMARKS.md). The NTT's kernels are
+    /// the same size at either level.
     pub ptxas_level: u8,
 }
 
@@ -209,14 +210,14 @@ fn cache_entry(
     Ok((dir.join(format!("{stem}-{arch}-{key}.cubin")), src, opts))
 }
 
-/// One unit's CUBIN for `arch`: from the cache, or compiled by NVRTC and cached. True when
-/// compiled. Needs libnvrtc, not a GPU.
-fn unit_cubin(dir: &Path, arch: &str, unit: &Unit) -> Result<(Vec<u8>, bool), GpuError> {
+/// One unit's CUBIN for `arch`: from the cache, or compiled by NVRTC and cached; with its
+/// cache file and whether it was compiled now. Needs libnvrtc, not a GPU.
+fn unit_cubin(dir: &Path, arch: &str, unit: &Unit) -> Result<(Vec<u8>, PathBuf, bool), GpuError> {
     let (path, src, opts) = cache_entry(dir, arch, unit)?;
     if let Ok(b) = std::fs::read(&path)
         && !b.is_empty()
     {
-        return Ok((b, false));
+        return Ok((b, path, false));
     }
     let b = compile(&src, &opts)?;
     let _ = std::fs::create_dir_all(dir);
@@ -224,7 +225,7 @@ fn unit_cubin(dir: &Path, arch: &str, unit: &Unit) -> Result<(Vec<u8>, bool), Gp
     if std::fs::write(&tmp, &b).is_ok() {
         let _ = std::fs::rename(&tmp, &path);
     }
-    Ok((b, true))
+    Ok((b, path, true))
 }
 
 /// Compiles every unit for `arch` (`sm_90`, …) into the kernel cache under `cache_dir`, as a
@@ -237,8 +238,8 @@ pub fn precompile(arch: &str, cache_dir: &Path) -> Result<Vec<(PathBuf, bool)>, 
     UNITS
         .iter()
         .map(|unit| {
-            let (_, compiled) = unit_cubin(&dir, arch, unit)?;
-            Ok((cache_entry(&dir, arch, unit)?.0, compiled))
+            let (_, path, compiled) = unit_cubin(&dir, arch, unit)?;
+            Ok((path, compiled))
         })
         .collect()
 }
@@ -252,7 +253,7 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
     let mut modules = Vec::with_capacity(UNITS.len());
     let mut compiled = false;
     for unit in UNITS {
-        let (cubin, c) = unit_cubin(&dir, &arch, unit)?;
+        let (cubin, _, c) = unit_cubin(&dir, &arch, unit)?;
         let module = ctx
             .load_module(Ptx::from_binary(cubin))
             .map_err(GpuError::driver)?;

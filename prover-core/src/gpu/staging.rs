@@ -231,7 +231,12 @@ impl Stager {
             let mut filled = 0;
             while filled < len {
                 let piece = rest.take(len - filled);
-                debug_assert!(!piece.is_empty(), "the parts hold `total` words");
+                if piece.is_empty() {
+                    // Cannot happen: the parts hold `total` words. Never spin on it.
+                    return Err(GpuError::Driver(
+                        "staged upload: the parts ended early".into(),
+                    ));
+                }
                 self.copy(&mut staged[filled..filled + piece.len()], piece);
                 filled += piece.len();
             }
