@@ -8,7 +8,7 @@ source "$(dirname "$0")/gpu-env.sh"
 mkdir -p "$PROOFSCOPE_CACHE"
 if [ "${BENCH:-1}" = 1 ]; then
     echo "== gpu-bench: NTT, transfers, whole H ($(date +%T))"
-    timeout 150 $B/prover gpu-bench --sizes 20,22,24 --msm --reps 5 2>&1 | grep -v "^\s*$"
+    timeout 240 $B/prover gpu-bench --sizes 20,22,24 --msm --reps 5 2>&1 | grep -v "^\s*$"
 fi
 for batch in ${BATCHES:-mixed:22:4 mixed:22:10 mixed:24:4 sha256:22:10 sha256:24:4}; do
     IFS=: read -r circuit log k <<< "$batch"
