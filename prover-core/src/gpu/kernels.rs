@@ -210,22 +210,51 @@ fn cache_entry(
     Ok((dir.join(format!("{stem}-{arch}-{key}.cubin")), src, opts))
 }
 
-/// One unit's CUBIN for `arch`: from the cache, or compiled by NVRTC and cached; with its
-/// cache file and whether it was compiled now. Needs libnvrtc, not a GPU.
-fn unit_cubin(dir: &Path, arch: &str, unit: &Unit) -> Result<(Vec<u8>, PathBuf, bool), GpuError> {
+/// A unit's CUBIN and where it lies in the cache.
+struct UnitCubin {
+    bytes: Vec<u8>,
+    path: PathBuf,
+    /// Compiled now (false: read from the cache).
+    compiled: bool,
+    /// Whether a CUBIN compiled now reached the cache (a backend runs without it; `prover
+    /// kernels` fails).
+    stored: std::io::Result<()>,
+}
+
+/// One unit's CUBIN for `arch`: from the cache, or compiled by NVRTC and cached. Needs
+/// libnvrtc, not a GPU.
+fn unit_cubin(dir: &Path, arch: &str, unit: &Unit) -> Result<UnitCubin, GpuError> {
     let (path, src, opts) = cache_entry(dir, arch, unit)?;
-    if let Ok(b) = std::fs::read(&path)
-        && !b.is_empty()
+    if let Ok(bytes) = std::fs::read(&path)
+        && !bytes.is_empty()
     {
-        return Ok((b, path, false));
+        return Ok(UnitCubin {
+            bytes,
+            path,
+            compiled: false,
+            stored: Ok(()),
+        });
     }
-    let b = compile(&src, &opts)?;
-    let _ = std::fs::create_dir_all(dir);
+    let bytes = compile(&src, &opts)?;
+    let stored = store(&path, &bytes);
+    Ok(UnitCubin {
+        bytes,
+        path,
+        compiled: true,
+        stored,
+    })
+}
+
+/// Writes a cache file whole or not at all (renamed into place).
+fn store(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    if std::fs::write(&tmp, &b).is_ok() {
-        let _ = std::fs::rename(&tmp, &path);
-    }
-    Ok((b, path, true))
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 /// Compiles every unit for `arch` (`sm_90`, …) into the kernel cache under `cache_dir`, as a
@@ -238,8 +267,12 @@ pub fn precompile(arch: &str, cache_dir: &Path) -> Result<Vec<(PathBuf, bool)>, 
     UNITS
         .iter()
         .map(|unit| {
-            let (_, path, compiled) = unit_cubin(&dir, arch, unit)?;
-            Ok((path, compiled))
+            let c = unit_cubin(&dir, arch, unit)?;
+            c.stored.map_err(|source| GpuError::Cache {
+                path: c.path.clone(),
+                source,
+            })?;
+            Ok((c.path, c.compiled))
         })
         .collect()
 }
@@ -253,12 +286,12 @@ pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Kernels, GpuErro
     let mut modules = Vec::with_capacity(UNITS.len());
     let mut compiled = false;
     for unit in UNITS {
-        let (cubin, _, c) = unit_cubin(&dir, &arch, unit)?;
+        let c = unit_cubin(&dir, &arch, unit)?;
         let module = ctx
-            .load_module(Ptx::from_binary(cubin))
+            .load_module(Ptx::from_binary(c.bytes))
             .map_err(GpuError::driver)?;
         modules.push(module);
-        compiled |= c;
+        compiled |= c.compiled;
     }
     // A function from whichever module defines it.
     let f = |name: &str| {

@@ -39,6 +39,11 @@ pub enum GpuError {
     Compile(String),
     #[error("size 2^{0} is outside what the GPU kernels support (2^1 to 2^27)")]
     Size(u32),
+    #[error("kernel cache {path}")]
+    Cache {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 impl GpuError {
