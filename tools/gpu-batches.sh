@@ -13,13 +13,8 @@ fi
 for batch in ${BATCHES:-mixed:22:4 mixed:22:10 mixed:24:4 sha256:22:10 sha256:24:4}; do
     IFS=: read -r circuit log k <<< "$batch"
     echo "== $circuit 2^$log x $k, ${PROOFS:-2} proofs, defaults ($(date +%T))"
-    rec="$OUT/batch-$circuit-$log-$k.psrec"
-    PROOFSCOPE_SOCKET=none timeout 200 $B/prover serve --backend gpu --circuit "$circuit" \
-        --log-size "$log" --circuits "$k" --proofs "${PROOFS:-2}" --sequential --srs synthetic \
-        --verify off --record "$rec" 2>&1 | grep -E "^proof [0-9]|error|stopping"
-    timeout 60 $B/proofscope replay "$rec" --headless > "$OUT/batch-$circuit-$log-$k.txt" 2>&1
-    sed -n '/-- proofs --/,/-- memory releases --/p' "$OUT/batch-$circuit-$log-$k.txt" \
-        | grep -E "^proof #|b_g2_msm |tail_msm |ntt_msm_h |batch_add |upload_ones|_sums"
-    rm -f "$rec"
+    serve_phases "batch-$circuit-$log-$k.txt" 200 \
+        "b_g2_msm |tail_msm |ntt_msm_h |batch_add |upload_ones|_sums" \
+        --circuit "$circuit" --log-size "$log" --circuits "$k" --proofs "${PROOFS:-2}"
 done
 echo "== done ($(date +%T))"

@@ -13,12 +13,6 @@ echo "== GPU tests (H, transfers, proofs verify)"
 PROOFSCOPE_GPU_TESTS=1 timeout 200 $B/gpu-tests --test-threads 1 2>&1 \
     | grep -E "^test |test result|panicked|pool:"
 echo "== mixed 2^22 x 4, defaults"
-rec="$OUT/defaults-mixed.psrec"
-PROOFSCOPE_SOCKET=none timeout 200 $B/prover serve --backend gpu --circuit mixed --log-size 22 \
-    --circuits 4 --proofs 2 --sequential --srs synthetic --verify off --record "$rec" 2>&1 \
-    | grep -E "^proof [0-9]|error|stopping"
-timeout 60 $B/proofscope replay "$rec" --headless > "$OUT/defaults-mixed-report.txt" 2>&1
-sed -n '/-- proofs --/,/-- memory releases --/p' "$OUT/defaults-mixed-report.txt" \
-    | grep -E "^proof #|b_g2_msm |tail_msm |ntt_msm_h |batch_add "
-rm -f "$rec"
+serve_phases defaults-mixed-report.txt 200 "b_g2_msm |tail_msm |ntt_msm_h |batch_add " \
+    --circuit mixed --log-size 22 --circuits 4 --proofs 2
 echo "== done ($(date +%T))"

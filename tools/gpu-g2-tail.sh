@@ -30,14 +30,8 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
 fi
 one() { # circuit proofs g2-tail round
     stamp "$1 2^${LOG:-22} x ${K:-4}, --g2-tail $3, $2 proof(s) (round $4)"
-    rec="$OUT/g2-$1-$3-$4.psrec"
-    PROOFSCOPE_SOCKET=none timeout 280 $B/prover serve --backend gpu --circuit "$1" \
-        --log-size "${LOG:-22}" --circuits "${K:-4}" --proofs "$2" --sequential --srs synthetic \
-        --verify off --g2-tail "$3" --record "$rec" 2>&1 | grep -E "^proof [0-9]|error|stopping"
-    timeout 60 $B/proofscope replay "$rec" --headless > "$OUT/g2-$1-$3-$4-report.txt" 2>&1
-    sed -n '/-- proofs --/,/-- memory releases --/p' "$OUT/g2-$1-$3-$4-report.txt" \
-        | grep -E "^proof #|b_g2_msm |tail_msm |ntt_msm_h |batch_add "
-    rm -f "$rec"
+    serve_phases "g2-$1-$3-$4-report.txt" 280 "b_g2_msm |tail_msm |ntt_msm_h |batch_add " \
+        --circuit "$1" --log-size "${LOG:-22}" --circuits "${K:-4}" --proofs "$2" --g2-tail "$3"
 }
 for batch in ${BATCHES:-squaring:1:2 sha256:3:1}; do
     IFS=: read -r circuit proofs rounds <<< "$batch"

@@ -21,14 +21,8 @@ timeout 240 $B/prover gpu-bench --sizes 20 --msm --h-log "${H_LOG:-24}" --reps 8
     | sed -n '/whole H computation/,$p'
 one() { # dealloc round
     stamp "sha256 2^${LOG:-24} x ${K:-4}, --dealloc $1, 3 proofs (round $2)"
-    rec="$OUT/h-$1-$2.psrec"
-    PROOFSCOPE_SOCKET=none timeout 240 $B/prover serve --backend gpu --circuit sha256 \
-        --log-size "${LOG:-24}" --circuits "${K:-4}" --proofs 3 --sequential --srs synthetic \
-        --verify off --dealloc "$1" --record "$rec" 2>&1 | grep -E "^proof [0-9]|error|stopping"
-    timeout 60 $B/proofscope replay "$rec" --headless > "$OUT/h-$1-$2-report.txt" 2>&1
-    sed -n '/-- proofs --/,/-- memory releases --/p' "$OUT/h-$1-$2-report.txt" \
-        | grep -E "^proof #|synthesis |ntt_msm_h |upload_a|intt_coset_ntt_a"
-    rm -f "$rec"
+    serve_phases "h-$1-$2-report.txt" 240 "synthesis |ntt_msm_h |upload_a|intt_coset_ntt_a" \
+        --circuit sha256 --log-size "${LOG:-24}" --circuits "${K:-4}" --proofs 3 --dealloc "$1"
 }
 for r in $(seq "${ROUNDS:-2}"); do
     if [ $((r % 2)) = 1 ]; then one async "$r"; one reuse "$r"; else one reuse "$r"; one async "$r"; fi

@@ -15,9 +15,12 @@ import ctypes, os, pathlib, re, sys
 lib = ctypes.CDLL(sys.argv[1] if len(sys.argv) > 1 else "libnvrtc.so.11.2")
 cuda = pathlib.Path(__file__).resolve().parent.parent / "cuda"
 
-# As prover-core/src/gpu/kernels.rs builds them: (unit, ptxas level); PROOFSCOPE_PTXAS_LEVEL
-# overrides every level there and here.
-UNITS = [("ntt.cu", 3), ("msm.cu", 1)]
+# (unit, ptxas level), read from prover-core/src/gpu/kernels.rs, which builds them so (one
+# list, not two); PROOFSCOPE_PTXAS_LEVEL overrides every level there and here.
+KERNELS_RS = cuda.parent / "prover-core" / "src" / "gpu" / "kernels.rs"
+UNITS = [(f, int(l)) for f, l in re.findall(
+    r'file:\s*"([a-z_0-9]+\.cu)",\s*ptxas_level:\s*(\d)', KERNELS_RS.read_text())]
+assert UNITS, f"no units found in {KERNELS_RS}"
 
 def expand(name, seen, out):
     if name in seen:

@@ -43,7 +43,8 @@ pub struct Unit {
     pub ptxas_level: u8,
 }
 
-/// The translation units, each its own module.
+/// The translation units, each its own module. `tools/nvrtc-check.py` reads this list (its
+/// `file` and `ptxas_level` fields, as written here) to compile the same modules offline.
 pub const UNITS: &[Unit] = &[
     Unit {
         file: "ntt.cu",
