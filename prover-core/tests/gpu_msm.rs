@@ -153,6 +153,65 @@ fn gpu_batch_addition_equals_blst_in_g1_and_g2() {
     assert!(d.g1_list_sums(&d1, &bad, &mut tl).is_err());
 }
 
+/// All of a batch's queries in one call (B's lists shared by G1 and G2, each set's lists going
+/// up while the set before sums) equal the CPU backend's one query at a time, a query with
+/// every list empty included; an index past the bases in the last set is refused.
+#[test]
+fn gpu_batch_addition_of_all_queries_equals_the_cpu_backend() {
+    use prover_core::gpu::msm_bench::distinct_points_g2;
+    use prover_core::groth16::backend::{Backend, CpuBackend, Ones, OnesQueries};
+    use rand::{Rng, SeedableRng};
+    let Some(gpu) = first_gpu() else { return };
+    let n = 1usize << max_log(16);
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(8);
+    let (l, a, b) = (
+        distinct_points(n, 21),
+        distinct_points(n, 22),
+        distinct_points(n, 23),
+    );
+    let b2 = distinct_points_g2(n, 24);
+    let mut lists = |p: f64| -> Vec<Vec<u32>> {
+        (0..3)
+            .map(|_| (0..n as u32).filter(|_| rng.gen_bool(p)).collect())
+            .collect()
+    };
+    let (l_ones, b_ones) = (lists(0.45), lists(0.3));
+    let a_ones = vec![Vec::new(); 3];
+    let q = OnesQueries {
+        l: Ones {
+            bases: &l,
+            lists: &l_ones,
+        },
+        a: Ones {
+            bases: &a,
+            lists: &a_ones,
+        },
+        b: Ones {
+            bases: &b,
+            lists: &b_ones,
+        },
+        b2: &b2,
+    };
+    let got = gpu.batch_add_queries(&q).unwrap();
+    let want = CpuBackend.batch_add_queries(&q).unwrap();
+    assert_eq!(got.l, want.l, "L");
+    assert_eq!(got.a, want.a, "A (every list empty)");
+    assert_eq!(got.a, vec![G1Projective::identity(); 3]);
+    assert_eq!(got.b, want.b, "B in G1");
+    assert_eq!(got.b2, want.b2, "B in G2");
+    let past = vec![vec![0, n as u32]];
+    let bad = OnesQueries {
+        a: Ones {
+            bases: &a,
+            lists: &past,
+        },
+        ..q
+    };
+    assert!(gpu.batch_add_queries(&bad).is_err());
+    // The device is still usable after the refusal.
+    assert_eq!(gpu.batch_add_queries(&q).unwrap().l, want.l);
+}
+
 /// The G2 MSM (B's G2 tail under `--g2-tail device`) against blst's G2 Pippenger: sizes up to
 /// 2^18, a length that is not a power of two, other plans, and the edge cases.
 #[test]

@@ -9,9 +9,10 @@
 use super::GpuError;
 use super::device::{Device, DeviceFr, NttOp};
 use super::msm::{DeviceBases, MsmBases, MsmPlan, MsmScalars};
+use super::sums::{ListSet, SetSums};
 use super::tables;
 use super::timing::{GpuTimeline, TimedOp, finish, start_if, timed as timed_op};
-use crate::groth16::backend::{Abc, Backend, BackendError};
+use crate::groth16::backend::{Abc, Backend, BackendError, Ones, OnesQueries, OnesSums};
 use crate::groth16::column::{PageLock, PageLocker};
 use crate::groth16::ntt::Domain;
 use crate::probe::SpanHandle;
@@ -214,6 +215,38 @@ impl GpuBackend {
         self.resident_words(BasesKey::of(super::g2_limbs(bases), 24), || {
             self.device.upload_bases_g2(bases)
         })
+    }
+
+    /// The device copy of a query's bases, or `None` when every list is empty (nothing to
+    /// sum: the bases need not go up).
+    fn resident_unless_empty(
+        &self,
+        lists: &[Vec<u32>],
+        resident: impl FnOnce() -> Result<Arc<DeviceBases>, GpuError>,
+    ) -> Result<Option<Arc<DeviceBases>>, GpuError> {
+        if lists.iter().all(Vec::is_empty) {
+            return Ok(None);
+        }
+        resident().map(Some)
+    }
+
+    /// Batch addition of sets of lists, timed and reported as one operation of the calling
+    /// span.
+    fn list_sets(&self, sets: &[HostSet<'_>]) -> Result<Vec<SetSums>, BackendError> {
+        let parent = SpanHandle::current();
+        let views: Vec<Vec<&[u32]>> = sets
+            .iter()
+            .map(|(lists, ..)| lists.iter().map(Vec::as_slice).collect())
+            .collect();
+        let sets: Vec<ListSet<'_>> = sets
+            .iter()
+            .zip(&views)
+            .map(|(&(_, g1, g2), lists)| ListSet { lists, g1, g2 })
+            .collect();
+        let mut tl = self.timeline(super::timing::wanted())?;
+        let out = self.device.list_set_sums(&sets, &mut tl)?;
+        report(self.device.nvml_index, &finish(tl)?, parent);
+        Ok(out)
     }
 
     fn resident_words(
@@ -481,16 +514,9 @@ impl Backend for GpuBackend {
         bases: &[G1Affine],
         ones: &[Vec<u32>],
     ) -> Result<Vec<G1Projective>, BackendError> {
-        if ones.iter().all(Vec::is_empty) {
-            return Ok(vec![G1Projective::identity(); ones.len()]);
-        }
-        let parent = SpanHandle::current();
-        let d = self.resident(bases)?;
-        let mut tl = self.timeline(super::timing::wanted())?;
-        let lists: Vec<&[u32]> = ones.iter().map(Vec::as_slice).collect();
-        let out = self.device.g1_list_sums(&d, &lists, &mut tl)?;
-        report(self.device.nvml_index, &finish(tl)?, parent);
-        Ok(out)
+        let d = self.resident_unless_empty(ones, || self.resident(bases))?;
+        let sums = self.list_sets(&[(ones, d.as_deref(), None)])?.remove(0);
+        Ok(or_identities(sums.g1, ones.len()))
     }
 
     fn batch_add_g2(
@@ -498,16 +524,32 @@ impl Backend for GpuBackend {
         bases: &[G2Affine],
         ones: &[Vec<u32>],
     ) -> Result<Vec<G2Projective>, BackendError> {
-        if ones.iter().all(Vec::is_empty) {
-            return Ok(vec![G2Projective::identity(); ones.len()]);
-        }
-        let parent = SpanHandle::current();
-        let d = self.resident_g2(bases)?;
-        let mut tl = self.timeline(super::timing::wanted())?;
-        let lists: Vec<&[u32]> = ones.iter().map(Vec::as_slice).collect();
-        let out = self.device.g2_list_sums(&d, &lists, &mut tl)?;
-        report(self.device.nvml_index, &finish(tl)?, parent);
-        Ok(out)
+        let d = self.resident_unless_empty(ones, || self.resident_g2(bases))?;
+        let sums = self.list_sets(&[(ones, None, d.as_deref())])?.remove(0);
+        Ok(or_identities(sums.g2, ones.len()))
+    }
+
+    fn batch_add_queries(&self, q: &OnesQueries<'_>) -> Result<OnesSums, BackendError> {
+        let g1 = |o: &Ones<'_>| self.resident_unless_empty(o.lists, || self.resident(o.bases));
+        let (l, a, b) = (g1(&q.l)?, g1(&q.a)?, g1(&q.b)?);
+        let b2 = self.resident_unless_empty(q.b.lists, || self.resident_g2(q.b2))?;
+        // B first: its lists go up once for both groups, and its G2 sums, the longest, cover
+        // the uploads of L's and A's lists.
+        let mut sets = self
+            .list_sets(&[
+                (q.b.lists, b.as_deref(), b2.as_deref()),
+                (q.l.lists, l.as_deref(), None),
+                (q.a.lists, a.as_deref(), None),
+            ])?
+            .into_iter();
+        let mut next = || sets.next().unwrap_or_default();
+        let (b, l, a) = (next(), next(), next());
+        Ok(OnesSums {
+            l: or_identities(l.g1, q.l.lists.len()),
+            a: or_identities(a.g1, q.a.lists.len()),
+            b: or_identities(b.g1, q.b.lists.len()),
+            b2: or_identities(b.g2, q.b.lists.len()),
+        })
     }
 
     fn tail_msm(
@@ -534,6 +576,24 @@ impl Backend for GpuBackend {
             let plan = MsmPlan::for_len_in::<G2Projective>(n);
             self.device.g2_msm_on(d, MsmScalars::Host(s), n, plan, tl)
         })
+    }
+}
+
+/// A set of host lists and the device bases summed over it in G1 and in G2 (a [`ListSet`]
+/// before its lists are viewed as slices).
+type HostSet<'a> = (
+    &'a [Vec<u32>],
+    Option<&'a DeviceBases>,
+    Option<&'a DeviceBases>,
+);
+
+/// A query's sums, or the identity for each of `n` circuits where nothing was summed (every
+/// list empty: the bases did not go up).
+fn or_identities<P: Group>(sums: Vec<P>, n: usize) -> Vec<P> {
+    if sums.is_empty() {
+        vec![P::identity(); n]
+    } else {
+        sums
     }
 }
 

@@ -137,6 +137,21 @@ impl Stager {
         }
     }
 
+    /// [`Stager::copy`] of index words, returning the largest (`None` when empty).
+    fn copy_max(&self, dst: &mut [u32], src: &[u32]) -> Option<u32> {
+        let piece = (512 << 10) / std::mem::size_of::<u32>();
+        let fill = || {
+            dst.par_chunks_mut(piece)
+                .zip(src.par_chunks(piece))
+                .filter_map(|(d, s)| copy_and_max(d, s))
+                .max()
+        };
+        match self.fill_pool() {
+            Some(pool) => pool.install(fill),
+            None => copy_and_max(dst, src),
+        }
+    }
+
     /// Copies `src[..dst.len()]` from the device into `dst` on `stream`, after the work queued
     /// on `stream` before it. Returns when every word has arrived.
     pub fn download(
@@ -201,14 +216,49 @@ impl Stager {
     }
 
     /// Copies `parts`, end to end, into the start of `dst` on `stream`, as [`Stager::upload`]
-    /// does one slice: the parts share the staging buffers, so many short ones (batch
-    /// addition's index lists) still move in buffer-sized copies while the host fills the next.
+    /// does one slice: the parts share the staging buffers, so many short ones still move in
+    /// buffer-sized copies while the host fills the next.
     pub fn upload_parts<T: Word>(
         &self,
         ctx: &Arc<CudaContext>,
         stream: &Arc<CudaStream>,
         parts: &[&[T]],
         dst: &mut CudaSlice<T>,
+    ) -> Result<(), GpuError> {
+        self.stage_parts(ctx, stream, parts, dst, |d, s| {
+            self.copy(d, s);
+            Ok(())
+        })
+    }
+
+    /// [`Stager::upload_parts`] for index lists into bases of `len` points: the fill threads
+    /// check every index as they copy it, and the first past the bases is an error before its
+    /// buffer is queued (nothing has read the device copy then). A separate scan of the lists
+    /// on the host read every index a second time: 480 MB a batch at 2^24 × 4.
+    pub fn upload_indices(
+        &self,
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        lists: &[&[u32]],
+        dst: &mut CudaSlice<u32>,
+        len: usize,
+    ) -> Result<(), GpuError> {
+        self.stage_parts(ctx, stream, lists, dst, |d, s| match self.copy_max(d, s) {
+            Some(most) if most as usize >= len => Err(GpuError::Driver(format!(
+                "batch addition index {most} past {len} bases"
+            ))),
+            _ => Ok(()),
+        })
+    }
+
+    /// The staged copy of `parts`, each piece filled by `fill(staged, piece)`.
+    fn stage_parts<T: Word>(
+        &self,
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
+        parts: &[&[T]],
+        dst: &mut CudaSlice<T>,
+        fill: impl Fn(&mut [T], &[T]) -> Result<(), GpuError>,
     ) -> Result<(), GpuError> {
         let total: usize = parts.iter().map(|p| p.len()).sum();
         if total > dst.len() {
@@ -237,7 +287,7 @@ impl Stager {
                         "staged upload: the parts ended early".into(),
                     ));
                 }
-                self.copy(&mut staged[filled..filled + piece.len()], piece);
+                fill(&mut staged[filled..filled + piece.len()], piece)?;
                 filled += piece.len();
             }
             let mut view = dst.slice_mut(at..at + len);
@@ -250,6 +300,16 @@ impl Stager {
         }
         Ok(())
     }
+}
+
+/// `dst.copy_from_slice(src)`, returning the largest word copied (`None` when empty): one pass
+/// over the words, which the compiler vectorises.
+fn copy_and_max(dst: &mut [u32], src: &[u32]) -> Option<u32> {
+    let most = dst.iter_mut().zip(src).fold(0u32, |m, (d, &s)| {
+        *d = s;
+        m.max(s)
+    });
+    (!src.is_empty()).then_some(most)
 }
 
 /// What is left of a list of slices, handed out front to back in pieces of at most a length.
@@ -310,5 +370,15 @@ mod tests {
         assert_eq!(words.len(), 8);
         words[1] = 7;
         assert_eq!(host[0].to_ne_bytes()[4..], 7u32.to_ne_bytes());
+    }
+
+    #[test]
+    fn the_checked_copy_copies_every_word_and_finds_the_largest() {
+        let src: Vec<u32> = (0..1000u32).map(|i| (i * 7919) % 1009).collect();
+        let mut dst = vec![0u32; src.len()];
+        assert_eq!(copy_and_max(&mut dst, &src), src.iter().copied().max());
+        assert_eq!(dst, src);
+        assert_eq!(copy_and_max(&mut [], &[]), None);
+        assert_eq!(copy_and_max(&mut [9], &[0]), Some(0));
     }
 }

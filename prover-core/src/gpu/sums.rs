@@ -11,7 +11,6 @@ use super::timing::{GpuTimeline, timed};
 use blst::{blst_fp, blst_fp2, blst_p2};
 use blstrs::{G1Projective, G2Affine, G2Projective};
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
-use rayon::prelude::*;
 use std::sync::Arc;
 
 /// Words of one G2 Jacobian point as the kernels write it (blst's `blst_p2`).
@@ -58,6 +57,26 @@ pub fn g2_limbs(v: &[G2Affine]) -> &[u64] {
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u64>(), v.len() * 24) }
 }
 
+/// One set of index lists and the device bases summed over it: B's G1 and G2 queries share
+/// their lists (one upload for both), L and A each sum theirs in G1.
+#[derive(Debug, Clone, Copy)]
+pub struct ListSet<'a> {
+    pub lists: &'a [&'a [u32]],
+    pub g1: Option<&'a DeviceBases>,
+    pub g2: Option<&'a DeviceBases>,
+}
+
+/// A [`ListSet`]'s sums, one a list in each group it names (empty in a group it does not).
+#[derive(Debug, Default)]
+pub struct SetSums {
+    pub g1: Vec<G1Projective>,
+    pub g2: Vec<G2Projective>,
+}
+
+/// One group's sums queued on the compute stream (Jacobian points, one a list), read back
+/// after the last set.
+type Queued = CudaSlice<u64>;
+
 impl Device {
     /// For each list, the sum of the G1 `bases` at its indices.
     pub fn g1_list_sums(
@@ -66,7 +85,12 @@ impl Device {
         lists: &[&[u32]],
         tl: &mut Option<GpuTimeline>,
     ) -> Result<Vec<G1Projective>, GpuError> {
-        self.list_sums(bases, lists, tl)
+        let set = ListSet {
+            lists,
+            g1: Some(bases),
+            g2: None,
+        };
+        Ok(self.list_set_sums(&[set], tl)?.remove(0).g1)
     }
 
     /// For each list, the sum of the G2 `bases` (uploaded by [`Device::upload_bases_g2`]) at
@@ -77,7 +101,12 @@ impl Device {
         lists: &[&[u32]],
         tl: &mut Option<GpuTimeline>,
     ) -> Result<Vec<G2Projective>, GpuError> {
-        self.list_sums(bases, lists, tl)
+        let set = ListSet {
+            lists,
+            g1: None,
+            g2: Some(bases),
+        };
+        Ok(self.list_set_sums(&[set], tl)?.remove(0).g2)
     }
 
     /// Uploads G2 bases (pageable or not) on the upload stream, to keep on the device.
@@ -88,30 +117,95 @@ impl Device {
         })
     }
 
-    /// The lists' sums in group `P`, one a list.
-    fn list_sums<P: MsmGroup>(
+    /// Every set's sums, in order. Each set's lists go up once, on the upload stream, while the
+    /// compute stream sums the set before them; the host waits once, at the end. One query at a
+    /// time, with the lists on the compute stream, the uploads (26.6 ms at 2^24 × 4 of
+    /// supraseal's witness on the H200 host, 2026-12-05) stood between the sums.
+    pub fn list_set_sums(
         &self,
-        bases: &DeviceBases,
-        lists: &[&[u32]],
+        sets: &[ListSet<'_>],
         tl: &mut Option<GpuTimeline>,
-    ) -> Result<Vec<P>, GpuError> {
-        check_indices(lists, bases.len)?;
-        let m = lists.len() as u32;
-        let total: usize = lists.iter().map(|l| l.len()).sum();
-        let most = lists.iter().map(|l| l.len()).max().unwrap_or(0);
-        if total == 0 {
-            return Ok(vec![P::identity(); lists.len()]);
+    ) -> Result<Vec<SetSums>, GpuError> {
+        let mut queued = Vec::with_capacity(sets.len());
+        for set in sets {
+            queued.push(self.queue_set(set, tl)?);
+        }
+        let s = &self.compute;
+        let read = |q: Option<Queued>| -> Result<Vec<u64>, GpuError> {
+            q.map_or(Ok(Vec::new()), |q| {
+                s.clone_dtoh(&q).map_err(GpuError::driver)
+            })
+        };
+        let mut words = Vec::with_capacity(sets.len());
+        for (g1, g2) in queued {
+            words.push((read(g1)?, read(g2)?));
+        }
+        s.synchronize().map_err(GpuError::driver)?;
+        Ok(sets
+            .iter()
+            .zip(words)
+            .map(|(set, (w1, w2))| SetSums {
+                g1: points(set.g1.is_some(), set.lists.len(), &w1),
+                g2: points(set.g2.is_some(), set.lists.len(), &w2),
+            })
+            .collect())
+    }
+
+    /// Uploads one set's lists (checked against its bases) and queues its sums in each group.
+    fn queue_set(
+        &self,
+        set: &ListSet<'_>,
+        tl: &mut Option<GpuTimeline>,
+    ) -> Result<(Option<Queued>, Option<Queued>), GpuError> {
+        let len = [set.g1, set.g2]
+            .iter()
+            .flatten()
+            .map(|b| b.len)
+            .min()
+            .unwrap_or(0);
+        let total: usize = set.lists.iter().map(|l| l.len()).sum();
+        if total == 0 || (set.g1.is_none() && set.g2.is_none()) {
+            return Ok((None, None));
         }
         if total > (u32::MAX >> 1) as usize {
             return Err(GpuError::Driver(format!(
                 "batch addition of {total} points: offsets are 31-bit"
             )));
         }
+        let up = &self.upload;
+        let (entries, off) = timed(tl, "upload_ones", 1, up, || {
+            self.upload_lists(up, set.lists, len)
+        })?;
+        // The compute stream waits for these lists only; the next set's go up meanwhile.
+        let ev = up.record_event(None).map_err(GpuError::driver)?;
+        self.compute.wait(&ev).map_err(GpuError::driver)?;
+        let g2 = set
+            .g2
+            .map(|b| self.queue_sums::<G2Projective>(b, set.lists, &entries, &off, tl))
+            .transpose()?;
+        let g1 = set
+            .g1
+            .map(|b| self.queue_sums::<G1Projective>(b, set.lists, &entries, &off, tl))
+            .transpose()?;
+        Ok((g1, g2))
+    }
+
+    /// Queues the lists' sums in group `P` on the compute stream, one a list, without waiting.
+    fn queue_sums<P: MsmGroup>(
+        &self,
+        bases: &DeviceBases,
+        lists: &[&[u32]],
+        entries: &CudaSlice<u32>,
+        off: &CudaSlice<u32>,
+        tl: &mut Option<GpuTimeline>,
+    ) -> Result<Queued, GpuError> {
+        let m = lists.len() as u32;
+        let total: usize = lists.iter().map(|l| l.len()).sum();
+        let most = lists.iter().map(|l| l.len()).max().unwrap_or(0);
         let s = &self.compute;
         // The shape batch addition was measured with (2026-12-04, and at ptxas -O1 on
         // 2026-12-05), which is also the MSM's default since.
         let kernels = P::kernels(&self.kernels, super::msm::Accumulate::Narrow);
-        let (entries, off) = timed(tl, "upload_ones", 0, s, || self.upload_lists(s, lists))?;
         // Upper bounds of what each pass produces: ⌈count/K⌉ summed ≤ total/K + lists.
         let mut bound = total.div_ceil(K as usize) + lists.len();
         let mut off_cur = s
@@ -121,14 +215,14 @@ impl Device {
         let mut items =
             unsafe { s.alloc::<u64>(bound * P::XYZZ_WORDS) }.map_err(GpuError::driver)?;
         timed(tl, P::SUMS_PASSES[0], 0, s, || {
-            self.scan(s, &off, &mut off_cur, m, K, true)?;
+            self.scan(s, off, &mut off_cur, m, K, true)?;
             // SAFETY: reads entries within off's ranges and bases by index < len (checked
-            // above); writes items below off_cur[m] ≤ bound.
+            // as they went up); writes items below off_cur[m] ≤ bound.
             unsafe {
                 s.launch_builder(kernels.accumulate_affine)
                     .arg(&bases.words)
-                    .arg(&entries)
-                    .arg(&off)
+                    .arg(entries)
+                    .arg(off)
                     .arg(&off_cur)
                     .arg(&m)
                     .arg(&K)
@@ -176,40 +270,39 @@ impl Device {
                 .launch(cfg(lists.len(), 64))
         }
         .map_err(GpuError::driver)?;
-        let host = s.clone_dtoh(&out).map_err(GpuError::driver)?;
-        s.synchronize().map_err(GpuError::driver)?;
-        Ok(host.chunks_exact(P::JAC_WORDS).map(P::from_jac).collect())
+        Ok(out)
     }
 }
 
-/// An index past the bases would read outside them on the device: refused before any launch.
-fn check_indices(lists: &[&[u32]], len: usize) -> Result<(), GpuError> {
-    let bad = lists
-        .par_iter()
-        .find_map_any(|l| l.par_iter().find_any(|&&i| i as usize >= len).copied());
-    match bad {
-        Some(i) => Err(GpuError::Driver(format!(
-            "batch addition index {i} past {len} bases"
-        ))),
-        None => Ok(()),
+/// A group's points read back (`m` of them), or the identities where the set queued none
+/// there (its lists were all empty), or nothing where the set does not name the group.
+fn points<P: MsmGroup>(named: bool, m: usize, words: &[u64]) -> Vec<P> {
+    if !named {
+        return Vec::new();
     }
+    if words.is_empty() {
+        return vec![P::identity(); m];
+    }
+    words.chunks_exact(P::JAC_WORDS).map(P::from_jac).collect()
 }
 
 impl Device {
-    /// The lists, end to end, and their offsets (lists + 2 words: the scan's layout, total then
-    /// a word it writes). The lists go up through the staging buffers: from pageable memory
-    /// one list at a time they took 21–25 ms of the 88–91 ms batch addition of supraseal's
-    /// witness at 4 × 2^22 on the H200 host (2026-12-05).
+    /// The lists, end to end, checked against bases of `len` points as they go up, and their
+    /// offsets (lists + 2 words: the scan's layout, total then a word it writes). The lists go
+    /// up through the staging buffers: from pageable memory one list at a time they took
+    /// 21–25 ms of the 88–91 ms batch addition of supraseal's witness at 4 × 2^22 on the H200
+    /// host (2026-12-05).
     fn upload_lists(
         &self,
         s: &Arc<CudaStream>,
         lists: &[&[u32]],
+        len: usize,
     ) -> Result<(CudaSlice<u32>, CudaSlice<u32>), GpuError> {
         let total: usize = lists.iter().map(|l| l.len()).sum();
         // SAFETY: every word is written by the staged copy below before a kernel reads it.
         let mut entries = unsafe { s.alloc::<u32>(total) }.map_err(GpuError::driver)?;
         self.stager
-            .upload_parts(&self.ctx, s, lists, &mut entries)?;
+            .upload_indices(&self.ctx, s, lists, &mut entries, len)?;
         let mut off = Vec::with_capacity(lists.len() + 2);
         let mut at = 0u32;
         for l in lists {

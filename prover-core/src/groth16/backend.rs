@@ -137,6 +137,18 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
         ones: &[Vec<u32>],
     ) -> Result<Vec<G2Projective>, BackendError>;
 
+    /// The ones of one batch's queries summed for each circuit: L, A and B in G1, and B in
+    /// G2 over B's lists. One call, so a backend can move each list once and overlap the
+    /// queries; by default, one query after another (G2 first).
+    fn batch_add_queries(&self, q: &OnesQueries<'_>) -> Result<OnesSums, BackendError> {
+        Ok(OnesSums {
+            b2: self.batch_add_g2(q.b2, q.b.lists)?,
+            l: self.batch_add(q.l.bases, q.l.lists)?,
+            a: self.batch_add(q.a.bases, q.a.lists)?,
+            b: self.batch_add(q.b.bases, q.b.lists)?,
+        })
+    }
+
     /// For each circuit: Σ scalars[i]·bases[i].
     fn tail_msm(
         &self,
@@ -154,6 +166,31 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     ) -> Result<Vec<G2Projective>, BackendError> {
         Ok(scalars.iter().map(|s| msm::g2_msm(bases, s)).collect())
     }
+}
+
+/// One query's bases and, for each circuit, the indices of its ones.
+#[derive(Debug, Clone, Copy)]
+pub struct Ones<'a> {
+    pub bases: &'a [G1Affine],
+    pub lists: &'a [Vec<u32>],
+}
+
+/// The ones of a batch's queries: B's G2 query (`b2`) shares B's lists.
+#[derive(Debug, Clone, Copy)]
+pub struct OnesQueries<'a> {
+    pub l: Ones<'a>,
+    pub a: Ones<'a>,
+    pub b: Ones<'a>,
+    pub b2: &'a [G2Affine],
+}
+
+/// Each query's sums, one a circuit (none where the query has no lists).
+#[derive(Debug, Default)]
+pub struct OnesSums {
+    pub l: Vec<G1Projective>,
+    pub a: Vec<G1Projective>,
+    pub b: Vec<G1Projective>,
+    pub b2: Vec<G2Projective>,
 }
 
 /// Where B's G2 tail MSM (`b_g2_msm`) runs.

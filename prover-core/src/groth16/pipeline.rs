@@ -13,7 +13,7 @@
 //! Every phase is a probe span under the proof's outer span `prove` (the wrapper timer).
 
 use super::assignment::ProvingAssignment;
-use super::backend::{Abc, Backend, BackendError, G2Tail};
+use super::backend::{Abc, Backend, BackendError, G2Tail, Ones, OnesQueries, OnesSums};
 use super::circuits::AnyCircuit;
 use super::column::ColumnPool;
 use super::dealloc::{self, DeallocMode};
@@ -322,19 +322,27 @@ fn device_part(
             .map_err(|_| ProveError::Thread("prep_msm ended without a result".into()))?
     };
     let (p, full) = (&prepared, bases);
-    let (l1, a1, b1, g2_ones) = t.time("batch_add", || -> Result<_, BackendError> {
+    let sums = t.time("batch_add", || {
         let _s = span!("batch_add");
-        let b_ones = run_of(&p.b.ones, range.clone());
-        let mut b2 = backend.batch_add_g2(full.b2, b_ones)?;
-        // An unsplit B has no ones: every circuit's G2 sum is the identity.
-        b2.resize(range.len(), G2Projective::identity());
-        Ok((
-            backend.batch_add(full.l, run_of(&p.l.ones, range.clone()))?,
-            backend.batch_add(full.a, run_of(&p.a.ones, range.clone()))?,
-            backend.batch_add(full.b, b_ones)?,
-            b2,
-        ))
+        let ones = |bases, lists| Ones {
+            bases,
+            lists: run_of(lists, range.clone()),
+        };
+        backend.batch_add_queries(&OnesQueries {
+            l: ones(full.l, p.l.ones.as_slice()),
+            a: ones(full.a, p.a.ones.as_slice()),
+            b: ones(full.b, p.b.ones.as_slice()),
+            b2: full.b2,
+        })
     })?;
+    let OnesSums {
+        l: l1,
+        a: a1,
+        b: b1,
+        b2: mut g2_ones,
+    } = sums;
+    // An unsplit B has no ones: every circuit's G2 sum is the identity.
+    g2_ones.resize(range.len(), G2Projective::identity());
     let (l2, a2, b2) = t.time("tail_msm", || -> Result<_, BackendError> {
         let _s = span!("tail_msm");
         Ok((
