@@ -16,13 +16,14 @@ nvidia-smi -L; nproc; date -u
 
 # Proofs on the GPU recorded by `prover serve` (synthetic SRS, one batch at a time, no
 # verification, SERVE-ARGS added), the recording replayed headless into $OUT/REPORT, the
-# proofs' phase lines matching PATTERN printed, the recording removed.
+# proofs' phase lines matching PATTERN printed, the recording removed. PROVER names another
+# carried build (e.g. .gpu/prover-old) for an A/B in the same lease.
 # Usage: serve_phases REPORT SECONDS PATTERN SERVE-ARGS…
 serve_phases() {
     local report=$1 seconds=$2 pattern=$3
     shift 3
     local rec="$OUT/${report%.txt}.psrec"
-    PROOFSCOPE_SOCKET=none timeout "$seconds" $B/prover serve --backend gpu --sequential \
+    PROOFSCOPE_SOCKET=none timeout "$seconds" "${PROVER:-$B/prover}" serve --backend gpu --sequential \
         --srs synthetic --verify off --record "$rec" "$@" 2>&1 \
         | grep -E "^proof [0-9]|error|stopping"
     timeout 60 $B/proofscope replay "$rec" --headless > "$OUT/$report" 2>&1
