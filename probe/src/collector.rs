@@ -7,6 +7,7 @@
 //! [`Batch`], which is then sent as definitions first (never dropped), data after.
 
 use crate::alloc;
+use crate::cadence::Cadence;
 use crate::clock::Converter;
 use crate::config::HEARTBEAT;
 use crate::encoded::{EncodedFrame, dropped_event, encode_all};
@@ -75,8 +76,8 @@ pub(crate) struct Collector {
     rss: system::RssReader,
     sched: crate::sched::SchedSampler,
     stacks: crate::stacks::StackTable,
-    /// `None` until the first sample (taken in the first cycle, as a baseline).
-    last_alloc_sample: Option<Instant>,
+    /// When the next allocator sample is due (the first cycle takes one, as a baseline).
+    cadence: Cadence,
     /// Set for the session's last cycle: it takes every large block still queued.
     last_cycle: bool,
     last_send: Instant,
@@ -134,6 +135,7 @@ const LAST_DRAIN_WAIT: Duration = Duration::from_millis(500);
 impl Collector {
     pub fn new(session: Arc<Session>) -> Collector {
         let budget = session.config.history_bytes;
+        let session_alloc_sample = session.config.alloc_sample;
         let now = Instant::now();
         Collector {
             session,
@@ -154,7 +156,7 @@ impl Collector {
             rss: system::RssReader::new(),
             sched: crate::sched::SchedSampler::default(),
             stacks: crate::stacks::StackTable::default(),
-            last_alloc_sample: None,
+            cadence: Cadence::new(session_alloc_sample),
             last_cycle: false,
             last_send: now,
             last_refit: now,
@@ -168,15 +170,14 @@ impl Collector {
     }
 
     /// Runs until the session stops, then sends the goodbye and closes every queue. The
-    /// collector wakes when the next allocator sample is due, and sooner only to drain again
-    /// within the flush interval while events flow, or when a thread's ring is half full or a
-    /// subscriber arrives (they unpark it); after an idle cycle it still wakes at least every
-    /// [`MAX_IDLE_WAIT`], so that a rare sampling cadence does not hold back the events that
-    /// end an idle spell. Its wake-ups are most of its cost (~40–55 µs of kernel time each on
-    /// the H200 host, docs/BENCHMARKS.md): a drain that fell between two samples, 5 ms after
-    /// the last, was an extra one for each burst of events.
+    /// collector wakes when the next allocator sample is due ([`Cadence`]), and sooner only to
+    /// drain again within the flush interval while events flow, or when a thread's ring is
+    /// half full or a subscriber arrives (they unpark it); after an idle cycle it still wakes
+    /// at least every [`MAX_IDLE_WAIT`], so that a rare sampling cadence does not hold back the
+    /// events that end an idle spell. Its wake-ups are most of its cost (~40–55 µs of kernel
+    /// time each on the H200 host, docs/BENCHMARKS.md): a drain that fell between two samples,
+    /// 5 ms after the last, was an extra one for each burst of events.
     pub fn run(mut self) -> CollectorStats {
-        let interval = self.session.config.flush_every();
         loop {
             let stopping = self.session.control.stopping();
             if stopping {
@@ -186,7 +187,11 @@ impl Collector {
             if stopping {
                 break;
             }
-            let most = if moved { interval } else { MAX_IDLE_WAIT };
+            let most = if moved {
+                self.flush_every()
+            } else {
+                MAX_IDLE_WAIT
+            };
             std::thread::park_timeout(self.until_next_sample().min(most));
         }
         self.finish();
@@ -210,9 +215,13 @@ impl Collector {
 
     /// Time until the next allocator sample is due.
     fn until_next_sample(&self) -> Duration {
-        let every = self.session.config.alloc_sample;
-        self.last_alloc_sample
-            .map_or(Duration::ZERO, |t| every.saturating_sub(t.elapsed()))
+        self.cadence.until_due(Instant::now())
+    }
+
+    /// How soon to drain again while events flow: the configured flush interval, else the
+    /// sampling cadence in effect, so that drains fall on the samples' wake-ups.
+    fn flush_every(&self) -> Duration {
+        (self.session.config.flush_interval).unwrap_or(self.cadence.every())
     }
 
     fn now(&self) -> u64 {
@@ -310,6 +319,9 @@ impl Collector {
                 RawKind::SpanEnd => self.sched.span_edge(*thread, false),
                 RawKind::Marker => {}
             }
+            if e.kind() != RawKind::Marker {
+                self.cadence.stir();
+            }
             if let Some((t, pos)) = latest
                 && t != *thread
             {
@@ -326,6 +338,9 @@ impl Collector {
     fn take_large_blocks(&mut self, conv: Converter, batch: &mut Batch) {
         let mut blocks = std::mem::take(&mut self.blocks);
         alloc::drain(self.last_cycle, |b| blocks.push(b));
+        if !blocks.is_empty() {
+            self.cadence.stir();
+        }
         // After the blocks: a block's stack was queued before it, so it is here now.
         let stacks = &mut self.stacks;
         alloc::drain_stacks(|s| stacks.add_pending(s));
@@ -357,15 +372,14 @@ impl Collector {
     }
 
     fn sample_allocator(&mut self, now: u64, batch: &mut Batch) {
-        if self
-            .last_alloc_sample
-            .is_some_and(|t| t.elapsed() < self.session.config.alloc_sample)
-        {
+        let at = Instant::now();
+        if !self.cadence.due(at) {
             return;
         }
-        self.last_alloc_sample = Some(Instant::now());
         let t = alloc::totals();
         let live = t.live_bytes();
+        let rss = self.rss.bytes();
+        self.cadence.sampled(at, live, rss);
         batch.data.push(Event::AllocSample(AllocSample {
             ts: now,
             live_bytes: live,
@@ -374,7 +388,7 @@ impl Collector {
             frees: t.frees,
             alloc_bytes: t.alloc_bytes,
             free_bytes: t.free_bytes,
-            rss_bytes: self.rss.bytes(),
+            rss_bytes: rss,
         }));
         if self.session.config.sched_sample {
             self.sched.sample(now, &mut batch.data);

@@ -9,7 +9,7 @@
 //! | `PROOFSCOPE_INSTANCE` | the worker's name in a fleet's metrics, stable across restarts (Hello `instance`) | the prover name and a hash of its command line |
 //! | `PROOFSCOPE_HISTORY_BYTES` | flight recorder budget | 64 MiB |
 //! | `PROOFSCOPE_LARGE_BLOCK` | bytes at or above which allocations are reported | 1 MiB |
-//! | `PROOFSCOPE_ALLOC_SAMPLE_MS` | allocator sample interval | 10 |
+//! | `PROOFSCOPE_ALLOC_SAMPLE_MS` | allocator sample interval while memory moves (stretched to up to 50 ms while it is still) | 10 |
 //! | `PROOFSCOPE_GPU_SAMPLE_MS` | NVML sample interval (`0`: no NVML sampling) | 100 |
 //! | `PROOFSCOPE_RING_EVENTS` | per-thread buffer, events | 16384 |
 //! | `PROOFSCOPE_SUBSCRIBER_BYTES` | per-subscriber queue bound | 16 MiB |
@@ -57,15 +57,18 @@ pub struct ProbeConfig {
     pub record: Option<PathBuf>,
     pub history_bytes: usize,
     pub large_block: u64,
+    /// The allocator sample interval while memory moves; while it is still, the collector
+    /// stretches it up to 50 ms (`cadence.rs`).
     pub alloc_sample: Duration,
     /// `None`: no NVML sampling.
     pub gpu_sample: Option<Duration>,
     pub ring_events: usize,
     pub subscriber_bytes: usize,
     /// How soon the collector drains the thread buffers again while events flow, when nothing
-    /// wakes it sooner (a half-full buffer does). `None`: the allocator sample interval, so
-    /// that drains fall on the samples' wake-ups instead of adding their own — each costs
-    /// ~40–55 µs of kernel time on the H200 host (docs/BENCHMARKS.md). See [`Self::flush_every`].
+    /// wakes it sooner (a half-full buffer does). `None`: the allocator sample interval in
+    /// effect (stretched while memory is still: `cadence.rs`), so that drains fall on the
+    /// samples' wake-ups instead of adding their own — each costs ~40–55 µs of kernel time on
+    /// the H200 host (docs/BENCHMARKS.md).
     pub flush_interval: Option<Duration>,
     /// Scheduler counters of the threads inside a span, at the allocator cadence
     /// (`ThreadSched`); `PROOFSCOPE_SCHED=0` turns them off.
@@ -253,11 +256,6 @@ impl ProbeConfig {
     pub fn flush_interval(mut self, every: Duration) -> Self {
         self.flush_interval = Some(every.max(Duration::from_micros(100)));
         self
-    }
-
-    /// The flush interval in effect ([`Self::flush_interval`]'s field).
-    pub fn flush_every(&self) -> Duration {
-        self.flush_interval.unwrap_or(self.alloc_sample)
     }
 
     /// The socket path this configuration resolves to, if any.

@@ -16,6 +16,7 @@
 //! the cost per span and per allocation.
 
 mod alloc;
+mod cadence;
 pub mod capi;
 mod clock;
 mod collector;

@@ -1,6 +1,6 @@
 //! NVML: the GPU inventory for `Hello`, and a named sampler thread (10 Hz by default) that
-//! reads utilisation, memory, power, energy, temperature and clocks of every device, and the
-//! PCIe counters at a lower rate (each PCIe read samples for ~20 ms). Without NVML (no driver,
+//! reads utilisation and memory of every device, power, temperature and clocks at a fifth of
+//! that, and the energy and PCIe counters at a fiftieth (each PCIe read samples for ~20 ms). Without NVML (no driver,
 //! no library) `Hello` says why and no thread runs.
 
 use crate::session::{Session, SlowEvent};
@@ -21,6 +21,13 @@ use std::time::{Duration, Instant};
 /// second. The energy counter is cumulative: read every 5 s it still gives a session's
 /// energy; PCIe throughput is a 20 ms window per reading at any cadence.
 const COUNTERS_EVERY: u32 = 50;
+
+/// Power, temperature and clocks are read every this many samples (the first included):
+/// 500 ms at the default cadence. Power on Ampere and newer is NVML's average over the last
+/// second, so a reading every 100 ms mostly repeated the one before; temperature and clocks
+/// move as slowly. Utilisation and memory, which follow the proof's phases, stay at every
+/// sample.
+const SLOW_EVERY: u32 = 5;
 
 /// What NVML said at start.
 #[derive(Debug)]
@@ -103,6 +110,7 @@ pub(crate) fn run(nvml: Nvml, session: Arc<Session>, every: Duration, visible: V
     let mut next = Instant::now();
     while !session.control.stopping() {
         let counters = n.is_multiple_of(COUNTERS_EVERY);
+        let slow = n.is_multiple_of(SLOW_EVERY);
         n = n.wrapping_add(1);
         for (index, d) in &devices {
             let util = d.utilization_rates().ok();
@@ -122,15 +130,17 @@ pub(crate) fn run(nvml: Nvml, session: Arc<Session>, every: Duration, visible: V
                 mem_util_pct: util.as_ref().map(|u| u.memory.min(100) as u8),
                 mem_used_bytes: mem.as_ref().map(|m| m.used),
                 mem_total_bytes: mem.as_ref().map(|m| m.total),
-                power_mw: d.power_usage().ok(),
+                power_mw: slow.then(|| d.power_usage().ok()).flatten(),
                 energy_mj: if counters {
                     d.total_energy_consumption().ok()
                 } else {
                     None
                 },
-                temp_c: d.temperature(TemperatureSensor::Gpu).ok(),
-                sm_clock_mhz: d.clock_info(Clock::SM).ok(),
-                mem_clock_mhz: d.clock_info(Clock::Memory).ok(),
+                temp_c: slow
+                    .then(|| d.temperature(TemperatureSensor::Gpu).ok())
+                    .flatten(),
+                sm_clock_mhz: slow.then(|| d.clock_info(Clock::SM).ok()).flatten(),
+                mem_clock_mhz: slow.then(|| d.clock_info(Clock::Memory).ok()).flatten(),
                 pcie_rx_kbps: rx,
                 pcie_tx_kbps: tx,
             };
