@@ -187,6 +187,9 @@ impl Device {
             .g1
             .map(|b| self.queue_sums::<G1Projective>(b, set.lists, &entries, &off, tl))
             .transpose()?;
+        // `entries` and `off` are freed as this returns, their sums still queued: the context
+        // runs two streams with event tracking, so cudarc orders each free after the compute
+        // stream's reads (`CudaSlice`'s drop waits on its last read event).
         Ok((g1, g2))
     }
 
