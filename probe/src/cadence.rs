@@ -2,13 +2,17 @@
 //! at the configured interval while something moves, and at up to [`QUIET_LONGEST`] while
 //! nothing does. Each sample costs the collector a wake-up, and a wake-up is most of its cost
 //! (~24 µs of CPU on an idle H200 host before any work, ~55 µs a cycle inside a GPU proof:
-//! docs/BENCHMARKS.md): at 10 ms that was 0.5–0.6 % of a GPU proof's wall time, most of it in
-//! GPU phases where host memory does not move and every sample repeated the one before.
+//! docs/BENCHMARKS.md): at 10 ms that was 0.5–0.6 % of a GPU proof's wall time, and through
+//! a GPU phase host memory does not move: every sample there repeated the one before.
 //!
 //! What counts as moving: live bytes or RSS changed by [`QUIET_BYTES`] or more since the last
 //! sample, a large block taken, or a span began or ended on a prover thread (a phase edge is
 //! where a gap, and its scheduling evidence, begins or ends). Any of them brings the interval
 //! back to the configured one; each still sample doubles it, up to the longest.
+//!
+//! The price: in a still spell the samples around a gap may lie up to [`QUIET_LONGEST`] outside
+//! it (a span edge restores the short interval only once the collector has drained it), so a
+//! gap's scheduling evidence is averaged over a wider window there than at 10 ms.
 
 use std::time::{Duration, Instant};
 
