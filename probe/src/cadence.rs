@@ -3,8 +3,8 @@
 //! nothing does. Each sample costs the collector a wake-up, and a wake-up is most of its cost
 //! (~24 µs of CPU on an idle H200 host before any work, ~55 µs a cycle inside a GPU proof:
 //! docs/BENCHMARKS.md): at 10 ms the collector took 0.4–0.7 % of a GPU proof's wall time (1 ×
-//! SHA-256 2^20 on the H200 host), and through
-//! a GPU phase host memory does not move: every sample there repeated the one before.
+//! SHA-256 2^20 on the H200 host), and through a GPU phase host memory does not move: every
+//! sample there repeated the one before.
 //!
 //! What counts as moving: live bytes or RSS changed by [`QUIET_BYTES`] or more since the last
 //! sample, a large block taken, or a span began or ended on a prover thread (a phase edge is
