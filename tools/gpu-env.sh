@@ -9,7 +9,10 @@ export PROOFSCOPE_CACHE=/tmp/pscache
 chmod +x $B/* 2>/dev/null
 # Kernels compiled before the trip (tools/gpu-pack.sh with NVRTC_LIB): loaded, not compiled.
 if [ -d $B/cache/kernels ]; then
-    mkdir -p "$PROOFSCOPE_CACHE/kernels" && cp -n $B/cache/kernels/*.cubin "$PROOFSCOPE_CACHE/kernels/"
+    mkdir -p "$PROOFSCOPE_CACHE/kernels"
+    for f in $B/cache/kernels/*.cubin; do
+        [ -e "$PROOFSCOPE_CACHE/kernels/${f##*/}" ] || cp "$f" "$PROOFSCOPE_CACHE/kernels/"
+    done
 fi
 exec > >(tee "$OUT/run.txt") 2>&1
 nvidia-smi -L; nproc; date -u
