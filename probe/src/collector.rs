@@ -135,7 +135,7 @@ const LAST_DRAIN_WAIT: Duration = Duration::from_millis(500);
 impl Collector {
     pub fn new(session: Arc<Session>) -> Collector {
         let budget = session.config.history_bytes;
-        let session_alloc_sample = session.config.alloc_sample;
+        let cadence = Cadence::new(session.config.alloc_sample);
         let now = Instant::now();
         Collector {
             session,
@@ -156,7 +156,7 @@ impl Collector {
             rss: system::RssReader::new(),
             sched: crate::sched::SchedSampler::default(),
             stacks: crate::stacks::StackTable::default(),
-            cadence: Cadence::new(session_alloc_sample),
+            cadence,
             last_cycle: false,
             last_send: now,
             last_refit: now,
@@ -314,12 +314,13 @@ impl Collector {
         let mut latest: Option<(u32, u64)> = None;
         for (thread, e) in &self.raw {
             let ts = conv.to_ns(e.ticks);
-            match e.kind() {
-                RawKind::SpanBegin => self.sched.span_edge(*thread, true),
-                RawKind::SpanEnd => self.sched.span_edge(*thread, false),
-                RawKind::Marker => {}
-            }
-            if e.kind() != RawKind::Marker {
+            let begin = match e.kind() {
+                RawKind::SpanBegin => Some(true),
+                RawKind::SpanEnd => Some(false),
+                RawKind::Marker => None,
+            };
+            if let Some(begin) = begin {
+                self.sched.span_edge(*thread, begin);
                 self.cadence.stir();
             }
             if let Some((t, pos)) = latest

@@ -1,7 +1,7 @@
 //! NVML: the GPU inventory for `Hello`, and a named sampler thread (10 Hz by default) that
 //! reads utilisation and memory of every device, power, temperature and clocks at a fifth of
-//! that, and the energy and PCIe counters at a fiftieth (each PCIe read samples for ~20 ms). Without NVML (no driver,
-//! no library) `Hello` says why and no thread runs.
+//! that, and the energy and PCIe counters at a fiftieth (each PCIe read samples for ~20 ms).
+//! Without NVML (no driver, no library) `Hello` says why and no thread runs.
 
 use crate::session::{Session, SlowEvent};
 use nvml_wrapper::Nvml;
@@ -100,6 +100,11 @@ pub fn inventory() -> Inventory {
     }
 }
 
+/// `query`'s answer in this sample, or `None` when the sample does not read it (or it fails).
+fn read<T>(now: bool, query: impl FnOnce() -> Result<T, NvmlError>) -> Option<T> {
+    if now { query().ok() } else { None }
+}
+
 /// Samples the `visible` devices (NVML indices) until the session stops.
 pub(crate) fn run(nvml: Nvml, session: Arc<Session>, every: Duration, visible: Vec<u32>) {
     let devices: Vec<_> = visible
@@ -115,14 +120,10 @@ pub(crate) fn run(nvml: Nvml, session: Arc<Session>, every: Duration, visible: V
         for (index, d) in &devices {
             let util = d.utilization_rates().ok();
             let mem = d.memory_info().ok();
-            let (rx, tx) = if counters {
-                (
-                    d.pcie_throughput(PcieUtilCounter::Receive).ok(),
-                    d.pcie_throughput(PcieUtilCounter::Send).ok(),
-                )
-            } else {
-                (None, None)
-            };
+            let (rx, tx) = (
+                read(counters, || d.pcie_throughput(PcieUtilCounter::Receive)),
+                read(counters, || d.pcie_throughput(PcieUtilCounter::Send)),
+            );
             let sample = GpuSample {
                 ts: session.clock.now_ns(),
                 device: *index,
@@ -130,17 +131,11 @@ pub(crate) fn run(nvml: Nvml, session: Arc<Session>, every: Duration, visible: V
                 mem_util_pct: util.as_ref().map(|u| u.memory.min(100) as u8),
                 mem_used_bytes: mem.as_ref().map(|m| m.used),
                 mem_total_bytes: mem.as_ref().map(|m| m.total),
-                power_mw: slow.then(|| d.power_usage().ok()).flatten(),
-                energy_mj: if counters {
-                    d.total_energy_consumption().ok()
-                } else {
-                    None
-                },
-                temp_c: slow
-                    .then(|| d.temperature(TemperatureSensor::Gpu).ok())
-                    .flatten(),
-                sm_clock_mhz: slow.then(|| d.clock_info(Clock::SM).ok()).flatten(),
-                mem_clock_mhz: slow.then(|| d.clock_info(Clock::Memory).ok()).flatten(),
+                power_mw: read(slow, || d.power_usage()),
+                energy_mj: read(counters, || d.total_energy_consumption()),
+                temp_c: read(slow, || d.temperature(TemperatureSensor::Gpu)),
+                sm_clock_mhz: read(slow, || d.clock_info(Clock::SM)),
+                mem_clock_mhz: read(slow, || d.clock_info(Clock::Memory)),
                 pcie_rx_kbps: rx,
                 pcie_tx_kbps: tx,
             };

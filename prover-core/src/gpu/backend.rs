@@ -218,7 +218,7 @@ impl GpuBackend {
     }
 
     /// The device copy of a query's bases, or `None` when every list is empty (nothing to
-    /// sum: the bases need not go up).
+    /// sum: the bases need not go up, and the sums are the identity).
     fn resident_unless_empty(
         &self,
         lists: &[Vec<u32>],
@@ -515,8 +515,7 @@ impl Backend for GpuBackend {
         ones: &[Vec<u32>],
     ) -> Result<Vec<G1Projective>, BackendError> {
         let d = self.resident_unless_empty(ones, || self.resident(bases))?;
-        let sums = self.list_sets(&[(ones, d.as_deref(), None)])?.remove(0);
-        Ok(or_identities(sums.g1, ones.len()))
+        Ok(self.list_sets(&[(ones, d.as_deref(), None)])?.remove(0).g1)
     }
 
     fn batch_add_g2(
@@ -525,8 +524,7 @@ impl Backend for GpuBackend {
         ones: &[Vec<u32>],
     ) -> Result<Vec<G2Projective>, BackendError> {
         let d = self.resident_unless_empty(ones, || self.resident_g2(bases))?;
-        let sums = self.list_sets(&[(ones, None, d.as_deref())])?.remove(0);
-        Ok(or_identities(sums.g2, ones.len()))
+        Ok(self.list_sets(&[(ones, None, d.as_deref())])?.remove(0).g2)
     }
 
     fn batch_add_queries(&self, q: &OnesQueries<'_>) -> Result<OnesSums, BackendError> {
@@ -545,10 +543,10 @@ impl Backend for GpuBackend {
         let mut next = || sets.next().unwrap_or_default();
         let (b, l, a) = (next(), next(), next());
         Ok(OnesSums {
-            l: or_identities(l.g1, q.l.lists.len()),
-            a: or_identities(a.g1, q.a.lists.len()),
-            b: or_identities(b.g1, q.b.lists.len()),
-            b2: or_identities(b.g2, q.b.lists.len()),
+            l: l.g1,
+            a: a.g1,
+            b: b.g1,
+            b2: b.g2,
         })
     }
 
@@ -586,16 +584,6 @@ type HostSet<'a> = (
     Option<&'a DeviceBases>,
     Option<&'a DeviceBases>,
 );
-
-/// A query's sums, or the identity for each of `n` circuits where nothing was summed (every
-/// list empty: the bases did not go up).
-fn or_identities<P: Group>(sums: Vec<P>, n: usize) -> Vec<P> {
-    if sums.is_empty() {
-        vec![P::identity(); n]
-    } else {
-        sums
-    }
-}
 
 /// Measurements for `prover gpu-bench`.
 pub mod bench {

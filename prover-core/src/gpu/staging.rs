@@ -125,30 +125,35 @@ impl Stager {
 
     /// `dst.copy_from_slice(src)` on the fill threads (512 KiB pieces each).
     fn copy<T: Word>(&self, dst: &mut [T], src: &[T]) {
-        let piece = (512 << 10) / std::mem::size_of::<T>();
-        let fill = || {
-            dst.par_chunks_mut(piece)
-                .zip(src.par_chunks(piece))
-                .for_each(|(d, s)| d.copy_from_slice(s))
-        };
-        match self.fill_pool() {
-            Some(pool) => pool.install(fill),
-            None => dst.copy_from_slice(src),
-        }
+        self.fill_pieces(dst, src, |d, s| {
+            d.copy_from_slice(s);
+            None::<()>
+        });
     }
 
     /// [`Stager::copy`] of index words, returning the largest (`None` when empty).
     fn copy_max(&self, dst: &mut [u32], src: &[u32]) -> Option<u32> {
-        let piece = (512 << 10) / std::mem::size_of::<u32>();
-        let fill = || {
+        self.fill_pieces(dst, src, copy_and_max)
+    }
+
+    /// `fill(dst piece, src piece)` over 512 KiB pieces on the fill threads (on the whole slices,
+    /// on the caller, without them), and the largest of what the pieces returned.
+    fn fill_pieces<T: Word, R: Ord + Send>(
+        &self,
+        dst: &mut [T],
+        src: &[T],
+        fill: impl Fn(&mut [T], &[T]) -> Option<R> + Sync + Send,
+    ) -> Option<R> {
+        let piece = (512 << 10) / std::mem::size_of::<T>();
+        let on_pieces = || {
             dst.par_chunks_mut(piece)
                 .zip(src.par_chunks(piece))
-                .filter_map(|(d, s)| copy_and_max(d, s))
+                .filter_map(|(d, s)| fill(d, s))
                 .max()
         };
         match self.fill_pool() {
-            Some(pool) => pool.install(fill),
-            None => copy_and_max(dst, src),
+            Some(pool) => pool.install(on_pieces),
+            None => fill(dst, src),
         }
     }
 

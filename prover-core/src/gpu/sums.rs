@@ -66,7 +66,8 @@ pub struct ListSet<'a> {
     pub g2: Option<&'a DeviceBases>,
 }
 
-/// A [`ListSet`]'s sums, one a list in each group it names (empty in a group it does not).
+/// A [`ListSet`]'s sums, one a list in each group: the identity for every list where nothing
+/// was summed (every list empty, or the set names no bases in that group).
 #[derive(Debug, Default)]
 pub struct SetSums {
     pub g1: Vec<G1Projective>,
@@ -145,8 +146,8 @@ impl Device {
             .iter()
             .zip(words)
             .map(|(set, (w1, w2))| SetSums {
-                g1: points(set.g1.is_some(), set.lists.len(), &w1),
-                g2: points(set.g2.is_some(), set.lists.len(), &w2),
+                g1: points(set.lists.len(), &w1),
+                g2: points(set.lists.len(), &w2),
             })
             .collect())
     }
@@ -277,12 +278,8 @@ impl Device {
     }
 }
 
-/// A group's points read back (`m` of them), or the identities where the set queued none
-/// there (its lists were all empty), or nothing where the set does not name the group.
-fn points<P: MsmGroup>(named: bool, m: usize, words: &[u64]) -> Vec<P> {
-    if !named {
-        return Vec::new();
-    }
+/// A group's points read back (`m` of them), or `m` identities where the set queued none.
+fn points<P: MsmGroup>(m: usize, words: &[u64]) -> Vec<P> {
     if words.is_empty() {
         return vec![P::identity(); m];
     }

@@ -6,8 +6,9 @@
 //! compute/gpu-i thread(s) ──── ntt_msm_h ─ barrier_wait ─ batch_add ─ tail_msm
 //! ```
 //! `batch_add` sums the ones of all four queries (L, A, B in G1 and B in G2) on the device, as
-//! supraseal does, in one backend call (B's G1 and G2 queries share its lists); `b_g2_msm` is B's G2 tail, by Pippenger on the CPU — or, with
-//! [`G2Tail::Device`], on each device thread after `tail_msm`.
+//! supraseal does, in one backend call (B's G1 and G2 queries share its lists); `b_g2_msm` is
+//! B's G2 tail, by Pippenger on the CPU — or, with [`G2Tail::Device`], on each device thread
+//! after `tail_msm`.
 //! With several devices (GPUs), the batch's circuits are split into contiguous runs, one
 //! device thread each; all wait on the same prep result.
 //! Every phase is a probe span under the proof's outer span `prove` (the wrapper timer).
