@@ -19,8 +19,8 @@ static ALLOC: CountingAllocator = CountingAllocator;
 fn collector_ns() -> u64 {
     own_threads_cpu()
         .into_iter()
-        .filter(|(name, _)| name == "probe-collector")
-        .map(|(_, ns)| ns)
+        .filter(|t| t.name == "probe-collector")
+        .map(|t| t.cpu_ns)
         .sum()
 }
 

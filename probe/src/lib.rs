@@ -65,7 +65,7 @@ pub use log::lost_lines as log_lines_lost;
 pub use names::{CallSite, intern};
 #[doc(hidden)]
 pub use observer::StartingThread;
-pub use observer::{own_threads_cpu, with_signals_blocked};
+pub use observer::{ThreadCpu, own_threads_cpu, with_signals_blocked};
 pub use probe::{Probe, SessionInfo, wait_drained};
 pub use probe_protocol::Verification;
 pub use probe_protocol::discovery::{default_socket_dir, default_socket_path};

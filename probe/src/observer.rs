@@ -96,20 +96,40 @@ pub fn with_signals_blocked<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
-/// CPU time each of the probe's running threads has spent so far (ns), with its name: the
-/// first field of `/proc/self/task/<tid>/schedstat` (time on a CPU, exact to the scheduler's
-/// accounting) and its `comm`. Threads that have ended are not counted: read it while the
-/// session runs.
-pub fn own_threads_cpu() -> Vec<(String, u64)> {
+/// One of the probe's threads as the scheduler accounts for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadCpu {
+    /// Its `comm`.
+    pub name: String,
+    /// Time on a CPU so far, ns (exact to the scheduler's accounting).
+    pub cpu_ns: u64,
+    /// Times it was scheduled in so far. A probe thread sleeps between its cycles, so this
+    /// counts its wake-ups, near enough (a preempted cycle counts twice): the figure that
+    /// splits a thread's cost into how often it runs, set by its cadence, and what a run
+    /// costs, set mostly by the host (a timed sleep's wake-up is 16–24 µs of CPU on the
+    /// machines in docs/BENCHMARKS.md).
+    pub runs: u64,
+}
+
+/// The scheduler's accounting of each of the probe's running threads so far:
+/// `/proc/self/task/<tid>/schedstat` (on-CPU time, run-queue time, times scheduled in) and its
+/// `comm`. Threads that have ended are not counted: read it while the session runs.
+pub fn own_threads_cpu() -> Vec<ThreadCpu> {
     TIDS.iter()
         .map(|s| s.load(Ordering::Acquire))
         .filter(|&t| t != 0 && t & ENDED == 0)
         .filter_map(|t| {
             let task = format!("/proc/self/task/{t}");
             let stat = std::fs::read_to_string(format!("{task}/schedstat")).ok()?;
-            let ns = stat.split_whitespace().next()?.parse::<u64>().ok()?;
+            let mut fields = stat.split_whitespace().map(|f| f.parse::<u64>().ok());
+            let cpu_ns = fields.next()??;
+            let runs = fields.nth(1).flatten().unwrap_or(0);
             let name = std::fs::read_to_string(format!("{task}/comm")).unwrap_or_default();
-            Some((name.trim().to_owned(), ns))
+            Some(ThreadCpu {
+                name: name.trim().to_owned(),
+                cpu_ns,
+                runs,
+            })
         })
         .collect()
 }

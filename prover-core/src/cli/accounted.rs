@@ -13,7 +13,7 @@
 //! whose pairs differ by 10 %).
 
 use crate::probe::{
-    CollectorStats, Probe, ProbeConfig, SessionInfo, own_threads_cpu, report_external,
+    CollectorStats, Probe, ProbeConfig, SessionInfo, ThreadCpu, own_threads_cpu, report_external,
 };
 use anyhow::Result;
 use probe_protocol::EventKind;
@@ -112,7 +112,7 @@ impl HotPath {
 /// A reading of the probe's own threads and the process, taken before and after a proof.
 #[derive(Debug, Clone)]
 pub struct Mark {
-    probe_threads: Vec<(String, u64)>,
+    probe_threads: Vec<ThreadCpu>,
     process_ns: u64,
 }
 
@@ -124,22 +124,27 @@ impl Mark {
         }
     }
 
-    /// Per thread name, the CPU time since `before` (threads of one name summed), dearest first.
-    fn threads_since(&self, before: &Mark) -> Vec<(String, u64)> {
-        let mut by: Vec<(String, u64)> = Vec::new();
-        for (name, ns) in &self.probe_threads {
-            let was = before
-                .probe_threads
-                .iter()
-                .find(|(n, _)| n == name)
-                .map_or(0, |t| t.1);
-            let d = ns.saturating_sub(was);
-            match by.iter_mut().find(|(n, _)| n == name) {
-                Some(e) => e.1 += d,
-                None => by.push((name.clone(), d)),
+    /// Per thread name, the CPU time and runs since `before` (threads of one name summed),
+    /// dearest first.
+    fn threads_since(&self, before: &Mark) -> Vec<ThreadCpu> {
+        let mut by: Vec<ThreadCpu> = Vec::new();
+        for t in &self.probe_threads {
+            let was = before.probe_threads.iter().find(|b| b.name == t.name);
+            let cpu_ns = t.cpu_ns.saturating_sub(was.map_or(0, |b| b.cpu_ns));
+            let runs = t.runs.saturating_sub(was.map_or(0, |b| b.runs));
+            match by.iter_mut().find(|e| e.name == t.name) {
+                Some(e) => {
+                    e.cpu_ns += cpu_ns;
+                    e.runs += runs;
+                }
+                None => by.push(ThreadCpu {
+                    name: t.name.clone(),
+                    cpu_ns,
+                    runs,
+                }),
             }
         }
-        by.sort_by_key(|t| std::cmp::Reverse(t.1));
+        by.sort_by_key(|t| std::cmp::Reverse(t.cpu_ns));
         by
     }
 }
@@ -147,8 +152,8 @@ impl Mark {
 /// What the probe cost one proof, accounted.
 #[derive(Debug, Clone)]
 pub struct Accounted {
-    /// The probe's threads' part, by thread name.
-    pub by_thread: Vec<(String, u64)>,
+    /// The probe's threads' part, by thread name, with their runs (wake-ups).
+    pub by_thread: Vec<ThreadCpu>,
     pub span_events: u64,
     pub block_events: u64,
     pub hot_path_ns: f64,
@@ -186,7 +191,7 @@ impl Accounted {
 
     /// The probe's threads' CPU time during the proof, every thread.
     pub fn probe_threads_ns(&self) -> u64 {
-        self.by_thread.iter().map(|t| t.1).sum()
+        self.by_thread.iter().map(|t| t.cpu_ns).sum()
     }
 
     pub fn total_ns(&self) -> f64 {
@@ -203,15 +208,16 @@ impl Accounted {
         self.total_ns() / (self.wall.as_nanos().max(1) as f64) * 100.0
     }
 
-    /// One line: the parts, then the shares.
+    /// One line: the parts, then the shares. Each thread as `name ms/runs`: how often it ran
+    /// and what a run cost, the cadence's part and the host's.
     pub fn line(&self) -> String {
         let threads: Vec<String> = self
             .by_thread
             .iter()
-            .map(|(n, ns)| format!("{n} {:.2}", *ns as f64 / 1e6))
+            .map(|t| format!("{} {:.2}/{}", t.name, t.cpu_ns as f64 / 1e6, t.runs))
             .collect();
         format!(
-            "accounted: probe threads {:.2} ms ({}) + {} span/marker and {} block events on the hot path {:.2} ms = {:.2} ms: {:.3} % of the proof's CPU time ({:.3} s), {:.3} % of its wall ({:.3} s)",
+            "accounted: probe threads {:.2} ms ({}; ms/runs) + {} span/marker and {} block events on the hot path {:.2} ms = {:.2} ms: {:.3} % of the proof's CPU time ({:.3} s), {:.3} % of its wall ({:.3} s)",
             self.probe_threads_ns() as f64 / 1e6,
             threads.join(", "),
             self.span_events,
@@ -243,14 +249,19 @@ mod tests {
 
     #[test]
     fn the_parts_add_up_and_the_shares_are_of_cpu_and_of_wall() {
+        let thread = |name: &str, cpu_ns, runs| ThreadCpu {
+            name: name.into(),
+            cpu_ns,
+            runs,
+        };
         let before = Mark {
-            probe_threads: vec![("probe-collector".into(), 1_000_000)],
+            probe_threads: vec![thread("probe-collector", 1_000_000, 40)],
             process_ns: 10_000_000_000,
         };
         let after = Mark {
             probe_threads: vec![
-                ("probe-collector".into(), 2_500_000),
-                ("probe-nvml".into(), 500_000),
+                thread("probe-collector", 2_500_000, 140),
+                thread("probe-nvml", 500_000, 10),
             ],
             process_ns: 12_000_000_000,
         };
@@ -272,7 +283,8 @@ mod tests {
         assert!((a.of_wall_pct() - 0.31).abs() < 1e-9, "{}", a.of_wall_pct());
         assert!(a.line().contains("0.310 % of its wall"), "{}", a.line());
         assert!(
-            a.line().contains("(probe-collector 1.50, probe-nvml 0.50)"),
+            a.line()
+                .contains("(probe-collector 1.50/100, probe-nvml 0.50/10; ms/runs)"),
             "{}",
             a.line()
         );
