@@ -72,7 +72,10 @@ fn measure(name: &str, q: &dyn Fn() -> bool, calls: usize, gap: Option<Duration>
 
 fn header(title: &str) {
     println!("== {title}");
-    println!("{:<34} {:>10} {:>10}  answered", "query", "cpu µs", "wall µs");
+    println!(
+        "{:<34} {:>10} {:>10}  answered",
+        "query", "cpu µs", "wall µs"
+    );
 }
 
 /// Calls `nvmlDeviceGetSamples` for GPU utilisation every [`BUFFER_SPACING`], from the last
@@ -185,7 +188,9 @@ fn main() {
             Box::new(|| d.pcie_throughput(PcieUtilCounter::Receive).is_ok()),
         ),
     ];
-    header(&format!("back to back, median of {BACK_TO_BACK_CALLS} calls"));
+    header(&format!(
+        "back to back, median of {BACK_TO_BACK_CALLS} calls"
+    ));
     for (name, q) in &queries {
         measure(name, q.as_ref(), BACK_TO_BACK_CALLS, None);
     }
