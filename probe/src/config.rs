@@ -9,7 +9,7 @@
 //! | `PROOFSCOPE_INSTANCE` | the worker's name in a fleet's metrics, stable across restarts (Hello `instance`) | the prover name and a hash of its command line |
 //! | `PROOFSCOPE_HISTORY_BYTES` | flight recorder budget | 64 MiB |
 //! | `PROOFSCOPE_LARGE_BLOCK` | bytes at or above which allocations are reported | 1 MiB |
-//! | `PROOFSCOPE_ALLOC_SAMPLE_MS` | allocator sample interval while memory moves (stretched to up to 50 ms while it is still) | 10 |
+//! | `PROOFSCOPE_ALLOC_SAMPLE_MS` | allocator sample interval while memory does something new (stretched to up to 20 ms while it climbs or falls steadily, 50 ms while it is still) | 10 |
 //! | `PROOFSCOPE_GPU_SAMPLE_MS` | NVML sample interval (`0`: no NVML sampling) | 100 |
 //! | `PROOFSCOPE_RING_EVENTS` | per-thread buffer, events | 16384 |
 //! | `PROOFSCOPE_SUBSCRIBER_BYTES` | per-subscriber queue bound | 16 MiB |

@@ -177,11 +177,11 @@ fn an_allocation_carries_the_span_its_thread_works_in_adopted_ones_included() {
         .name("pool-worker".into())
         .spawn(move || {
             let own = span!("own_task");
-            let mut v = vec![1u8; 10 * MIB]; // inside its own span
+            let mut v = std::hint::black_box(vec![1u8; 10 * MIB]); // inside its own span
             {
                 // A task stolen while `own_task` is open, run on behalf of another span.
                 let _a = handle.adopt();
-                let w = vec![2u8; 12 * MIB];
+                let w = std::hint::black_box(vec![2u8; 12 * MIB]);
                 drop(w);
             }
             v[5] = 3;
