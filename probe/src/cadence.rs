@@ -16,10 +16,10 @@
 //!
 //! Replayed on the allocator samples of the real sessions in `recordings/` (10 ms apart;
 //! `python3 tools/cadence-replay.py`, docs/BENCHMARKS.md), this takes 12–32 % fewer samples
-//! than stillness alone in the nine GPU sessions with a peak of a gigabyte or more (4 × 2^20
+//! than stillness alone in the nine GPU sessions with a peak of a gibibyte or more (4 × 2^20
 //! to 4 × 2^25), 4 % fewer in the small one, and none more in any of the sixteen; the
 //! timeline drawn through them moves off the full one by at most 0.7 MiB more at the 99th
-//! percentile in nine of the ten GPU sessions (6.2 MiB more in the tenth, of a 26 GB peak).
+//! percentile in nine of the ten GPU sessions (6.2 MiB more in the tenth, of a 26.5 GiB peak).
 //!
 //! The price: in a still spell the samples around a gap may lie up to [`QUIET_LONGEST`] outside
 //! it, on a ramp up to [`RAMP_LONGEST`] (a span edge restores the short interval only once the
@@ -121,31 +121,38 @@ impl Cadence {
     /// A sample was taken at `now`: sets the interval to the next one.
     pub fn sampled(&mut self, now: Instant, live: u64, rss: u64) {
         let sample = Point { at: now, live, rss };
-        self.every = match self.last {
-            Some(last) if !self.stirred => {
-                let (l, r) = match &self.before {
-                    Some(before) => before.extend(&last, now),
-                    None => (last.live as f64, last.rss as f64),
-                };
-                let moving = !near(live, last.live as f64) || !near(rss, last.rss as f64);
-                let on_line = near(live, l) && near(rss, r);
-                let longest = if moving {
-                    self.ramp_longest
-                } else {
-                    self.longest
-                };
-                // Still counts as well: a vector arrived, and memory stays where it put it.
-                if on_line || !moving {
-                    (self.every * 2).min(longest)
-                } else {
-                    self.base
-                }
-            }
-            _ => self.base,
+        self.every = if self.stirred {
+            self.base
+        } else {
+            self.after(&sample)
         };
         self.before = self.last;
         self.last = Some(sample);
         self.stirred = false;
+    }
+
+    /// The interval after `sample`, nothing else having stirred: doubled while memory stands
+    /// still or keeps to the line through the last two samples, the configured one when it
+    /// does something new.
+    fn after(&self, sample: &Point) -> Duration {
+        let Some(last) = self.last else {
+            return self.base;
+        };
+        let moving = !near(sample.live, last.live as f64) || !near(sample.rss, last.rss as f64);
+        // Still counts as well as the line: a vector arrived, and memory stays where it put it.
+        let (live, rss) = match &self.before {
+            Some(before) => before.extend(&last, sample.at),
+            None => (last.live as f64, last.rss as f64),
+        };
+        if moving && !(near(sample.live, live) && near(sample.rss, rss)) {
+            return self.base;
+        }
+        let longest = if moving {
+            self.ramp_longest
+        } else {
+            self.longest
+        };
+        (self.every * 2).min(longest)
     }
 }
 
