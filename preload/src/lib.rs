@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 mod exec;
+mod mappings;
 
 /// How long the program runs before this library starts its own session
 /// (`PROOFSCOPE_PRELOAD_DELAY_MS` sets another; under `proofscope run` there is none).
@@ -275,7 +276,10 @@ pub unsafe extern "C" fn posix_memalign(
     0
 }
 
-/// Interposed `mmap`: anonymous mappings at or above the threshold are reported.
+/// Interposed `mmap`: an anonymous mapping at or above the threshold is memory, counted and
+/// reported; a reservation (`PROT_NONE`) or a file's mapping is address space, remembered so
+/// that its unmapping is not counted either ([`mappings`]), and memory mapped inside a
+/// reservation is left to it.
 ///
 /// # Safety
 /// The C contract of `mmap`.
@@ -292,22 +296,26 @@ pub unsafe extern "C" fn mmap(
         // SAFETY: the system call with the caller's arguments: the same contract.
         unsafe { libc::syscall(libc::SYS_mmap, addr, len, prot, flags, fd, off) as *mut c_void }
     };
-    let anon = flags & libc::MAP_ANONYMOUS != 0;
-    if !anon || (len as u64) < THRESHOLD.load(Ordering::Relaxed) {
+    if (len as u64) < THRESHOLD.load(Ordering::Relaxed) {
         return call();
     }
-    hooked(
-        0,
-        len as u64,
-        |p: &*mut c_void| {
-            if *p == libc::MAP_FAILED {
-                0
-            } else {
-                len as u64
-            }
-        },
-        call,
-    )
+    let memory = |p: &*mut c_void| {
+        if *p == libc::MAP_FAILED {
+            0
+        } else {
+            (len - mappings::overlap(*p as usize, len)) as u64
+        }
+    };
+    let anon = flags & libc::MAP_ANONYMOUS != 0;
+    if anon && prot != libc::PROT_NONE {
+        return hooked(0, len as u64, memory, call);
+    }
+    let p = call();
+    if p == libc::MAP_FAILED || mappings::note(p as usize, len) {
+        return p;
+    }
+    // The table is full: counted as memory, and its unmapping will be too.
+    hooked(0, len as u64, memory, || p)
 }
 
 /// Interposed `mmap64` (the same call on 64-bit Linux).
@@ -327,7 +335,8 @@ pub unsafe extern "C" fn mmap64(
     unsafe { mmap(addr, len, prot, flags, fd, off) }
 }
 
-/// Interposed `munmap`: unmappings at or above the threshold are timed and reported.
+/// Interposed `munmap`: unmapping memory at or above the threshold is timed and reported;
+/// the part of the range that is address space ([`mappings`]) is not counted.
 ///
 /// # Safety
 /// The C contract of `munmap`.
@@ -347,7 +356,8 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
     if (len as u64) < THRESHOLD.load(Ordering::Relaxed) {
         return call();
     }
-    hooked(len as u64, 0, |_: &c_int| 0, call)
+    let memory = len - mappings::unmapping(addr as usize, len);
+    hooked(memory as u64, 0, |_: &c_int| 0, call)
 }
 
 extern "C" fn start_own_session() {

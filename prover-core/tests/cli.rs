@@ -221,14 +221,24 @@ fn probe_overhead_accounts_for_the_probes_cost() {
     // The warm-up pair and the measured one.
     assert_eq!(lines.len(), 2, "{text}");
     for l in &lines {
-        // The per-thread breakdown after the threads' total, then the figures.
+        // The per-thread breakdown after the threads' total (`name ms/runs, …; ms/runs`), then
+        // the figures.
         let (head, rest) = l.split_once(" (").unwrap();
-        let (threads, rest) = rest.split_once(") + ").unwrap();
-        let by_thread: f64 = threads
+        let (threads, rest) = rest.split_once("; ms/runs) + ").unwrap();
+        let parts: Vec<(&str, f64, u64)> = threads
             .split(", ")
-            .map(|t| t.rsplit_once(' ').unwrap().1.parse::<f64>().unwrap())
-            .sum();
-        assert!(threads.contains("probe-collector"), "{l}");
+            .map(|t| {
+                let (name, cost) = t.rsplit_once(' ').unwrap();
+                let (ms, runs) = cost.split_once('/').unwrap();
+                (name, ms.parse().unwrap(), runs.parse().unwrap())
+            })
+            .collect();
+        let by_thread: f64 = parts.iter().map(|p| p.1).sum();
+        let collector = parts.iter().find(|p| p.0 == "probe-collector");
+        assert!(
+            collector.is_some_and(|c| c.2 > 0),
+            "the collector ran during the proof: {l}"
+        );
         let l = &format!("{head} + {rest}");
         let nums: Vec<f64> = l
             .split(|c: char| !(c.is_ascii_digit() || c == '.'))

@@ -1,0 +1,160 @@
+//! The large mappings that are address space, not memory: anonymous ones mapped `PROT_NONE`
+//! (reservations) and those of a file. The allocator probe counts an anonymous mapping as
+//! live bytes and reports it as a block; a reservation is neither. CUDA reserves hundreds of
+//! gigabytes so (`cudaDeviceGetDefaultMemPool`: one anonymous mapping of 300 GB on the H200
+//! host, `recordings/supraseal/`), which made supraseal's live bytes read 318.8 GB beside an
+//! RSS of 4.9 GB, and squashed its memory chart into a flat line. A file's pages are the page
+//! cache's; its unmapping freed "gigabytes" the heap never had.
+//!
+//! `munmap` gives only a range, so the probe remembers these ranges here to leave them out on
+//! both sides: neither their mapping nor their unmapping is counted, nor is memory mapped
+//! inside a reservation (committed there with `MAP_FIXED`, as pool allocators do) — it goes
+//! when the reservation does. A fixed table, no allocation and no lock (the hooks' rules): a
+//! range is claimed by a compare-and-swap on its slot's start. Full, it records nothing more
+//! and the caller counts such a mapping as memory on both sides, as before.
+//!
+//! Limits: a reservation unmapped in part stays remembered whole until an unmapping covers
+//! it (what is left of it is still a reservation; the part gone may be mapped again as
+//! memory and would then go uncounted); memory replaced by a `PROT_NONE` or a file's mapping
+//! over it (`MAP_FIXED`: a decommit) stays counted.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Ranges remembered at once. A CUDA process makes a handful of reservations; a prover maps a
+/// few files (its parameters).
+const SLOTS: usize = 256;
+
+/// One remembered range: `start` claims the slot (0: free), `len` is stored after it (0: not
+/// yet, or being forgotten).
+struct Slot {
+    start: AtomicUsize,
+    len: AtomicUsize,
+}
+
+static TABLE: [Slot; SLOTS] = [const {
+    Slot {
+        start: AtomicUsize::new(0),
+        len: AtomicUsize::new(0),
+    }
+}; SLOTS];
+/// Slots ever claimed: scans stop here.
+static USED: AtomicUsize = AtomicUsize::new(0);
+
+/// Remembers `[start, start + len)` as address space. `false`: the table is full (the caller
+/// then counts it as memory).
+pub fn note(start: usize, len: usize) -> bool {
+    if start == 0 || len == 0 {
+        return false;
+    }
+    for (i, slot) in TABLE.iter().enumerate() {
+        if slot
+            .start
+            .compare_exchange(0, start, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            slot.len.store(len, Ordering::Release);
+            USED.fetch_max(i + 1, Ordering::AcqRel);
+            return true;
+        }
+    }
+    false
+}
+
+/// The remembered ranges now, as `(start, end)`.
+fn ranges() -> impl Iterator<Item = (&'static Slot, usize, usize)> {
+    TABLE[..USED.load(Ordering::Acquire).min(SLOTS)]
+        .iter()
+        .filter_map(|slot| {
+            let start = slot.start.load(Ordering::Acquire);
+            let len = slot.len.load(Ordering::Acquire);
+            (start != 0 && len != 0).then(|| (slot, start, start.saturating_add(len)))
+        })
+}
+
+/// Bytes of `[start, start + len)` that lie in remembered ranges.
+pub fn overlap(start: usize, len: usize) -> usize {
+    let end = start.saturating_add(len);
+    ranges()
+        .map(|(_, s, e)| e.min(end).saturating_sub(s.max(start)))
+        .sum::<usize>()
+        .min(len)
+}
+
+/// `[start, start + len)` is being unmapped: the bytes of it that lie in remembered ranges,
+/// and the ranges it covers whole are forgotten.
+pub fn unmapping(start: usize, len: usize) -> usize {
+    let end = start.saturating_add(len);
+    let mut inside = 0;
+    for (slot, s, e) in ranges() {
+        inside += e.min(end).saturating_sub(s.max(start));
+        if start <= s && e <= end {
+            slot.len.store(0, Ordering::Release);
+            slot.start.store(0, Ordering::Release);
+        }
+    }
+    inside.min(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: usize = 1 << 20;
+
+    /// The table is the process's: each test uses addresses of its own, and one at a time
+    /// (one of them fills it).
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[test]
+    fn a_reservation_and_what_is_mapped_inside_it_are_address_space_until_it_goes() {
+        let _g = serial();
+        let base = 0x7100_0000_0000;
+        assert!(note(base, 1024 * MIB));
+        assert_eq!(overlap(base + 64 * MIB, 16 * MIB), 16 * MIB);
+        // A mapping half inside: half of it.
+        assert_eq!(overlap(base + 1016 * MIB, 16 * MIB), 8 * MIB);
+        // Unmapping a part leaves the rest remembered.
+        assert_eq!(unmapping(base, 32 * MIB), 32 * MIB);
+        assert_eq!(overlap(base + 512 * MIB, MIB), MIB);
+        // Unmapping the whole forgets it.
+        assert_eq!(unmapping(base, 1024 * MIB), 1024 * MIB);
+        assert_eq!(overlap(base + 512 * MIB, MIB), 0);
+    }
+
+    #[test]
+    fn memory_outside_every_range_is_memory() {
+        let _g = serial();
+        let base = 0x7200_0000_0000;
+        assert!(note(base, 8 * MIB));
+        assert_eq!(overlap(base + 8 * MIB, 8 * MIB), 0);
+        assert_eq!(unmapping(base - 8 * MIB, 8 * MIB), 0);
+        // An unmapping spanning the range and memory on both sides: only the range's part.
+        assert_eq!(unmapping(base - MIB, 10 * MIB), 8 * MIB);
+        assert_eq!(overlap(base, 8 * MIB), 0);
+    }
+
+    #[test]
+    fn a_full_table_says_so_and_a_freed_slot_is_used_again() {
+        let _g = serial();
+        let base = 0x7300_0000_0000;
+        let mut noted = Vec::new();
+        while note(base + noted.len() * 4 * MIB, MIB) {
+            noted.push(base + noted.len() * 4 * MIB);
+            assert!(noted.len() <= SLOTS, "more ranges than slots");
+        }
+        assert!(!noted.is_empty());
+        let last = *noted.last().unwrap();
+        assert_eq!(unmapping(last, MIB), MIB);
+        assert!(
+            note(0x7400_0000_0000, MIB),
+            "the freed slot takes a new range"
+        );
+        for s in noted {
+            unmapping(s, MIB);
+        }
+        unmapping(0x7400_0000_0000, MIB);
+    }
+}
