@@ -10,11 +10,13 @@ how many it takes a second and how far the timeline drawn through them (straight
 between samples) lies from the full one: mean, 99th percentile and worst, for live bytes and
 RSS. The rules: every 10 ms; stillness only (the cadence before 2026-12-05: a move of 1 MiB
 from the last sample resets); a sample that is still or on the line through the last two
-(probe/src/cadence.rs — this mirrors its constants and its rule: change both together) with
-the interval on a ramp capped at 20 ms (the probe's), at 30 ms, and uncapped; and the line
-alone (a sample that stops a ramp resets). Needs `msgpack` (pip install msgpack).
+(probe/src/cadence.rs: its constants are read from the file; its rule is mirrored here, so
+change both together) with the interval on a ramp capped as the probe caps it, at 30 ms, and
+uncapped; and the line alone (a sample that stops a ramp resets). The base interval is the
+probe's default, 10 ms. Needs `msgpack` (pip install msgpack).
 """
 import bisect
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -24,16 +26,34 @@ import psrec  # noqa: E402
 
 MS = 1_000_000
 MIB = 1 << 20
-BASE, QUIET_LONGEST, QUIET_BYTES = 10 * MS, 50 * MS, MIB  # cadence.rs
+BASE = 10 * MS  # PROOFSCOPE_ALLOC_SAMPLE_MS's default
+
+
+def probe_constants():
+    """QUIET_LONGEST, RAMP_LONGEST (ns) and QUIET_BYTES as probe/src/cadence.rs has them."""
+    src = (Path(__file__).parent.parent / "probe/src/cadence.rs").read_text()
+
+    def const(name, pattern):
+        m = re.search(rf"pub const {name}: {pattern};", src)
+        if not m:
+            sys.exit(f"probe/src/cadence.rs: no `{name}` of the form the replay reads")
+        return m.group(1)
+
+    millis = r"Duration = Duration::from_millis\((\d+)\)"
+    return (int(const("QUIET_LONGEST", millis)) * MS, int(const("RAMP_LONGEST", millis)) * MS,
+            1 << int(const("QUIET_BYTES", r"u64 = 1 << (\d+)")))
+
+
+QUIET_LONGEST, RAMP_LONGEST, QUIET_BYTES = probe_constants()
 
 RULES = [
     ("every 10 ms", None),
     ("stillness only (before)", dict(line=False, ramp_longest=QUIET_LONGEST)),
-    ("line or still, ramps ≤ 20 ms (the probe's)",
-     dict(line=True, or_still=True, ramp_longest=20 * MS)),
+    (f"line or still, ramps ≤ {RAMP_LONGEST // MS} ms (the probe's)",
+     dict(line=True, or_still=True, ramp_longest=RAMP_LONGEST)),
     ("line or still, ramps ≤ 30 ms", dict(line=True, or_still=True, ramp_longest=30 * MS)),
     ("line or still, uncapped", dict(line=True, or_still=True, ramp_longest=QUIET_LONGEST)),
-    ("line only, ramps ≤ 20 ms", dict(line=True, ramp_longest=20 * MS)),
+    (f"line only, ramps ≤ {RAMP_LONGEST // MS} ms", dict(line=True, ramp_longest=RAMP_LONGEST)),
 ]
 
 
