@@ -12,8 +12,9 @@ RSS. The rules: every 10 ms; stillness only (the cadence before 2026-12-05: a mo
 from the last sample resets); a sample that is still or on the line through the last two
 (probe/src/cadence.rs: its constants are read from the file; its rule is mirrored here, so
 change both together) with the interval on a ramp capped as the probe caps it, at 30 ms, and
-uncapped; and the line alone (a sample that stops a ramp resets). The base interval is the
-probe's default, 10 ms. Needs `msgpack` (pip install msgpack).
+uncapped; the line alone (a sample that stops a ramp resets); and the probe's rule with only
+span edges, or nothing, stirring it (what the large blocks' stirs buy). The base interval is
+the probe's default, 10 ms. Needs `msgpack` (pip install msgpack).
 """
 import bisect
 import re
@@ -54,17 +55,24 @@ RULES = [
     ("line or still, ramps ≤ 30 ms", dict(line=True, or_still=True, ramp_longest=30 * MS)),
     ("line or still, uncapped", dict(line=True, or_still=True, ramp_longest=QUIET_LONGEST)),
     (f"line only, ramps ≤ {RAMP_LONGEST // MS} ms", dict(line=True, ramp_longest=RAMP_LONGEST)),
+    ("the probe's, stirred by span edges only",
+     dict(line=True, or_still=True, ramp_longest=RAMP_LONGEST, stirs=("edges",))),
+    ("the probe's, never stirred",
+     dict(line=True, or_still=True, ramp_longest=RAMP_LONGEST, stirs=())),
 ]
 
 
 def load(path):
-    samples, stirs = [], []
+    """The allocator samples, and the times that stir the cadence, by kind."""
+    samples, stirs = [], {"edges": [], "blocks": []}
     for kind, e in psrec.read(path, []):
         if kind == "alloc_sample":
             samples.append((e["ts"], e["live_bytes"], e["rss_bytes"]))
-        elif kind in ("span_begin", "span_end", "alloc", "release"):
-            stirs.append(e["ts"])
-    return samples, sorted(stirs)
+        elif kind in ("span_begin", "span_end"):
+            stirs["edges"].append(e["ts"])
+        elif kind in ("alloc", "release"):
+            stirs["blocks"].append(e["ts"])
+    return samples, {k: sorted(v) for k, v in stirs.items()}
 
 
 def stirred(stirs, after, until):
@@ -72,8 +80,10 @@ def stirred(stirs, after, until):
     return i < len(stirs) and stirs[i] <= until
 
 
-def replay(samples, stirs, rule):
+def replay(samples, stirs_by_kind, rule):
     """The samples the rule takes (each due time takes the latest recorded sample)."""
+    kinds = rule.get("stirs", ("edges", "blocks"))
+    stirs = sorted(t for k in kinds for t in stirs_by_kind[k])
     times = [s[0] for s in samples]
     kept, every, t = [samples[0]], BASE, samples[0][0]
     while True:
@@ -121,7 +131,8 @@ def main():
         secs = (samples[-1][0] - samples[0][0]) / 1e9
         peak = max(s[1] for s in samples) / MIB
         print(f"== {Path(path).name}: {len(samples)} samples in {secs:.1f} s, peak live "
-              f"{peak:.0f} MiB, {len(stirs)} span edges and large blocks")
+              f"{peak:.0f} MiB, {len(stirs['edges'])} span edges, {len(stirs['blocks'])} "
+              f"large blocks")
         print(f"  {'rule':<44} {'samples/s':>9}   live MiB: mean    p99     max"
               f"   RSS MiB: mean    p99     max")
         for name, rule in RULES:
