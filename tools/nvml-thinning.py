@@ -10,7 +10,11 @@ the analysis does (tui/src/analysis/nvml.rs: a reading read at ts speaks for
 [ts - 3p, ts - p/2], p the recording's GPU sample period; each reading weighted by its
 overlap with the window). Printed per device and window: the mean absolute error and the
 correlation against the truth for every reading, and for every other reading — twice, once
-for each half, since which half a thinned sampler would have kept is chance. Needs `msgpack`.
+for each half, since which half a thinned sampler would have kept is chance.
+
+With `--windows`, it checks that rule instead: for each window `[ts - lo, ts - hi]` of a grid,
+the mean absolute error over 100 ms windows of time, per device series and averaged.
+Needs `msgpack`.
 """
 import statistics
 import sys
@@ -49,10 +53,14 @@ def busy_pct(busy, a, b):
     return sum(max(0, min(e, b) - max(s, a)) for s, e in busy) / (b - a) * 100
 
 
-def estimate(readings, a, b, period):
+def estimate(readings, a, b, period, lo=None, hi=None):
+    """The readings' estimate of the busy share of [a, b): each reading speaks for
+    [ts - lo, ts - hi] (the analysis's rule, 3p and p/2, unless given)."""
+    lo = 3 * period if lo is None else lo
+    hi = period // 2 if hi is None else hi
     num = den = 0.0
     for ts, util in readings:
-        overlap = max(0, min(ts - period // 2, b) - max(ts - 3 * period, a))
+        overlap = max(0, min(ts - hi, b) - max(ts - lo, a))
         num += overlap * util
         den += overlap
     return num / den if den else None
@@ -66,7 +74,34 @@ def corr(xs, ys):
     return sxy / (sx * sy) if sx and sy else float("nan")
 
 
+def windows(paths):
+    """The grid of reading windows, scored on every device series of `paths`."""
+    series = []
+    for path in paths:
+        hello, readings, spans = load(path)
+        for dev in sorted(set(readings) & set(spans)):
+            series.append((union(spans[dev]), readings[dev]))
+    for lo in (150, 200, 250, 300, 350, 400):
+        for hi in (0, 25, 50, 75, 100):
+            if lo - hi < 100:
+                continue
+            maes = []
+            for busy, r in series:
+                errs, a = [], r[0][0]
+                while a + 100 * MS <= r[-1][0]:
+                    e = estimate(r, a, a + 100 * MS, 0, lo * MS, hi * MS)
+                    if e is not None:
+                        errs.append(abs(e - busy_pct(busy, a, a + 100 * MS)))
+                    a += 50 * MS
+                maes.append(statistics.mean(errs))
+            print(f"[ts - {lo}, ts - {hi}] ms: mean MAE {statistics.mean(maes):5.2f} over "
+                  f"{len(maes)} series  " + " ".join(f"{m:5.1f}" for m in maes))
+
+
 def main():
+    if sys.argv[1:2] == ["--windows"]:
+        windows(sys.argv[2:])
+        return
     for path in sys.argv[1:]:
         hello, readings, spans = load(path)
         period = (hello or {}).get("gpu_sample_interval_ns") or 100 * MS
