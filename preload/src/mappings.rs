@@ -1,27 +1,27 @@
 //! The large mappings that are address space, not memory: anonymous ones mapped `PROT_NONE`
-//! (reservations) and those of a file. The allocator probe counts an anonymous mapping as
-//! live bytes and reports it as a block; a reservation is neither. CUDA reserves hundreds of
-//! gigabytes so (`cudaDeviceGetDefaultMemPool`: one anonymous mapping of 300 GB on the H200
-//! host, `recordings/supraseal/`), which made supraseal's live bytes read 318.8 GB beside an
-//! RSS of 4.9 GB, and squashed its memory chart into a flat line. A file's pages are the page
-//! cache's; its unmapping freed "gigabytes" the heap never had.
+//! (reservations). The allocator probe counts a mapping as live bytes and reports it as a
+//! block; a reservation is neither. CUDA reserves hundreds of gigabytes so, for unified
+//! addressing and for its memory pools (`cudaDeviceGetDefaultMemPool`: one anonymous mapping
+//! of 300 GB on the H200 host, `recordings/supraseal/`), which made supraseal's live bytes read
+//! 318.8 GB beside an RSS of 4.9 GB and squashed its memory chart into a flat line.
 //!
-//! `munmap` gives only a range, so the probe remembers these ranges here to leave them out on
-//! both sides: neither their mapping nor their unmapping is counted, nor is memory mapped
-//! inside a reservation (committed there with `MAP_FIXED`, as pool allocators do) — it goes
-//! when the reservation does. A fixed table, no allocation and no lock (the hooks' rules): a
-//! range is claimed by a compare-and-swap on its slot's start. Full, it records nothing more
-//! and the caller counts such a mapping as memory on both sides, as before.
+//! `munmap` gives only a range, so the probe remembers reservations here to leave them out on
+//! both sides: neither their mapping nor their unmapping (whole, or the parts a program trims
+//! to align one) is counted, nor is what is mapped inside one (committed there with
+//! `MAP_FIXED`, as pool allocators and CUDA's driver do) — it goes when the reservation does.
+//! A fixed table, no allocation and no lock (the hooks' rules): a range is claimed by a
+//! compare-and-swap on its slot's start. Full, it records nothing more and the caller counts
+//! such a reservation as memory on both sides, as before.
 //!
-//! Limits: a reservation unmapped in part stays remembered whole until an unmapping covers
-//! it (what is left of it is still a reservation; the part gone may be mapped again as
-//! memory and would then go uncounted); memory replaced by a `PROT_NONE` or a file's mapping
-//! over it (`MAP_FIXED`: a decommit) stays counted.
+//! Limits: memory replaced by a `PROT_NONE` mapping over it (`MAP_FIXED`: a decommit) stays
+//! counted; the unmapping of what was mapped inside a reservation (CUDA's pinned host memory
+//! may live there) is not reported as a release; a hole unmapped inside a reservation stays
+//! the reservation's, so memory the kernel maps there later is not counted; two threads
+//! unmapping the ends of one reservation at the same instant may leave it remembered wrongly.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Ranges remembered at once. A CUDA process makes a handful of reservations; a prover maps a
-/// few files (its parameters).
+/// Ranges remembered at once. A CUDA process makes a handful of reservations.
 const SLOTS: usize = 256;
 
 /// One remembered range: `start` claims the slot (0: free), `len` is stored after it (0: not
@@ -40,7 +40,7 @@ static TABLE: [Slot; SLOTS] = [const {
 /// Slots ever claimed: scans stop here.
 static USED: AtomicUsize = AtomicUsize::new(0);
 
-/// Remembers `[start, start + len)` as address space. `false`: the table is full (the caller
+/// Remembers the reservation `[start, start + len)`. `false`: the table is full (the caller
 /// then counts it as memory).
 pub fn note(start: usize, len: usize) -> bool {
     if start == 0 || len == 0 {
@@ -60,7 +60,7 @@ pub fn note(start: usize, len: usize) -> bool {
     false
 }
 
-/// The remembered ranges now, as `(start, end)`.
+/// The remembered reservations now, as `(slot, start, end)`.
 fn ranges() -> impl Iterator<Item = (&'static Slot, usize, usize)> {
     TABLE[..USED.load(Ordering::Acquire).min(SLOTS)]
         .iter()
@@ -71,7 +71,7 @@ fn ranges() -> impl Iterator<Item = (&'static Slot, usize, usize)> {
         })
 }
 
-/// Bytes of `[start, start + len)` that lie in remembered ranges.
+/// Bytes of `[start, start + len)` that lie in remembered reservations.
 pub fn overlap(start: usize, len: usize) -> usize {
     let end = start.saturating_add(len);
     ranges()
@@ -80,19 +80,38 @@ pub fn overlap(start: usize, len: usize) -> usize {
         .min(len)
 }
 
-/// `[start, start + len)` is being unmapped: the bytes of it that lie in remembered ranges,
-/// and the ranges it covers whole are forgotten.
+/// `[start, start + len)` is being unmapped: the bytes of it that lie in remembered
+/// reservations. A reservation unmapped at one end shrinks (a program aligning one trims its
+/// ends, and the kernel then maps other things, memory, into what was trimmed); one unmapped
+/// inside stays whole (a pool returning a part it had committed, which it unmaps later with
+/// the rest: that later unmapping spans the hole).
 pub fn unmapping(start: usize, len: usize) -> usize {
     let end = start.saturating_add(len);
     let mut inside = 0;
     for (slot, s, e) in ranges() {
-        inside += e.min(end).saturating_sub(s.max(start));
-        if start <= s && e <= end {
-            slot.len.store(0, Ordering::Release);
-            slot.start.store(0, Ordering::Release);
+        let overlap = e.min(end).saturating_sub(s.max(start));
+        if overlap == 0 {
+            continue;
+        }
+        inside += overlap;
+        match (s < start, end < e) {
+            (false, false) => slot.set((0, 0)),
+            (true, false) => slot.set((s, start)),
+            (false, true) => slot.set((end, e)),
+            (true, true) => {}
         }
     }
     inside.min(len)
+}
+
+impl Slot {
+    /// Makes the slot remember `[start, end)` (`(0, 0)`: frees it). The length goes first, so
+    /// a reader sees the old range, no range, or the new one.
+    fn set(&self, (start, end): (usize, usize)) {
+        self.len.store(0, Ordering::Release);
+        self.start.store(start, Ordering::Release);
+        self.len.store(end - start, Ordering::Release);
+    }
 }
 
 #[cfg(test)]
@@ -116,12 +135,17 @@ mod tests {
         assert_eq!(overlap(base + 64 * MIB, 16 * MIB), 16 * MIB);
         // A mapping half inside: half of it.
         assert_eq!(overlap(base + 1016 * MIB, 16 * MIB), 8 * MIB);
-        // Unmapping a part leaves the rest remembered.
+        // Trimming its start leaves the rest remembered, and what was trimmed is free for
+        // memory.
         assert_eq!(unmapping(base, 32 * MIB), 32 * MIB);
         assert_eq!(overlap(base + 512 * MIB, MIB), MIB);
-        // Unmapping the whole forgets it.
-        assert_eq!(unmapping(base, 1024 * MIB), 1024 * MIB);
-        assert_eq!(overlap(base + 512 * MIB, MIB), 0);
+        assert_eq!(overlap(base, 32 * MIB), 0);
+        // A part unmapped inside stays the reservation's: unmapping the rest later spans it.
+        assert_eq!(unmapping(base + 512 * MIB, 64 * MIB), 64 * MIB);
+        assert_eq!(overlap(base + 500 * MIB, 100 * MIB), 100 * MIB);
+        // Unmapping the whole of what is left forgets it.
+        assert_eq!(unmapping(base + 32 * MIB, 992 * MIB), 992 * MIB);
+        assert_eq!(overlap(base, 1024 * MIB), 0);
     }
 
     #[test]
@@ -131,8 +155,11 @@ mod tests {
         assert!(note(base, 8 * MIB));
         assert_eq!(overlap(base + 8 * MIB, 8 * MIB), 0);
         assert_eq!(unmapping(base - 8 * MIB, 8 * MIB), 0);
+        // Trimming its end.
+        assert_eq!(unmapping(base + 6 * MIB, 4 * MIB), 2 * MIB);
+        assert_eq!(overlap(base, 8 * MIB), 6 * MIB);
         // An unmapping spanning the range and memory on both sides: only the range's part.
-        assert_eq!(unmapping(base - MIB, 10 * MIB), 8 * MIB);
+        assert_eq!(unmapping(base - MIB, 10 * MIB), 6 * MIB);
         assert_eq!(overlap(base, 8 * MIB), 0);
     }
 

@@ -1,8 +1,9 @@
 /* Maps address space and memory the ways a CUDA prover does, for tests/preload_mappings.rs:
- * a 64 GiB reservation (PROT_NONE, as cudaDeviceGetDefaultMemPool makes one of 300 GB), 64 MiB
- * committed inside it with MAP_FIXED, a file's 8 MiB mapped shared; and memory: a 48 MiB
- * anonymous mapping and a 32 MiB malloc block, each touched. All of it is unmapped or freed
- * before it exits. Usage: reserve_map FILE (a scratch file it creates). */
+ * a 64 GiB reservation (PROT_NONE, as cudaDeviceGetDefaultMemPool makes one of 300 GB) with
+ * 16 MiB trimmed off its end (as a program aligning one does) and 64 MiB committed inside it
+ * with MAP_FIXED; and memory: a file's 8 MiB mapped shared, a 48 MiB anonymous mapping and a
+ * 32 MiB malloc block, each touched. All of it is unmapped or freed before it exits.
+ * Usage: reserve_map FILE (a scratch file it creates). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,8 @@ int main(int argc, char **argv) {
   size_t reserve = (size_t)64 << 30;
   char *r = must(mmap(NULL, reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                       -1, 0), "reserve");
+  reserve -= 16 * MIB;
+  munmap(r + reserve, 16 * MIB);
   char *c = must(mmap(r + 256 * MIB, 64 * MIB, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0), "commit");
   memset(c, 1, 64 * MIB);
