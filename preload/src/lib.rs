@@ -312,7 +312,12 @@ pub unsafe extern "C" fn mmap(
         return hooked(0, len as u64, memory, call);
     }
     let p = call();
-    if p == libc::MAP_FAILED || mappings::note(p as usize, len) {
+    // One inside a reservation already remembered (a pool decommitting what it had committed
+    // there) takes no slot of its own.
+    if p == libc::MAP_FAILED
+        || mappings::overlap(p as usize, len) == len
+        || mappings::note(p as usize, len)
+    {
         return p;
     }
     // The table is full: counted as memory, and its unmapping will be too.

@@ -1,9 +1,9 @@
 //! The allocator probe (`LD_PRELOAD`) counts memory, not address space: a program that
 //! reserves 64 GiB `PROT_NONE` (as CUDA's memory pool reserves 300 GB: supraseal's live bytes
-//! read 318.8 GB beside an RSS of 4.9 GB), trims it and commits 64 MiB inside it, besides
-//! mapping a file's 8 MiB and 48 MiB of anonymous memory and allocating 32 MiB, shows the
-//! memory alone — as live bytes and as blocks — and live bytes fall back when it is all gone.
-//! The program is tests/programs/reserve_map.c.
+//! read 318.8 GB beside an RSS of 4.9 GB), trims it, commits 64 MiB inside it and commits and
+//! decommits 16 MiB more, besides mapping a file's 8 MiB and 48 MiB of anonymous memory and
+//! allocating 32 MiB, shows the memory alone — as live bytes and as blocks — and live bytes
+//! fall back when it is all gone. The program is tests/programs/reserve_map.c.
 
 mod common;
 
@@ -63,7 +63,8 @@ fn a_reservation_and_what_is_mapped_inside_it_are_not_memory() {
         assert!(blocks.contains(&(8 * MIB)), "{what}: {blocks:?}");
         assert!(blocks.contains(&(48 * MIB)), "{what}: {blocks:?}");
         assert!(blocks.iter().any(malloc_block), "{what}: {blocks:?}");
-        // Not the reservation, nor its trimmed end, nor what was committed inside it.
+        // Not the reservation, nor its trimmed end, nor what was committed and decommitted
+        // inside it.
         assert!(
             blocks
                 .iter()

@@ -1,7 +1,7 @@
 /* Maps address space and memory the ways a CUDA prover does, for tests/preload_mappings.rs:
  * a 64 GiB reservation (PROT_NONE, as cudaDeviceGetDefaultMemPool makes one of 300 GB) with
- * 16 MiB trimmed off its end (as a program aligning one does) and 64 MiB committed inside it
- * with MAP_FIXED; and memory: a file's 8 MiB mapped shared, a 48 MiB anonymous mapping and a
+ * 16 MiB trimmed off its end (as a program aligning one does), 64 MiB committed inside it with
+ * MAP_FIXED and 16 MiB committed and decommitted (PROT_NONE mapped over it); and memory: a file's 8 MiB mapped shared, a 48 MiB anonymous mapping and a
  * 32 MiB malloc block, each touched. All of it is unmapped or freed before it exits.
  * Usage: reserve_map FILE (a scratch file it creates). */
 #include <fcntl.h>
@@ -42,6 +42,12 @@ int main(int argc, char **argv) {
   char *c = must(mmap(r + 256 * MIB, 64 * MIB, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0), "commit");
   memset(c, 1, 64 * MIB);
+  /* Committed and given back the way a pool decommits: PROT_NONE mapped over it. */
+  char *d = must(mmap(r + 512 * MIB, 16 * MIB, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0), "commit 2");
+  memset(d, 5, 16 * MIB);
+  must(mmap(d, 16 * MIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
+            0), "decommit");
   int fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC, 0600);
   if (fd < 0 || ftruncate(fd, (off_t)(8 * MIB)) != 0) {
     perror(argv[1]);
