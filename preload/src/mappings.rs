@@ -60,6 +60,11 @@ pub fn note(start: usize, len: usize) -> bool {
     false
 }
 
+/// Bytes of `[start, end)` inside `[s, e)`.
+fn shared((s, e): (usize, usize), (start, end): (usize, usize)) -> usize {
+    e.min(end).saturating_sub(s.max(start))
+}
+
 /// The remembered reservations now, as `(slot, start, end)`.
 fn ranges() -> impl Iterator<Item = (&'static Slot, usize, usize)> {
     TABLE[..USED.load(Ordering::Acquire).min(SLOTS)]
@@ -73,9 +78,9 @@ fn ranges() -> impl Iterator<Item = (&'static Slot, usize, usize)> {
 
 /// Bytes of `[start, start + len)` that lie in remembered reservations.
 pub fn overlap(start: usize, len: usize) -> usize {
-    let end = start.saturating_add(len);
+    let range = (start, start.saturating_add(len));
     ranges()
-        .map(|(_, s, e)| e.min(end).saturating_sub(s.max(start)))
+        .map(|(_, s, e)| shared((s, e), range))
         .sum::<usize>()
         .min(len)
 }
@@ -89,7 +94,7 @@ pub fn unmapping(start: usize, len: usize) -> usize {
     let end = start.saturating_add(len);
     let mut inside = 0;
     for (slot, s, e) in ranges() {
-        let overlap = e.min(end).saturating_sub(s.max(start));
+        let overlap = shared((s, e), (start, end));
         if overlap == 0 {
             continue;
         }
@@ -106,11 +111,14 @@ pub fn unmapping(start: usize, len: usize) -> usize {
 
 impl Slot {
     /// Makes the slot remember `[start, end)` (`(0, 0)`: frees it). The length goes first, so
-    /// a reader sees the old range, no range, or the new one.
+    /// a reader sees the old range, no range, or the new one; a freed slot's length stays 0,
+    /// since [`note`] may claim it the moment its start is 0.
     fn set(&self, (start, end): (usize, usize)) {
         self.len.store(0, Ordering::Release);
         self.start.store(start, Ordering::Release);
-        self.len.store(end - start, Ordering::Release);
+        if start != 0 {
+            self.len.store(end - start, Ordering::Release);
+        }
     }
 }
 

@@ -50,6 +50,18 @@ struct Point {
 }
 
 impl Point {
+    /// Its live bytes and RSS, as a point a line passes through.
+    fn values(&self) -> (f64, f64) {
+        (self.live as f64, self.rss as f64)
+    }
+
+    /// Whether both its values lie within [`QUIET_BYTES`] of `expected`.
+    fn near(&self, (live, rss): (f64, f64)) -> bool {
+        let close =
+            |value: u64, expected: f64| (value as f64 - expected).abs() < QUIET_BYTES as f64;
+        close(self.live, live) && close(self.rss, rss)
+    }
+
     /// Where the line from `self` through `next` is at `at` (`next` itself when they coincide).
     fn extend(&self, next: &Point, at: Instant) -> (f64, f64) {
         let run = next.at.saturating_duration_since(self.at).as_secs_f64();
@@ -58,11 +70,6 @@ impl Point {
         let on = |a: u64, b: u64| b as f64 + (b as f64 - a as f64) * k;
         (on(self.live, next.live), on(self.rss, next.rss))
     }
-}
-
-/// Whether `value` is within [`QUIET_BYTES`] of `expected`.
-fn near(value: u64, expected: f64) -> bool {
-    (value as f64 - expected).abs() < QUIET_BYTES as f64
 }
 
 #[derive(Debug)]
@@ -138,13 +145,13 @@ impl Cadence {
         let Some(last) = self.last else {
             return self.base;
         };
-        let moving = !near(sample.live, last.live as f64) || !near(sample.rss, last.rss as f64);
+        let moving = !sample.near(last.values());
         // Still counts as well as the line: a vector arrived, and memory stays where it put it.
-        let (live, rss) = match &self.before {
+        let line = match &self.before {
             Some(before) => before.extend(&last, sample.at),
-            None => (last.live as f64, last.rss as f64),
+            None => last.values(),
         };
-        if moving && !(near(sample.live, live) && near(sample.rss, rss)) {
+        if moving && !sample.near(line) {
             return self.base;
         }
         let longest = if moving {

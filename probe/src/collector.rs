@@ -221,7 +221,10 @@ impl Collector {
     /// How soon to drain again while events flow: the configured flush interval, else the
     /// sampling cadence in effect, so that drains fall on the samples' wake-ups.
     fn flush_every(&self) -> Duration {
-        (self.session.config.flush_interval).unwrap_or(self.cadence.every())
+        self.session
+            .config
+            .flush_interval
+            .unwrap_or(self.cadence.every())
     }
 
     fn now(&self) -> u64 {

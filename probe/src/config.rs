@@ -57,8 +57,8 @@ pub struct ProbeConfig {
     pub record: Option<PathBuf>,
     pub history_bytes: usize,
     pub large_block: u64,
-    /// The allocator sample interval while memory moves; while it is still, the collector
-    /// stretches it up to 50 ms (`cadence.rs`).
+    /// The allocator sample interval while memory does something new; the collector stretches
+    /// it while memory keeps to a line or stands still (`cadence.rs`).
     pub alloc_sample: Duration,
     /// `None`: no NVML sampling.
     pub gpu_sample: Option<Duration>,

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
 
 /// Sizes of the session's allocations and releases, and its allocator samples' live bytes.
 fn blocks_and_live(rec: &Path) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
@@ -80,5 +81,3 @@ fn a_reservation_and_what_is_mapped_inside_it_are_not_memory() {
     let last = *live.last().unwrap();
     assert!(last < 64 * MIB, "live bytes at the end: {last}");
 }
-
-const GIB: u64 = 1 << 30;
