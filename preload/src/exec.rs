@@ -31,7 +31,7 @@ fn end_session(path: *const c_char) -> bool {
         // SAFETY: `exec*`'s contract: a NUL-terminated path.
         unsafe { CStr::from_ptr(path) }.to_string_lossy()
     };
-    p.shutdown(&format!("exec {what}"));
+    proofscope_probe::as_own_thread(|| p.shutdown(&format!("exec {what}")));
     true
 }
 

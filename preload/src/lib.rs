@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 mod exec;
+mod fds;
 mod mappings;
 
 /// How long the program runs before this library starts its own session
@@ -78,7 +79,7 @@ thread_local! {
 pub extern "C" fn proofscope_preload_release() {
     TAKEN_OVER.store(true, Ordering::Release);
     if let Some(p) = OWN.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        p.shutdown("handed over to the program's own probe");
+        proofscope_probe::as_own_thread(|| p.shutdown("handed over to the program's own probe"));
     }
 }
 
@@ -367,53 +368,59 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
 }
 
 extern "C" fn start_own_session() {
+    static FORK_HANDLER: std::sync::Once = std::sync::Once::new();
+    FORK_HANDLER.call_once(fds::init);
     // The program's signals never run on this thread, nor on the probe's it starts
     // (`with_signals_blocked` says why).
     let _ = proofscope_probe::with_signals_blocked(|| {
         std::thread::Builder::new()
             .name("proofscope-preload".into())
-            .spawn(|| {
-                std::thread::sleep(self_start_delay());
-                let mut own = OWN.lock().unwrap_or_else(|e| e.into_inner());
-                if TAKEN_OVER.load(Ordering::Acquire) {
-                    return; // the program's own probe took over
-                }
-                let exe = std::env::current_exe()
-                    .ok()
-                    .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
-                    .unwrap_or_else(|| "program".into());
-                let config = match proofscope_probe::ProbeConfig::from_env(&exe, "") {
-                    Ok(c) => c,
-                    Err(e) => {
-                        eprintln!("[proofscope preload] {e}; no session");
-                        return;
-                    }
-                };
-                THRESHOLD.store(config.large_block, Ordering::Relaxed);
-                let info = proofscope_probe::SessionInfo {
-                    backend: String::new(),
-                    backend_reason: "allocator probe (LD_PRELOAD): no spans".into(),
-                    command_line: std::env::args().collect(),
-                };
-                match proofscope_probe::Probe::start(config, info) {
-                    Ok(p) => {
-                        *own = Some(p);
-                        // SAFETY: getpid has no preconditions.
-                        OWN_PID.store(unsafe { libc::getpid() } as u32, Ordering::Release);
-                        // SAFETY: registers a handler with no preconditions that lives forever.
-                        unsafe { libc::atexit(stop_own_session) };
-                    }
-                    Err(e) => eprintln!("[proofscope preload] no session: {e}"),
-                }
-            })
+            .spawn(|| proofscope_probe::as_own_thread(start_after_delay))
     });
+}
+
+/// The body of the thread `start_own_session` starts: the probe's work, its fds the probe's.
+fn start_after_delay() {
+    fds::resolve();
+    std::thread::sleep(self_start_delay());
+    let mut own = OWN.lock().unwrap_or_else(|e| e.into_inner());
+    if TAKEN_OVER.load(Ordering::Acquire) {
+        return; // the program's own probe took over
+    }
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "program".into());
+    let config = match proofscope_probe::ProbeConfig::from_env(&exe, "") {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("[proofscope preload] {e}; no session");
+            return;
+        }
+    };
+    THRESHOLD.store(config.large_block, Ordering::Relaxed);
+    let info = proofscope_probe::SessionInfo {
+        backend: String::new(),
+        backend_reason: "allocator probe (LD_PRELOAD): no spans".into(),
+        command_line: std::env::args().collect(),
+    };
+    match proofscope_probe::Probe::start(config, info) {
+        Ok(p) => {
+            *own = Some(p);
+            // SAFETY: getpid has no preconditions.
+            OWN_PID.store(unsafe { libc::getpid() } as u32, Ordering::Release);
+            // SAFETY: registers a handler with no preconditions that lives forever.
+            unsafe { libc::atexit(stop_own_session) };
+        }
+        Err(e) => eprintln!("[proofscope preload] no session: {e}"),
+    }
 }
 
 extern "C" fn stop_own_session() {
     if let Ok(mut g) = OWN.lock()
         && let Some(p) = g.take()
     {
-        p.shutdown("program exited");
+        proofscope_probe::as_own_thread(|| p.shutdown("program exited"));
     }
 }
 

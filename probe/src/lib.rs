@@ -66,6 +66,8 @@ pub use names::{CallSite, intern};
 #[doc(hidden)]
 pub use observer::StartingThread;
 pub use observer::{ThreadCpu, own_threads_cpu, with_signals_blocked};
+#[doc(hidden)]
+pub use observer::{as_own_thread, on_own_thread};
 pub use probe::{Probe, SessionInfo, wait_drained};
 pub use probe_protocol::Verification;
 pub use probe_protocol::discovery::{default_socket_dir, default_socket_path};

@@ -176,6 +176,24 @@ pub(crate) fn on_observer_thread() -> bool {
     OBSERVER.try_with(Cell::get).unwrap_or(true)
 }
 
+/// The calling thread is one of the probe's own, or runs the probe's work now
+/// ([`as_own_thread`]); false while its thread-locals are torn down. For the preload's fd
+/// guard, which must not take a program's thread for the probe's.
+#[doc(hidden)]
+pub fn on_own_thread() -> bool {
+    OBSERVER.try_with(Cell::get).unwrap_or(false)
+}
+
+/// Runs `f` as the probe's own work on a thread that is not one of its own (the preload's
+/// start and end of its session): the fds it makes and closes are the probe's.
+#[doc(hidden)]
+pub fn as_own_thread<R>(f: impl FnOnce() -> R) -> R {
+    let was = OBSERVER.try_with(|o| o.replace(true)).unwrap_or(false);
+    let r = f();
+    let _ = OBSERVER.try_with(|o| o.set(was));
+    r
+}
+
 /// `os_tid` is one of the probe's own threads (running, or ended and not yet drained).
 pub(crate) fn is_observer(os_tid: u32) -> bool {
     TIDS.iter()
