@@ -203,6 +203,27 @@ fn size_of_block(p: *mut c_void) -> u64 {
     (word & !7) as u64
 }
 
+/// Interposed `malloc_usable_size`: glibc's answer for glibc's blocks, which are the only ones
+/// this library hands out. Without it, an allocator preloaded after this library
+/// (`LD_PRELOAD=…preload.so:libjemalloc.so.2`, the order `proofscope run` makes) answered for
+/// blocks it never made, and crashed (`malloc_usable_size(malloc(100))`: SIGSEGV in jemalloc).
+/// glibc's chunk is its size word plus the block; a chunk glibc mapped on its own (flag bit 2)
+/// also keeps the previous-size word before it.
+///
+/// # Safety
+/// The C contract of `malloc_usable_size`: `p` is NULL or a live block of this allocator.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> size_t {
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: as in `size_of_block`: the chunk's size word sits right before a live block.
+    let word = unsafe { p.cast::<usize>().sub(1).read() };
+    let mmapped = word & 2 != 0;
+    let overhead = if mmapped { 16 } else { 8 };
+    (word & !7).saturating_sub(overhead)
+}
+
 macro_rules! alloc_hook {
     ($name:ident ($($arg:ident: $ty:ty),*) => $real:ident, $size:expr) => {
         /// Interposed: forwards to glibc and accounts for the block.

@@ -259,7 +259,10 @@ fn a_linked_prover_under_run_counts_each_release_once() {
     let freed = plain["releases"]["bytes"].as_u64().unwrap() / 2;
     let linked = released_per_proof(&session(&linked, "linked"));
     assert_eq!(linked.len(), 2, "{linked:?}");
-    assert!(freed >= 256 << 20, "a call frees its 4 × 4 16 MiB vectors: {freed} B");
+    assert!(
+        freed >= 256 << 20,
+        "a call frees its 4 × 4 16 MiB vectors: {freed} B"
+    );
     for (n, bytes) in linked.iter().enumerate() {
         let off = (*bytes as f64 - freed as f64).abs() / freed as f64;
         assert!(
