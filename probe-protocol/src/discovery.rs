@@ -133,6 +133,51 @@ pub struct Found {
     pub removed: bool,
 }
 
+/// A directory or socket file passed over because another user could have put it there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub path: PathBuf,
+    /// Why, in a sentence: who owns it, or what its mode lets others do.
+    pub why: String,
+}
+
+/// What a search found: the sockets it may follow, and what it refused.
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    pub found: Vec<Found>,
+    pub refused: Vec<Refused>,
+}
+
+/// Whether `path` may be trusted as this user's: owned by this uid, and for a directory not
+/// writable by group or others (who could plant or swap a socket in it). Another user who made
+/// `/tmp/proofscope-<uid>` first (mode 777) could otherwise serve a fake prover there, and a
+/// viewer would report its proofs as the user's own — the prover itself refuses such a
+/// directory, and so does the viewer.
+pub fn check_owner(path: &Path, dir: bool) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    if meta.uid() != uid() {
+        return Err(format!(
+            "owned by uid {}, not by you (uid {}): another user may have made it; remove it, or set XDG_RUNTIME_DIR",
+            meta.uid(),
+            uid()
+        ));
+    }
+    if !dir {
+        return Ok(());
+    }
+    if !meta.is_dir() {
+        return Err("not a directory".into());
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "mode {:o} lets other users write into it; chmod 700 it",
+            meta.mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
 /// Every socket in the search directories, live ones first. Stale sockets are removed (and
 /// returned with `removed` set, so a listing can say so).
 pub fn find() -> Vec<Found> {
@@ -141,16 +186,34 @@ pub fn find() -> Vec<Found> {
 
 /// [`find`] in the directories `dirs` instead of the default ones.
 pub fn find_in(dirs: &[PathBuf]) -> Vec<Found> {
+    scan(dirs).found
+}
+
+/// [`find_in`], with what it refused: a directory or socket another user owns or can write
+/// ([`check_owner`]) is never followed.
+pub fn scan(dirs: &[PathBuf]) -> Scan {
     let mut out = Vec::new();
+    let mut refused = Vec::new();
     for dir in dirs {
         let Ok(rd) = std::fs::read_dir(dir) else {
             continue;
         };
+        if let Err(why) = check_owner(dir, true) {
+            refused.push(Refused {
+                path: dir.clone(),
+                why,
+            });
+            continue;
+        }
         for e in rd.flatten() {
             let path = e.path();
             let Some((prover, pid)) = parse_socket_name(&path) else {
                 continue;
             };
+            if let Err(why) = check_owner(&path, false) {
+                refused.push(Refused { path, why });
+                continue;
+            }
             let state = socket_state(&path);
             if state == SocketState::NotASocket || state == SocketState::Missing {
                 continue;
@@ -167,7 +230,10 @@ pub fn find_in(dirs: &[PathBuf]) -> Vec<Found> {
     }
     out.sort_by_key(|f| (!f.alive, f.path.clone()));
     out.dedup_by(|a, b| a.path == b.path);
-    out
+    Scan {
+        found: out,
+        refused,
+    }
 }
 
 #[cfg(test)]

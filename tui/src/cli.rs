@@ -54,9 +54,11 @@ pub enum Command {
     /// (LD_PRELOAD) and its own log lines (supraseal's CUZK_TIMING, cuzk, bellperson) in one
     /// session. Its output passes through unchanged; its exit status is run's.
     Run(RunArgs),
-    /// List running provers (stale sockets found on the way are removed).
+    /// List running provers (stale sockets found on the way are removed; a directory or socket
+    /// another user could have put there is refused, and says why).
     List {
-        /// One JSON object per socket, in an array: state, prover, pid, path.
+        /// One JSON object per socket, in an array: state, prover, pid, path (a refused
+        /// directory or socket: state "refused", path, why).
         #[arg(long)]
         json: bool,
     },

@@ -83,13 +83,26 @@ fn socket_dirs() -> String {
         .join(", ")
 }
 
+/// The search's refusals, one line each, for a message.
+fn refusals(refused: &[discover::Refused]) -> String {
+    refused
+        .iter()
+        .map(|r| format!("\n  refused {}: {}", r.path.display(), r.why))
+        .collect()
+}
+
 fn find_one() -> Result<std::path::PathBuf> {
-    let found: Vec<_> = discover::find().into_iter().filter(|f| f.alive).collect();
+    let scan = discover::scan(&discover::socket_dirs());
+    let found: Vec<_> = scan.found.into_iter().filter(|f| f.alive).collect();
+    if !found.is_empty() && !scan.refused.is_empty() {
+        eprintln!("warning: passed over{}", refusals(&scan.refused));
+    }
     match found.as_slice() {
         [one] => Ok(one.path.clone()),
         [] => bail!(
-            "no running prover found (looked in {}); start one with `prover serve`, or name its socket",
-            socket_dirs()
+            "no running prover found (looked in {}); start one with `prover serve`, or name its socket{}",
+            socket_dirs(),
+            refusals(&scan.refused)
         ),
         many => bail!(
             "{} provers are running; name one:\n{}",
@@ -190,7 +203,7 @@ fn refuse_to_replace(file: &std::path::Path, force: bool) -> Result<()> {
 }
 
 fn list(json: bool) -> Result<Exit> {
-    let found = discover::find();
+    let discover::Scan { found, refused } = discover::scan(&discover::socket_dirs());
     let mut out = std::io::stdout().lock();
     let state = |f: &discover::Found| match (f.alive, f.removed) {
         (true, _) => "running",
@@ -208,12 +221,22 @@ fn list(json: bool) -> Result<Exit> {
                     "path": f.path.display().to_string(),
                 })
             })
+            .chain(refused.iter().map(|r| {
+                serde_json::json!({
+                    "state": "refused",
+                    "path": r.path.display().to_string(),
+                    "why": r.why,
+                })
+            }))
             .collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(Exit::Ok);
     }
     if found.is_empty() {
         writeln!(out, "no prover sockets in {}", socket_dirs())?;
+    }
+    for r in &refused {
+        writeln!(out, "{:<15} {}: {}", "refused", r.path.display(), r.why)?;
     }
     for f in &found {
         writeln!(
