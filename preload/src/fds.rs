@@ -249,7 +249,11 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         }
         disown(fd);
     }
-    real_close(fd)
+    let r = real_close(fd);
+    if r == 0 {
+        crate::output::closed(fd);
+    }
+    r
 }
 
 /// The probe's fds in `[first, last]`, ascending, passed to `each`.
@@ -279,7 +283,11 @@ fn owned_in(first: c_uint, last: c_uint, mut each: impl FnMut(c_uint)) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
     let cloexec_only = flags & libc::CLOSE_RANGE_CLOEXEC as c_int != 0;
-    if cloexec_only || on_probe_thread() || first > last {
+    if cloexec_only || first > last {
+        return real_close_range(first, last, flags);
+    }
+    crate::output::closed_range(first, last);
+    if on_probe_thread() {
         return real_close_range(first, last, flags);
     }
     let mut from = first;
@@ -356,13 +364,17 @@ macro_rules! fcntl_hook {
                     at
                 ));
             }
-            call_next!(
+            let r = call_next!(
                 $next,
                 unsafe extern "C" fn(c_int, c_int, c_long) -> c_int,
                 fd,
                 cmd,
                 arg
-            )
+            );
+            if dup {
+                crate::output::duplicated(fd, r);
+            }
+            r
         }
     };
 }
@@ -376,7 +388,9 @@ fcntl_hook!(fcntl64, FCNTL64);
 /// The C contract of `dup`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
-    made(call_next!(DUP, unsafe extern "C" fn(c_int) -> c_int, fd))
+    let r = made(call_next!(DUP, unsafe extern "C" fn(c_int) -> c_int, fd));
+    crate::output::duplicated(fd, r);
+    r
 }
 
 /// A program's `dup2`/`dup3` onto one of the probe's fds: refused, `EBUSY`.
@@ -397,7 +411,9 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
     if onto_probe_fd(new) {
         return -1;
     }
-    call_next!(DUP2, unsafe extern "C" fn(c_int, c_int) -> c_int, old, new)
+    let r = call_next!(DUP2, unsafe extern "C" fn(c_int, c_int) -> c_int, old, new);
+    crate::output::duplicated(old, r);
+    r
 }
 
 /// Interposed `dup3`.
@@ -409,13 +425,15 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
     if onto_probe_fd(new) {
         return -1;
     }
-    call_next!(
+    let r = call_next!(
         DUP3,
         unsafe extern "C" fn(c_int, c_int, c_int) -> c_int,
         old,
         new,
         flags
-    )
+    );
+    crate::output::duplicated(old, r);
+    r
 }
 
 /// A call that makes one fd: on a probe thread, the fd is moved up and owned.

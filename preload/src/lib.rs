@@ -29,6 +29,8 @@ use std::time::Duration;
 mod exec;
 mod fds;
 mod mappings;
+mod output;
+mod stdio;
 
 /// How long the program runs before this library starts its own session
 /// (`PROOFSCOPE_PRELOAD_DELAY_MS` sets another; under `proofscope run` there is none).
@@ -64,6 +66,10 @@ type Reporter = extern "C" fn(u64, u64, c_int);
 
 /// The program's probe's reporter (null: report into this library's own probe).
 static FORWARD: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+/// Where writes to stdout and stderr are reported: `(fd, offset, bytes)`.
+type WriteReporter = extern "C" fn(u8, u64, u64);
+/// The program's probe's write reporter (null: this library's own probe).
+static FORWARD_WRITE: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
 /// Blocks at or above this many bytes are timed (the probe's default until a session says).
 static THRESHOLD: AtomicU64 = AtomicU64::new(1 << 20);
 
@@ -93,6 +99,14 @@ pub extern "C" fn proofscope_preload_attach(report: Option<Reporter>, threshold:
     }
     let p = report.map_or(std::ptr::null_mut(), |f| f as *mut c_void);
     FORWARD.store(p, Ordering::Release);
+}
+
+/// Called by a program's own probe once its session runs: writes to stdout and stderr are
+/// stamped into it from then on; `None` (its session ended) stops that.
+#[unsafe(no_mangle)]
+pub extern "C" fn proofscope_preload_attach_output(report: Option<WriteReporter>) {
+    let p = report.map_or(std::ptr::null_mut(), |f| f as *mut c_void);
+    FORWARD_WRITE.store(p, Ordering::Release);
 }
 
 /// The program's own probe asked: this library starts no session of its own.
@@ -403,6 +417,7 @@ extern "C" fn start_own_session() {
 /// The body of the thread `start_own_session` starts: the probe's work, its fds the probe's.
 fn start_after_delay() {
     fds::resolve();
+    output::resolve();
     std::thread::sleep(self_start_delay());
     let mut own = OWN.lock().unwrap_or_else(|e| e.into_inner());
     if TAKEN_OVER.load(Ordering::Acquire) {

@@ -201,6 +201,11 @@ fn encode_body(out: &mut Vec<u8>, cur: &mut Cursor, ev: &Event) -> Result<(), En
             let t = u64::from(s.thread);
             uints(out, &[s.ts, t, s.cpu_ns, s.runq_ns, s.timeslices]);
         }
+        // Added in 1.5: absolute, as ThreadSched.
+        Event::OutputWrite(w) => {
+            let t = u64::from(w.thread);
+            uints(out, &[w.ts, t, u64::from(w.stream.fd()), w.offset, w.bytes]);
+        }
         Event::Subscribe(s) => {
             write_bool(out, s.history);
             write_str(out, &s.client);
@@ -426,6 +431,21 @@ fn decode_body(
             runq_ns: r.read_u64("run-queue ns")?,
             timeslices: r.read_u64("timeslices")?,
         }),
+        EventKind::OutputWrite => Event::OutputWrite(OutputWrite {
+            ts: r.read_u64("write timestamp")?,
+            thread: r.read_u32("thread id")?,
+            stream: {
+                let at = r.pos();
+                let fd = r.read_u64("output stream (1 or 2)")?;
+                OutputStream::of_fd(fd).ok_or(DecodeError::OutOfRange {
+                    offset: at,
+                    what: "output stream (1 or 2)",
+                    value: i128::from(fd),
+                })?
+            },
+            offset: r.read_u64("stream offset")?,
+            bytes: r.read_u64("bytes written")?,
+        }),
         EventKind::Subscribe => Event::Subscribe(Subscribe {
             history: r.read_bool("history flag")?,
             client: r.read_str("client name")?.to_owned(),
@@ -636,6 +656,10 @@ mod tests {
                 id: 3,
                 frames: vec!["f".into()],
             },
+            EventKind::OutputWrite => Event::OutputWrite(OutputWrite {
+                ts,
+                ..OutputWrite::default()
+            }),
             EventKind::Subscribe => Event::Subscribe(Subscribe {
                 history: true,
                 client: "c".into(),

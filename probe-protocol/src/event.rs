@@ -260,6 +260,48 @@ pub struct ThreadSched {
     pub timeslices: u64,
 }
 
+/// Which of the program's standard streams a write went to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum OutputStream {
+    #[default]
+    Stdout,
+    Stderr,
+}
+
+impl OutputStream {
+    /// The stream's fd, as on the wire (1 or 2).
+    pub fn fd(self) -> u8 {
+        match self {
+            OutputStream::Stdout => 1,
+            OutputStream::Stderr => 2,
+        }
+    }
+
+    /// The stream of fd 1 or 2.
+    pub fn of_fd(fd: u64) -> Option<OutputStream> {
+        match fd {
+            1 => Some(OutputStream::Stdout),
+            2 => Some(OutputStream::Stderr),
+            _ => None,
+        }
+    }
+}
+
+/// A write to the program's standard output or error, stamped where it happened: when it
+/// returned, on which thread, and which bytes of the stream it carried (`offset`: the bytes
+/// the process wrote to that stream before it). A reader of the stream (`proofscope run`'s
+/// relay) places each line by the write that carried its first byte — the prover's clock, not
+/// the reader's arrival, which a loaded machine delays. Since protocol 1.5; carries an absolute
+/// timestamp, as kinds added by a minor version must.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OutputWrite {
+    pub ts: Ns,
+    pub thread: ThreadId,
+    pub stream: OutputStream,
+    pub offset: u64,
+    pub bytes: u64,
+}
+
 /// What a client asks for on connect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subscribe {
@@ -312,6 +354,7 @@ pub enum Event {
         id: StackId,
         frames: Vec<String>,
     },
+    OutputWrite(OutputWrite),
     Subscribe(Subscribe),
 }
 
@@ -338,6 +381,7 @@ impl Event {
             Event::Goodbye { .. } => EventKind::Goodbye,
             Event::ThreadSched(_) => EventKind::ThreadSched,
             Event::StackDef { .. } => EventKind::StackDef,
+            Event::OutputWrite(_) => EventKind::OutputWrite,
             Event::Subscribe(_) => EventKind::Subscribe,
         }
     }
@@ -363,6 +407,7 @@ impl Event {
             Event::Heartbeat { ts } | Event::LiveStart { ts } | Event::Goodbye { ts, .. } => *ts,
             Event::HistoryGap(h) => h.ts,
             Event::ThreadSched(s) => s.ts,
+            Event::OutputWrite(w) => w.ts,
         })
     }
 
@@ -399,6 +444,7 @@ impl Event {
             }
             Event::HistoryGap(h) => h.ts = ns,
             Event::ThreadSched(s) => s.ts = ns,
+            Event::OutputWrite(w) => w.ts = ns,
         }
     }
 }

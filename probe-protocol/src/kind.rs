@@ -109,6 +109,8 @@ event_kinds! {
     Goodbye = 18, "goodbye", fields 3, loss Never, clock Delta, span None, minor 0;
     ThreadSched = 19, "thread_sched", fields 6, loss Counted, clock Absolute, span None, minor 2;
     StackDef = 20, "stack_def", fields 3, loss Never, clock None, span None, minor 3;
+    /// A write to the program's stdout or stderr, stamped where it happened.
+    OutputWrite = 21, "output_write", fields 6, loss Counted, clock Absolute, span None, minor 5;
     /// Client → server.
     Subscribe = 32, "subscribe", fields 3, loss Never, clock None, span None, minor 0;
 }

@@ -46,6 +46,7 @@ fn python_decoder_from_the_spec_agrees() {
         "dropped {'ts': 2200000, 'counts': {'span_begin': 10, 'span_end': 9}}",
         "live_start {'ts': 2300001}",
         "goodbye {'ts': 3100000, 'reason': 'signal'}",
+        "output_write {'ts': 3300000, 'thread': 1, 'stream': 2, 'offset': 1234, 'bytes': 56}",
     ];
     for line in expect {
         assert!(text.contains(line), "missing {line:?} in:\n{text}");

@@ -174,13 +174,27 @@ extern "C" fn preload_report(bytes: u64, inside_ns: u64, release: c_int) {
     crate::alloc::report_external(bytes, inside_ns, release != 0);
 }
 
-/// Tells the preload library (if loaded) where blocks go: to this session, or (None) nowhere.
+/// What the preload library calls for each write to stdout or stderr once attached.
+extern "C" fn preload_output(fd: u8, offset: u64, bytes: u64) {
+    crate::output::report_output_write(fd, offset, bytes);
+}
+
+type PreloadAttachOutput = extern "C" fn(Option<extern "C" fn(u8, u64, u64)>);
+
+/// Tells the preload library (if loaded) where blocks and output writes go: to this session,
+/// or (None) nowhere.
 fn attach_preload(report: Option<extern "C" fn(u64, u64, c_int)>, threshold: u64) {
     let f = preload_fn(c"proofscope_preload_attach");
     if !f.is_null() {
         // SAFETY: the preload library exports `proofscope_preload_attach` with this type.
         let attach: PreloadAttach = unsafe { std::mem::transmute(f) };
         attach(report, threshold);
+    }
+    let f = preload_fn(c"proofscope_preload_attach_output");
+    if !f.is_null() {
+        // SAFETY: the preload library exports `proofscope_preload_attach_output` with this type.
+        let attach: PreloadAttachOutput = unsafe { std::mem::transmute(f) };
+        attach(report.map(|_| preload_output as extern "C" fn(u8, u64, u64)));
     }
 }
 

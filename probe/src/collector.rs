@@ -13,6 +13,7 @@ use crate::config::HEARTBEAT;
 use crate::encoded::{EncodedFrame, dropped_event, encode_all};
 use crate::history::History;
 use crate::names;
+use crate::output;
 use crate::ring::{Consumer, RAW_KINDS, RawEvent, RawKind};
 use crate::session::{Arrival, Session, SlowEvent, ThreadRing};
 use crate::subscriber::SubQueue;
@@ -55,6 +56,7 @@ struct Batch {
 #[derive(Debug)]
 struct LossesSeen {
     alloc: (u64, u64),
+    output: u64,
     slow: KindCounts,
 }
 
@@ -147,6 +149,7 @@ impl Collector {
             rings: Vec::new(),
             losses_seen: LossesSeen {
                 alloc: alloc::dropped(),
+                output: output::dropped(),
                 slow: KindCounts::ZERO,
             },
             raw: Vec::new(),
@@ -246,6 +249,7 @@ impl Collector {
         self.convert_ring_records(conv, &mut batch);
         self.take_large_blocks(conv, &mut batch);
         let moved = !batch.data.is_empty();
+        self.take_output_writes(&mut batch);
         self.sample_allocator(now, &mut batch);
         self.report_losses(now, &mut batch);
         self.define_new_names(&mut batch);
@@ -375,6 +379,26 @@ impl Collector {
         self.blocks = blocks;
     }
 
+    /// The program's writes to stdout and stderr, on the session clock. They do not stir the
+    /// cadence: a log line is not memory moving.
+    fn take_output_writes(&mut self, batch: &mut Batch) {
+        let mut writes = Vec::new();
+        output::drain(|w| writes.push(w));
+        for w in writes {
+            let thread = self.threads.id_of(w.os_tid, None, &mut batch.defs);
+            batch
+                .data
+                .push(Event::OutputWrite(probe_protocol::OutputWrite {
+                    ts: self.session.clock.monotonic_to_ns(w.mono_ns),
+                    thread,
+                    stream: w.stream,
+                    offset: w.offset,
+                    bytes: w.bytes,
+                }));
+            self.threads.seen(thread, self.next_pos(batch));
+        }
+    }
+
     fn sample_allocator(&mut self, now: u64, batch: &mut Batch) {
         let at = Instant::now();
         if !self.cadence.due(at) {
@@ -415,6 +439,9 @@ impl Collector {
         lost[EventKind::Alloc] += da - self.losses_seen.alloc.0;
         lost[EventKind::Release] += dr - self.losses_seen.alloc.1;
         self.losses_seen.alloc = (da, dr);
+        let dw = output::dropped();
+        lost[EventKind::OutputWrite] += dw - self.losses_seen.output;
+        self.losses_seen.output = dw;
         let slow = self.session.slow.dropped();
         lost += &slow.since(&self.losses_seen.slow);
         self.losses_seen.slow = slow;

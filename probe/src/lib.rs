@@ -34,6 +34,7 @@ mod nvml;
 #[path = "no_nvml.rs"]
 mod nvml;
 mod observer;
+mod output;
 mod probe;
 mod proof;
 mod recorder;
@@ -68,6 +69,7 @@ pub use observer::StartingThread;
 pub use observer::{ThreadCpu, own_threads_cpu, with_signals_blocked};
 #[doc(hidden)]
 pub use observer::{as_own_thread, on_own_thread};
+pub use output::report_output_write;
 pub use probe::{Probe, SessionInfo, wait_drained};
 pub use probe_protocol::Verification;
 pub use probe_protocol::discovery::{default_socket_dir, default_socket_path};

@@ -150,6 +150,7 @@ impl Probe {
             probe.server = Some(Server::start(session.clone(), path, default_dir)?);
         }
         alloc::enable_events(large_block, stack_block);
+        crate::output::enable();
         let s2 = session.clone();
         let handle = spawn_named("probe-collector", "collector", move || {
             Collector::new(s2).run()
@@ -205,6 +206,7 @@ impl Probe {
         let session = self.session.take()?;
         state::set_enabled(false);
         alloc::disable_events();
+        crate::output::disable();
         session.control.request_stop(reason);
         if let Some(t) = self.nvml.take() {
             t.thread().unpark();

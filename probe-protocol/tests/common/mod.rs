@@ -158,6 +158,13 @@ pub fn one_of_each() -> Vec<Event> {
             runq_ns: 20_000_000,
             timeslices: 300,
         }),
+        Event::OutputWrite(OutputWrite {
+            ts: 3_300_000,
+            thread: 1,
+            stream: OutputStream::Stderr,
+            offset: 1234,
+            bytes: 56,
+        }),
         Event::Subscribe(Subscribe {
             history: true,
             client: "proofscope 0.1.0".into(),

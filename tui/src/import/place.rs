@@ -123,6 +123,17 @@ impl Tree {
         self.spans.iter().map(|s| s.end).max().unwrap_or(0)
     }
 
+    /// Moves every span (and `causes`) back by `by`, cutting what would fall before 0.
+    fn cut_front(&mut self, by: u64, causes: &mut [(u64, DiagnosisKind, String)]) {
+        for s in &mut self.spans {
+            s.start = s.start.saturating_sub(by);
+            s.end = s.end.saturating_sub(by);
+        }
+        for c in causes {
+            c.0 = c.0.saturating_sub(by);
+        }
+    }
+
     /// Moves every span (and `causes`) by `by`.
     fn shift(&mut self, by: u64, causes: &mut [(u64, DiagnosisKind, String)]) {
         for s in &mut self.spans {
@@ -350,8 +361,21 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, origin_ns: Option<u64>) -> P
     } else {
         prepend_synthesis(&mut t, c, &mut causes)
     };
-    let (start, anchored, by_wall) = anchor(calls, c, &t, lead, cursor, origin_ns);
+    let (start, anchored, by_wall, before_session) = anchor(calls, c, &t, lead, cursor, origin_ns);
     t.shift(start, &mut causes);
+    let mut notes = c.notes.clone();
+    if before_session > 0 {
+        // The call began before the session did (the preload's session starts on a thread of
+        // its own as the program starts, and a prover proves at once): its end is where the
+        // log says, its first moments are cut. Shifted whole instead, every later call was
+        // pushed after it as well, and their frees fell into their phases.
+        t.cut_front(before_session, &mut causes);
+        notes.push(format!(
+            "began {} before the probe's session: its first {} are not shown",
+            dur(before_session),
+            dur(before_session)
+        ));
+    }
     Placed {
         label: label(calls, c),
         circuits: c
@@ -362,7 +386,7 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, origin_ns: Option<u64>) -> P
         spans: t.spans,
         causes,
         gpu_phases: t.gpu_phases,
-        notes: c.notes.clone(),
+        notes,
         lines: lines(c),
         anchored,
         end_res_ns: if by_wall { c.wall_res_ns } else { 0 },
@@ -404,7 +428,8 @@ fn prepend_synthesis(t: &mut Tree, c: &Call, causes: &mut [(u64, DiagnosisKind, 
 
 /// Where the call starts on the session clock: its TIMELINE run's start, else its last line's
 /// wall clock (the wrapper's end) from the origin, else after the previous call. Whether the
-/// log said so, and whether by a wall clock.
+/// log said so, whether by a wall clock, and how long before the session's 0 it began (by a
+/// wall clock that puts its end after 0 and its start before).
 fn anchor(
     calls: &Calls,
     c: &Call,
@@ -412,7 +437,7 @@ fn anchor(
     lead: u64,
     cursor: u64,
     origin_ns: Option<u64>,
-) -> (u64, bool, bool) {
+) -> (u64, bool, bool, u64) {
     let run = c.run.map(|i| &calls.runs[i]);
     // TIMELINE offsets count from the daemon's start: where that is on the session's clock.
     let daemon_start = calls
@@ -429,14 +454,18 @@ fn anchor(
         .and_then(|r| r.start)
         .map(|s| (daemon_at + s * MS).saturating_sub(lead));
     let outer_end = t.spans[OUTER].end;
+    let mut before_session = 0;
     let from_wall = c.wall_end.zip(origin_ns).and_then(|(w, origin)| {
         let w = w.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos() as u64;
-        Some(w.checked_sub(origin)?.saturating_sub(outer_end))
+        let end = w.checked_sub(origin)?;
+        before_session = outer_end.saturating_sub(end);
+        Some(end.saturating_sub(outer_end))
     });
     match (from_run, from_wall) {
-        (Some(r), _) => (r, true, false),
-        (None, Some(w)) => (w.max(cursor), true, true),
-        (None, None) => (cursor, false, false),
+        (Some(r), _) => (r, true, false, 0),
+        (None, Some(w)) if cursor == 0 => (w, true, true, before_session),
+        (None, Some(w)) => (w.max(cursor), true, true, 0),
+        (None, None) => (cursor, false, false, 0),
     }
 }
 

@@ -188,6 +188,11 @@ impl Session {
                 |x| x.sched.entry(ThreadId(t.thread)).or_default().push(t),
                 SAMPLE_BYTES,
             ),
+            Event::OutputWrite(w) => self.sample(
+                w.ts,
+                |x| x.outputs.entry(w.stream).or_default().push(w),
+                SAMPLE_BYTES,
+            ),
             Event::GpuSpan(g) => self.gpu_span(DeviceSpan::from(g)),
             Event::Dropped(d) => self.dropped(DropReport {
                 ts: d.ts,

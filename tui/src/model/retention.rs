@@ -117,6 +117,7 @@ enum Store {
     Loose,
     Drops,
     Sched,
+    Output,
 }
 
 impl Session {
@@ -132,6 +133,11 @@ impl Session {
                 .sum::<usize>()
             + self
                 .sched
+                .values_mut()
+                .map(|t| t.trim_before(ts))
+                .sum::<usize>()
+            + self
+                .outputs
                 .values_mut()
                 .map(|t| t.trim_before(ts))
                 .sum::<usize>()
@@ -153,6 +159,10 @@ impl Session {
             (
                 Store::Sched,
                 self.sched.values().map(|t| t.len()).max().unwrap_or(0),
+            ),
+            (
+                Store::Output,
+                self.outputs.values().map(|t| t.len()).max().unwrap_or(0),
             ),
         ];
         // Of equal sizes, the last listed goes first (`max_by_key` keeps the last maximum).
@@ -177,6 +187,10 @@ impl Session {
             }
             Store::Sched => {
                 let t = self.sched.values_mut().max_by_key(|t| t.len());
+                (t.map_or(0, |t| t.trim_half()), SAMPLE_BYTES)
+            }
+            Store::Output => {
+                let t = self.outputs.values_mut().max_by_key(|t| t.len());
                 (t.map_or(0, |t| t.trim_half()), SAMPLE_BYTES)
             }
             Store::Drops => {

@@ -6,7 +6,9 @@ use super::ids::{NameId, ProofId, SpanId, StackId, ThreadId};
 use super::proof::{Proof, SpanTree};
 use super::records::{Block, DropReport, Goodbye, ThreadInfo};
 use super::series::TimeSeries;
-use probe_protocol::{AllocSample, GpuSample, Hello, HistoryGap, ThreadSched, Welcome};
+use probe_protocol::{
+    AllocSample, GpuSample, Hello, HistoryGap, OutputStream, OutputWrite, ThreadSched, Welcome,
+};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
@@ -34,6 +36,8 @@ pub struct Session {
     pub(super) stacks: HashMap<StackId, Vec<String>>,
     /// Scheduler counters per thread, sampled while it is inside a span (protocol 1.2).
     pub(super) sched: BTreeMap<ThreadId, TimeSeries<ThreadSched>>,
+    /// Writes to stdout and stderr, stamped where they happened (protocol 1.5).
+    pub(super) outputs: BTreeMap<OutputStream, TimeSeries<OutputWrite>>,
     pub(super) drops: Vec<DropReport>,
     pub(super) dropped_total: u64,
     pub(super) history_gap: Option<HistoryGap>,
@@ -212,6 +216,23 @@ impl Session {
     /// Scheduler samples of thread `id`.
     pub fn sched(&self, id: ThreadId) -> Option<&TimeSeries<ThreadSched>> {
         self.sched.get(&id)
+    }
+
+    /// The write that carried byte `offset` of the program's `stream` (its own count of the
+    /// bytes it wrote there), if the probe reported it and it is still kept.
+    pub fn output_write_at(&self, stream: OutputStream, offset: u64) -> Option<&OutputWrite> {
+        let writes = self.outputs.get(&stream)?.all();
+        // Offsets grow with time; two threads' writes may be reported a little out of order,
+        // so the neighbours of the first write ending past `offset` are looked at too.
+        let i = writes.partition_point(|w| w.offset + w.bytes <= offset);
+        writes[i.saturating_sub(2)..(i + 3).min(writes.len())]
+            .iter()
+            .find(|w| w.offset <= offset && offset < w.offset + w.bytes)
+    }
+
+    /// Whether the probe stamps this session's writes to stdout and stderr.
+    pub fn stamps_output(&self) -> bool {
+        !self.outputs.is_empty()
     }
 
     /// A call stack's frames, innermost first.

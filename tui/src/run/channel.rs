@@ -6,7 +6,7 @@
 //! A message is a kind byte and its fields, little-endian:
 //! - `1 Started`: the child's pid (u32).
 //! - `2 Lines`: the stream (0 stdout, 1 stderr), then lines, each: arrival time (Unix ns, u64),
-//!   length (u32), bytes.
+//!   the stream's bytes before the line (u64), length (u32), bytes.
 //! - `3 Dropped`: lines dropped so far (u64), in total.
 //! - `4 Exited`: exit code (i32, -1 when killed) and signal (i32, 0 when it exited).
 //! - `5 Failed`: the exit status to report (u8) and why (UTF-8): the child could not start.
@@ -18,6 +18,8 @@ pub const BATCH_BYTES: usize = 48 << 10;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Line {
     pub arrival_ns: u64,
+    /// Bytes of the stream before this line: where its first byte is.
+    pub offset: u64,
     pub stderr: bool,
     pub bytes: Vec<u8>,
 }
@@ -47,12 +49,13 @@ impl Batch {
     }
 
     /// Adds a line (cut to fit a batch); `false` when the batch is full and must be sent first.
-    pub fn push(&mut self, arrival_ns: u64, line: &[u8], max_line: usize) -> bool {
-        let line = &line[..line.len().min(max_line).min(BATCH_BYTES - 16)];
-        if self.lines > 0 && self.buf.len() + 12 + line.len() > BATCH_BYTES {
+    pub fn push(&mut self, arrival_ns: u64, offset: u64, line: &[u8], max_line: usize) -> bool {
+        let line = &line[..line.len().min(max_line).min(BATCH_BYTES - 24)];
+        if self.lines > 0 && self.buf.len() + 20 + line.len() > BATCH_BYTES {
             return false;
         }
         self.buf.extend_from_slice(&arrival_ns.to_le_bytes());
+        self.buf.extend_from_slice(&offset.to_le_bytes());
         self.buf
             .extend_from_slice(&(line.len() as u32).to_le_bytes());
         self.buf.extend_from_slice(line);
@@ -85,7 +88,7 @@ pub fn encode(m: &Msg) -> Vec<u8> {
         Msg::Lines(lines) => {
             let mut b = Batch::new(lines.first().is_some_and(|l| l.stderr));
             for l in lines {
-                b.push(l.arrival_ns, &l.bytes, usize::MAX);
+                b.push(l.arrival_ns, l.offset, &l.bytes, usize::MAX);
             }
             out = b.buf;
         }
@@ -125,14 +128,16 @@ pub fn decode(b: &[u8]) -> Option<Msg> {
             let mut at = 2;
             while at < b.len() {
                 let arrival_ns = u64_at(b, at)?;
-                let len = u32_at(b, at + 8)? as usize;
-                let bytes = b.get(at + 12..at + 12 + len)?.to_vec();
+                let offset = u64_at(b, at + 8)?;
+                let len = u32_at(b, at + 16)? as usize;
+                let bytes = b.get(at + 20..at + 20 + len)?.to_vec();
                 lines.push(Line {
                     arrival_ns,
+                    offset,
                     stderr,
                     bytes,
                 });
-                at += 12 + len;
+                at += 20 + len;
             }
             Msg::Lines(lines)
         }
@@ -160,11 +165,13 @@ mod tests {
         let lines = Msg::Lines(vec![
             Line {
                 arrival_ns: 7,
+                offset: 0,
                 stderr: true,
                 bytes: b"CUZK_TIMING: prep_msm_ms=1".to_vec(),
             },
             Line {
                 arrival_ns: 9,
+                offset: 27,
                 stderr: true,
                 bytes: vec![0xff, 0, 1],
             },
@@ -193,11 +200,11 @@ mod tests {
     fn a_batch_stays_under_its_size_and_cuts_a_long_line() {
         let mut b = Batch::new(false);
         let line = vec![b'x'; 40 << 10];
-        assert!(b.push(1, &line, usize::MAX));
-        assert!(!b.push(2, &line, usize::MAX), "full");
+        assert!(b.push(1, 0, &line, usize::MAX));
+        assert!(!b.push(2, 0, &line, usize::MAX), "full");
         assert!(b.bytes().len() <= BATCH_BYTES);
         b.clear();
-        assert!(b.push(3, &vec![b'y'; 1 << 20], 64 << 10));
+        assert!(b.push(3, 0, &vec![b'y'; 1 << 20], 64 << 10));
         assert!(b.bytes().len() <= BATCH_BYTES);
     }
 }

@@ -10,6 +10,7 @@ mod descendants;
 mod reader;
 pub mod relay;
 pub mod source;
+mod stamps;
 
 use anyhow::{Context, Result, bail};
 use std::ffi::OsString;

@@ -146,6 +146,10 @@ fn pump(mut pipe: impl Read, mut out: impl Write, stderr: bool, chan: &Channel) 
     let mut buf = vec![0u8; READ_BYTES];
     let mut line: Vec<u8> = Vec::new();
     let mut batch = Batch::new(stderr);
+    // Bytes of the stream before the current line: where the probe's write stamps say the
+    // line's first byte was written.
+    let mut read: u64 = 0;
+    let mut line_at: u64 = 0;
     loop {
         let n = match pipe.read(&mut buf) {
             Ok(0) => break,
@@ -158,17 +162,19 @@ fn pump(mut pipe: impl Read, mut out: impl Write, stderr: bool, chan: &Channel) 
         let _ = out.flush();
         let arrival = now_ns();
         for chunk in buf[..n].split_inclusive(|&b| b == b'\n') {
+            read += chunk.len() as u64;
             if line.len() < MAX_LINE {
                 let room = MAX_LINE - line.len();
                 line.extend_from_slice(&chunk[..chunk.len().min(room)]);
             }
             if chunk.last() == Some(&b'\n') {
                 line.pop();
-                if !batch.push(arrival, &line, MAX_LINE) {
+                if !batch.push(arrival, line_at, &line, MAX_LINE) {
                     chan.send_batch(&mut batch);
-                    batch.push(arrival, &line, MAX_LINE);
+                    batch.push(arrival, line_at, &line, MAX_LINE);
                 }
                 line.clear();
+                line_at = read;
             }
         }
         // The pipe is drained for now: what it said goes to the viewer now.
@@ -177,7 +183,7 @@ fn pump(mut pipe: impl Read, mut out: impl Write, stderr: bool, chan: &Channel) 
         }
     }
     if !line.is_empty() {
-        batch.push(now_ns(), &line, MAX_LINE);
+        batch.push(now_ns(), line_at, &line, MAX_LINE);
     }
     chan.send_batch(&mut batch);
 }

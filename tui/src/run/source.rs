@@ -5,7 +5,8 @@
 
 use super::channel::{self, Msg};
 use super::descendants::Descendants;
-use crate::import::feed::{LogFeed, Stream};
+use super::stamps::{Joined, Stamper};
+use crate::import::feed::LogFeed;
 use crate::input::Action;
 use crate::model::Model;
 use crate::source::live::LiveSource;
@@ -102,6 +103,14 @@ pub struct RunSource {
     log_proofs: usize,
     /// The probe reports proofs itself: the log's are not added again.
     probe_proofs: bool,
+    /// The relay's lines, until each is placed by the write that carried it.
+    stamps: Stamper,
+    /// No probe answered: lines are placed by their arrival.
+    no_probe: bool,
+    /// When the prover was seen to have exited.
+    exited_at: Option<Instant>,
+    /// How the lines were placed was said.
+    stamps_said: bool,
 }
 
 impl RunSource {
@@ -136,6 +145,10 @@ impl RunSource {
             first_settled: None,
             log_proofs: 0,
             probe_proofs: false,
+            stamps: Stamper::default(),
+            no_probe: false,
+            exited_at: None,
+            stamps_said: false,
         })
     }
 
@@ -149,17 +162,7 @@ impl RunSource {
             n += 1;
             match channel::decode(&msg) {
                 Some(Msg::Started { pid }) => self.pid = Some(pid),
-                Some(Msg::Lines(lines)) => {
-                    for l in lines {
-                        let stream = if l.stderr {
-                            Stream::Stderr
-                        } else {
-                            Stream::Stdout
-                        };
-                        let at = UNIX_EPOCH + Duration::from_nanos(l.arrival_ns);
-                        self.feed.line(&l.bytes, stream, at);
-                    }
-                }
+                Some(Msg::Lines(lines)) => lines.into_iter().for_each(|l| self.stamps.push(l)),
                 Some(Msg::Dropped { lines }) => self.lines_dropped = lines,
                 Some(Msg::Exited { code, signal }) => self.exited = Some((code, signal)),
                 Some(Msg::Failed { status, why }) => self.failed = Some((status, why)),
@@ -317,7 +320,31 @@ impl RunSource {
             ));
             self.feed.set_origin(origin, None);
             self.caller_known = true;
+            self.no_probe = true;
         }
+    }
+
+    /// Hands the log feed every line whose place is known: by the followed process's write
+    /// stamps ([`Stamper`]), else by arrival. Once the prover has exited, its output is all
+    /// read and its probe said goodbye (or three seconds passed), every line goes.
+    fn place_lines(&mut self, model: &Model) {
+        let session = model.current().filter(|s| {
+            s.hello()
+                .is_some_and(|h| self.followed.is_none_or(|pid| h.pid == pid))
+        });
+        let joined = match session {
+            _ if self.no_probe => Joined::NoProbe,
+            Some(s) => Joined::Probe(s),
+            None => Joined::Waiting,
+        };
+        if self.exited.is_some() && self.exited_at.is_none() {
+            self.exited_at = Some(Instant::now());
+        }
+        let drained = self.exited.is_some() && self.relay_exited();
+        let flush = drained
+            && (session.is_none_or(|s| s.goodbye().is_some())
+                || self.exited_at.is_some_and(|t| t.elapsed() >= STOP_GRACE));
+        self.stamps.release(joined, flush, &mut self.feed);
     }
 
     /// Whether the log's settled calls may be placed now: once the callers' thread is known,
@@ -364,7 +391,7 @@ impl RunSource {
         if !self.may_place() {
             return;
         }
-        let finished = self.exited.is_some() && self.relay_exited();
+        let finished = self.exited.is_some() && self.relay_exited() && self.stamps.is_empty();
         let events = self.feed.take(finished);
         if events.is_empty() {
             return;
@@ -407,7 +434,16 @@ impl RunSource {
         said.warnings.extend(early.warnings);
         self.follow_descendants(model, said);
         self.tie_log(model, said);
+        self.place_lines(model);
         self.apply_log(model, said);
+        if self.exited.is_some()
+            && self.relay_exited()
+            && self.stamps.is_empty()
+            && !self.stamps_said
+        {
+            self.stamps_said = true;
+            said.warnings.extend(self.stamps.summary());
+        }
         // The relay's last count comes before its exit message: said once, in the report.
         if self.exited.is_some() && self.lines_dropped > 0 && !self.drops_said {
             self.drops_said = true;
