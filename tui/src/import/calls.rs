@@ -62,6 +62,10 @@ pub struct Call {
     pub wall_end: Option<SystemTime>,
     /// How fine that wall clock is (its time stamp's resolution; 0: exact).
     pub wall_res_ns: u64,
+    /// Wall clock of the line that ended its C++ timers (`total_start_fn_ms`, printed as the
+    /// locked section ends), when that line had one: with `wall_end`, how long the call took
+    /// to return after its last timer, measured rather than inferred from rounded durations.
+    pub timers_wall: Option<SystemTime>,
     /// The session (daemon run) it belongs to, from 0.
     pub segment: usize,
 }
@@ -441,6 +445,9 @@ impl Calls {
         if wall.is_some() {
             c.wall_end = wall;
             c.wall_res_ns = res;
+            if ends {
+                c.timers_wall = wall;
+            }
         }
         if ends && let Some(c) = self.open.take() {
             self.close(c);

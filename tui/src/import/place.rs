@@ -2,9 +2,10 @@
 //! a wall clock: the logger's, or the time `run` saw the line arrive) where the call ended;
 //! the order inside a call is the C2 pipeline's: on the caller, setup and the split (both
 //! measured from the call's entry: `setup_to_split_ms` contains the split), the wait for the
-//! lock; inside the locked section, `prep_msm` then `b_g2_msm` on one CPU thread (`b_g2_msm`
-//! may outlast the lock) and, per GPU worker, `ntt_msm_h` (with its `CUZK_NTT_H` steps),
-//! `barrier_wait`, `batch_add`, `tail_msm`; the epilogue (older branches). What the wrapper
+//! lock; the locked section itself (`mutex_held_ms`, on the caller: its own timer measured it)
+//! and inside it `prep_msm` then `b_g2_msm` on one CPU thread (`b_g2_msm` may outlast the lock)
+//! and, per GPU worker, `ntt_msm_h` (with its `CUZK_NTT_H` steps), `barrier_wait`,
+//! `batch_add`, `tail_msm`; the epilogue (older branches). What the wrapper
 //! timer measured past every C++ timer is left uncovered: it is the gap the report flags,
 //! explained by the releases measured in it or, with none, by a cause inferred from the log.
 
@@ -236,12 +237,7 @@ fn worker(t: &mut Tree, tid: u64, w: &Worker, at: u64) -> u64 {
 /// The locked section from `at`: the prep thread and every GPU worker; the lock's end
 /// (`mutex_held_ms`), where the last logged step of it ended, and the epilogue. Returns where
 /// the C++ timers end: the latest of every step, `total_start_fn_ms` and `pre_destructor_ms`.
-fn locked_section(
-    t: &mut Tree,
-    c: &Call,
-    at: u64,
-    causes: &mut Vec<(u64, DiagnosisKind, String)>,
-) -> u64 {
+fn locked_section(t: &mut Tree, c: &Call, at: u64) -> u64 {
     let get = |k: &str| c.ms.get(k).copied();
     let prep_end = t.chain(
         &[
@@ -257,19 +253,13 @@ fn locked_section(
         gpu_end = gpu_end.max(worker(t, tid, w, at));
     }
     let mut section_end = gpu_end.max(prep_end);
-    if let Some(ms) = get("mutex_held_ms") {
+    if let Some(ms) = get("mutex_held_ms").filter(|&ms| ms > 0) {
+        // The caller holds the lock for this long, measured by its own timer: its time is
+        // accounted for, whatever ran inside it. Left out, the locked section's untimed end
+        // (the workers' joins, slow on a loaded machine) joined the call's unmeasured return
+        // into one gap that its frees then explained only in part.
         let held_end = at + ms * MS;
-        let last_step = gpu_end.max(get("prep_msm_ms").map_or(at, |p| at + p * MS));
-        if held_end > last_step + MS {
-            causes.push((
-                last_step,
-                DiagnosisKind::NoEvidence,
-                format!(
-                    "inside mutex_held_ms ({}) after the last logged step of the locked section: the log has no timer for it",
-                    dur(ms * MS)
-                ),
-            ));
-        }
+        t.add("mutex_held", Lane::Caller, at, ms * MS, Some(OUTER));
         section_end = section_end.max(held_end);
     }
     // Epilogue (older branches), ending where the C++ timers stop.
@@ -327,7 +317,7 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, origin_ns: Option<u64>) -> P
     t.add("prove", Lane::Caller, 0, 0, None);
     let mut causes = Vec::new();
     let lock_at = before_lock(&mut t, c);
-    let mut timers_end = locked_section(&mut t, c, lock_at, &mut causes);
+    let mut timers_end = locked_section(&mut t, c, lock_at);
     // bellperson's `prover time` counts synthesis too: inside the wrapper, before the call.
     let synthesis_inside = c.synthesis.is_some()
         && c.wrapper()
@@ -336,6 +326,9 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, origin_ns: Option<u64>) -> P
         timers_end += synthesis_first(&mut t, c, &mut causes);
     }
     let (wrapper, named) = wrapper_of(calls, c, timers_end);
+    if synthesis_inside {
+        timers_end = close_to_return(&mut t, c, &mut causes, wrapper, timers_end);
+    }
     if !c.has_cuzk() {
         // Nothing inside is known: one child says so rather than a gap that is no finding.
         t.add(
@@ -392,6 +385,59 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, origin_ns: Option<u64>) -> P
         end_res_ns: if by_wall { c.wall_res_ns } else { 0 },
         segment: c.segment,
     }
+}
+
+/// Where the call's steps end, measured. The log's durations are whole milliseconds, and the
+/// wrapper's line may be written well after the wrapper stopped (a loaded machine preempts the
+/// thread in between): chained from the wrapper's start, the steps ended up to a millisecond a
+/// step too early, or tens of milliseconds too late — over the frees that follow them. The
+/// line that ends the C++ timers (`total_start_fn_ms`) is written after every step and before
+/// the call returns: when it and the wrapper's line are both stamped, the steps move (either
+/// way) to end exactly there, and synthesis is cut where they begin if it reaches past that.
+/// Returns where the steps end now.
+fn close_to_return(
+    t: &mut Tree,
+    c: &Call,
+    causes: &mut [(u64, DiagnosisKind, String)],
+    wrapper: u64,
+    timers_end: u64,
+) -> u64 {
+    let (Some(timers), Some(end)) = (c.timers_wall, c.wall_end) else {
+        return timers_end;
+    };
+    let Ok(tail) = end.duration_since(timers) else {
+        return timers_end;
+    };
+    let want = wrapper.saturating_sub(tail.as_nanos() as u64);
+    let is_synthesis = |s: &PlannedSpan| s.name == "synthesis" && s.start == 0;
+    // The call's steps: every span but the outer one and the synthesis before them; moved
+    // earlier, never before 0.
+    let first = t
+        .spans
+        .iter()
+        .skip(1)
+        .filter(|s| !is_synthesis(s))
+        .map(|s| s.start)
+        .min()
+        .unwrap_or(0);
+    let delta = want as i128 - timers_end as i128;
+    let delta = delta.max(-(first as i128));
+    let moved = |v: u64| (v as i128 + delta) as u64;
+    for s in t.spans.iter_mut().skip(1) {
+        if !is_synthesis(s) {
+            s.start = moved(s.start);
+            s.end = moved(s.end);
+        }
+    }
+    let synthesis = c.synthesis.map_or(0, |d| d.as_nanos() as u64);
+    for cause in causes.iter_mut().filter(|cause| cause.0 >= synthesis) {
+        cause.0 = moved(cause.0);
+    }
+    let steps_start = moved(first);
+    for s in t.spans.iter_mut().skip(1).filter(|s| is_synthesis(s)) {
+        s.end = s.end.min(steps_start);
+    }
+    moved(timers_end)
 }
 
 /// Synthesis as the proof's first phase, on the caller, the call's steps after it (the
