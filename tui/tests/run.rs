@@ -276,6 +276,39 @@ fn a_linked_prover_under_run_counts_each_release_once() {
     }
 }
 
+/// A prover whose probe can never answer is told apart from one that is slow: a static binary
+/// (no loader, so no LD_PRELOAD) becomes a log-only session at once, with the reason. (A
+/// loaded machine's slow probe is waited for as long as the prover runs: run_under_load.rs.)
+/// Before, any probe silent for 3 s made the session "its log alone", reason unknown — on a
+/// loaded machine, 1 run in 5, for a prover that was fine.
+#[test]
+fn a_static_prover_is_a_log_only_session_that_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("static.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <unistd.h>\nint main(void) { usleep(3500000); fprintf(stderr, \"[2026-12-06T04:00:00.000Z INFO  bellperson::groth16::prover::supraseal] prover time: 0.5s\\n\"); return 0; }\n",
+    )
+    .unwrap();
+    let exe = dir.path().join("static");
+    let mut c = Command::new("c++");
+    c.args(["-x", "c", "-static", "-O2"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe);
+    let Some(exe) = common::cpp::compiled(c, exe) else {
+        return;
+    };
+    let out = output(&["--headless".as_ref()], &[exe.as_os_str()]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("is a static binary: no dynamic loader, so no LD_PRELOAD"),
+        "{text}"
+    );
+    assert!(text.contains("this session is its log alone"), "{text}");
+}
+
 #[test]
 fn a_prover_started_by_a_wrapper_script_is_followed() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

@@ -5,6 +5,7 @@
 //! probe itself serves on that socket as it would anyway. Its output passes through the relay
 //! unchanged; its log lines become the session's proofs and phases ([`source`]).
 
+mod absence;
 pub mod channel;
 mod descendants;
 mod reader;

@@ -21,7 +21,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// How long a settled call waits for the probe to define the main thread (the callers'
 /// thread) before the log's calls go on a thread of their own.
 const MAIN_THREAD_WAIT: Duration = Duration::from_secs(10);
-/// How long a child may run without a probe's `Hello` before its session is its log alone.
+/// How long a child may run without a probe's `Hello` before the run looks into why: a
+/// preload that is not in the process (and never will be) makes the session its log alone at
+/// once, with the reason; a loaded one is waited for as long as the prover lives.
 const HELLO_WAIT: Duration = Duration::from_secs(3);
 /// How long a stopped child has to exit before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(3);
@@ -111,6 +113,8 @@ pub struct RunSource {
     exited_at: Option<Instant>,
     /// How the lines were placed was said.
     stamps_said: bool,
+    /// That the probe is slow to answer was said.
+    hello_wait_said: bool,
 }
 
 impl RunSource {
@@ -149,6 +153,7 @@ impl RunSource {
             no_probe: false,
             exited_at: None,
             stamps_said: false,
+            hello_wait_said: false,
         })
     }
 
@@ -307,21 +312,35 @@ impl RunSource {
             }
             return;
         }
-        if self.feed.has_origin() {
+        if self.feed.has_origin() || self.started.elapsed() < HELLO_WAIT {
             return;
         }
-        if self.started.elapsed() >= HELLO_WAIT || self.exited.is_some() {
-            let hello = self.own_hello();
-            let origin = hello.session_start_unix_ns;
-            self.apply_local(vec![Event::Hello(Box::new(hello))], model, said);
-            said.warnings.push(format!(
-                "no probe answered in the prover (pid {}): this session is its log alone, on the viewer's clock",
-                self.pid.map_or("?".into(), |p| p.to_string())
-            ));
-            self.feed.set_origin(origin, None);
-            self.caller_known = true;
-            self.no_probe = true;
-        }
+        let pid = self.followed.or(self.pid);
+        let why = if self.exited.is_some() {
+            Some("it exited before its probe said hello".to_owned())
+        } else {
+            pid.and_then(super::absence::why_no_probe)
+        };
+        let Some(why) = why else {
+            if !self.hello_wait_said {
+                self.hello_wait_said = true;
+                said.warnings.push(format!(
+                    "the prover's probe (pid {}) has not answered after {} s: its preload is loaded, so the run waits for it as long as the prover runs (a loaded machine?)",
+                    pid.map_or("?".into(), |p| p.to_string()),
+                    HELLO_WAIT.as_secs()
+                ));
+            }
+            return;
+        };
+        let hello = self.own_hello();
+        let origin = hello.session_start_unix_ns;
+        self.apply_local(vec![Event::Hello(Box::new(hello))], model, said);
+        said.warnings.push(format!(
+            "no probe answered in the prover: {why}; this session is its log alone, on the viewer's clock"
+        ));
+        self.feed.set_origin(origin, None);
+        self.caller_known = true;
+        self.no_probe = true;
     }
 
     /// Hands the log feed every line whose place is known: by the followed process's write
