@@ -297,9 +297,15 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     // Title: what this proof is.
     let mut title = vec![TSpan::styled(format!("proof {} ", p.id()), bold())];
     if let Some(pb) = p.begin() {
+        // Constraints only where known: 0 is "unknown" (a proof from a log).
+        let constraints = if pb.constraints > 0 {
+            format!(" ({} constraints)", pb.constraints)
+        } else {
+            String::new()
+        };
         title.push(TSpan::raw(format!(
-            "{} × {} ({} constraints) {}",
-            pb.circuits, pb.circuit, pb.constraints, pb.backend
+            "{} × {}{constraints} {}",
+            pb.circuits, pb.circuit, pb.backend
         )));
         if pb.synthetic_srs {
             title.push(TSpan::styled(" SYNTHETIC SRS", warn()));
