@@ -312,7 +312,7 @@ impl RunSource {
             }
             return;
         }
-        if self.feed.has_origin() || self.started.elapsed() < HELLO_WAIT {
+        if self.feed.has_origin() || self.started.elapsed() < HELLO_WAIT && self.exited.is_none() {
             return;
         }
         let pid = self.followed.or(self.pid);
