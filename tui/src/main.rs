@@ -565,8 +565,43 @@ fn run(cli: Cli) -> Result<Ended> {
 }
 
 /// `proofscope run -- CMD…`: the prover started with the allocator probe, watched.
+/// `run --log` must not name the recording or the report: the prover's bytes would land in
+/// the recording (its header lost), or the report would replace the log.
+fn refuse_log_clash(
+    log: Option<&std::path::Path>,
+    record: Option<&std::path::Path>,
+    output: Option<&std::path::Path>,
+) -> Result<()> {
+    let Some(log) = log else { return Ok(()) };
+    for (flag, other, what) in [
+        (
+            "--record",
+            record,
+            "the prover's output would be written into the recording",
+        ),
+        (
+            "--output",
+            output,
+            "the report would replace the prover's output",
+        ),
+    ] {
+        if let Some(other) = other.filter(|o| proofscope::same_file::same_file(log, o)) {
+            return Err(usage(format!(
+                "--log and {flag} name the same file ({}): {what}",
+                other.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn run_prover(x: &proofscope::cli::RunArgs) -> Result<Ended> {
     let opts = run_opts(&x.report, &x.memory, Some(&x.live))?;
+    refuse_log_clash(
+        x.log.as_deref(),
+        opts.record.as_deref(),
+        x.report.output.as_deref(),
+    )?;
     let preload = proofscope::run::find_preload(x.preload.as_deref())?;
     let headless = wants_report(&x.report, Some(&x.live), None);
     // The dashboard owns the terminal: the prover's output goes to a file then.

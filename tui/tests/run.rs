@@ -421,6 +421,38 @@ fn panel_text(screen: &str) -> String {
         .join(" ")
 }
 
+/// `run`'s own files never clash: a `--log` that is the recording or the report is refused
+/// (status 2) before anything starts. Both exited 0 before: the log's bytes landed inside the
+/// recording (its header lost), or the report replaced the log.
+#[test]
+fn a_log_that_is_the_recording_or_the_report_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = dir.path().join("x.psrec");
+    let y = dir.path().join("y.txt");
+    for (args, said) in [
+        (
+            [
+                "--record",
+                x.to_str().unwrap(),
+                "--log",
+                x.to_str().unwrap(),
+            ],
+            "--log and --record name the same file",
+        ),
+        (
+            ["-o", y.to_str().unwrap(), "--log", y.to_str().unwrap()],
+            "--log and --output name the same file",
+        ),
+    ] {
+        let mut a: Vec<&OsStr> = vec!["--headless".as_ref()];
+        a.extend(args.iter().map(OsStr::new));
+        let o = output(&a, &["true".as_ref()]);
+        assert_eq!(o.status.code(), Some(2), "{o:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains(said), "{o:?}");
+        assert!(!x.exists() && !y.exists(), "nothing written");
+    }
+}
+
 #[test]
 fn exit_statuses_and_failures_to_start_are_passed_on() {
     let dir = tempfile::tempdir().unwrap();
