@@ -60,7 +60,7 @@ impl<W: Write> Events<'_, W> {
             self.out.write_all(b",\n")?;
         }
         self.first = false;
-        serde_json::to_writer(&mut *self.out, v).map_err(io::Error::other)
+        serde_json::to_writer(&mut *self.out, v).map_err(io::Error::from)
     }
 }
 
