@@ -453,6 +453,43 @@ fn a_log_that_is_the_recording_or_the_report_is_refused() {
     }
 }
 
+/// A run that stops its prover as asked is done: `--proofs 1` exits 0 (it exited 143, the
+/// SIGTERM it sent); a prover that ignores SIGTERM is killed 3 s later and the run exits 137
+/// and says so (it exited 1, silently).
+#[test]
+fn a_prover_stopped_as_asked_is_done_and_one_that_ignores_sigterm_is_killed_and_said() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build(dir.path(), false) else {
+        return;
+    };
+    let o = output(
+        &["--headless".as_ref(), "--proofs".as_ref(), "1".as_ref()],
+        &[
+            exe.as_os_str(),
+            "--proofs".as_ref(),
+            "50".as_ref(),
+            "--mib".as_ref(),
+            "8".as_ref(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "done after one proof: {o:?}");
+
+    let o = output(
+        &["--headless".as_ref(), "--duration".as_ref(), "1".as_ref()],
+        &[
+            "sh".as_ref(),
+            "-c".as_ref(),
+            "trap '' TERM; sleep 20".as_ref(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(137), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("ignored SIGTERM for 3 s"),
+        "{o:?}"
+    );
+}
+
 #[test]
 fn exit_statuses_and_failures_to_start_are_passed_on() {
     let dir = tempfile::tempdir().unwrap();

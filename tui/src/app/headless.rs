@@ -162,10 +162,22 @@ pub fn run_headless(app: &mut App, until: Until) -> HeadlessEnd {
         }
     }
     let mut end = ending(app);
+    let running = end.child_exit.is_none();
     app.finish();
-    // Stopping the prover (a stop condition came first) settles its exit.
-    if end.child_exit.is_none() {
-        end.child_exit = app.session.child().and_then(|c| c.exit);
+    // Stopping the prover (a stop condition came first) settles its exit: the SIGTERM the run
+    // sent as asked (`--proofs`, `--duration`) is no failure of the prover's — the run is
+    // done (status 0, not 143); a prover that ignored it and was killed says so.
+    if running {
+        end.child_exit = match app.session.child().and_then(|c| c.exit) {
+            Some(c) if i32::from(c) == 128 + libc::SIGTERM => None,
+            Some(c) if i32::from(c) == 128 + libc::SIGKILL => {
+                app.session.warn(
+                    "the prover ignored SIGTERM for 3 s when the run stopped it: killed (SIGKILL)",
+                );
+                Some(c)
+            }
+            other => other,
+        };
     }
     end
 }

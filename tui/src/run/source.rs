@@ -607,9 +607,16 @@ impl Source for RunSource {
                         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
                     }
                     let _ = relay.kill();
+                    // The relay goes with it, before it could say how the prover ended.
+                    if self.exited.is_none() {
+                        self.exited = Some((-1, libc::SIGKILL));
+                    }
                 }
             }
-            let _ = relay.wait();
+            if let Ok(status) = relay.wait() {
+                self.relay_exit.get_or_insert(status);
+            }
+            self.relay_done = true;
         }
         let mut said = self
             .live
