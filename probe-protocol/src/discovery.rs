@@ -228,7 +228,10 @@ pub fn scan(dirs: &[PathBuf]) -> Scan {
             });
         }
     }
-    out.sort_by_key(|f| (!f.alive, f.path.clone()));
+    // Live first, then by prover and pid as numbers (as strings, pid 10 came before 9).
+    out.sort_by(|a, b| {
+        (!a.alive, &a.prover, a.pid, &a.path).cmp(&(!b.alive, &b.prover, b.pid, &b.path))
+    });
     out.dedup_by(|a, b| a.path == b.path);
     Scan {
         found: out,

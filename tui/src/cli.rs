@@ -57,8 +57,8 @@ pub enum Command {
     /// List running provers (stale sockets found on the way are removed; a directory or socket
     /// another user could have put there is refused, and says why).
     List {
-        /// One JSON object per socket, in an array: state, prover, pid, path (a refused
-        /// directory or socket: state "refused", path, why).
+        /// One JSON object per socket, in an array: state, prover, pid, path, command_line
+        /// (a refused directory or socket: state "refused", path, why).
         #[arg(long)]
         json: bool,
     },

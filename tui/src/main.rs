@@ -219,6 +219,7 @@ fn list(json: bool) -> Result<Exit> {
                     "prover": f.prover,
                     "pid": f.pid,
                     "path": f.path.display().to_string(),
+                    "command_line": f.pid.map(command_line).unwrap_or_default(),
                 })
             })
             .chain(refused.iter().map(|r| {
@@ -247,8 +248,27 @@ fn list(json: bool) -> Result<Exit> {
             f.pid.map_or("?".into(), |p| p.to_string()),
             f.path.display()
         )?;
+        // Two provers of one name tell apart by how they were started.
+        let cmd = f.pid.map(command_line).unwrap_or_default().join(" ");
+        if f.alive && !cmd.is_empty() {
+            let cut: String = cmd.chars().take(200).collect();
+            let more = if cut.len() < cmd.len() { " …" } else { "" };
+            writeln!(out, "{:<15} {cut}{more}", "")?;
+        }
     }
     Ok(Exit::Ok)
+}
+
+/// A running process's command line, from `/proc` (empty when it is gone or not ours).
+fn command_line(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// `proofscope completions SHELL`: the script on stdout.

@@ -1,4 +1,4 @@
-//! A socket directory squatted by another user: uid 65534 makes the viewer's socket directory
+//! Discovery as another user or many provers would break it. A socket directory squatted by another user: uid 65534 makes the viewer's socket directory
 //! first (mode 777) and serves a fake prover in it. `proofscope list` and `attach` refuse the
 //! directory, with the reason, and never report the fake prover's proofs as the user's (they
 //! did: "16 proofs from fake (pid 4242)", no warning), as the prover itself refuses it. Needs
@@ -87,4 +87,39 @@ fn a_socket_directory_of_another_user_is_refused_with_the_reason() {
         text.contains("mode 777 lets other users write into it"),
         "{text}"
     );
+}
+
+/// `list` tells provers of one name apart: live ones by prover and pid as numbers (pid 9
+/// before 10; as strings 10 came first), each with the command line it was started with.
+#[test]
+fn list_sorts_pids_as_numbers_and_shows_each_command_line() {
+    let runtime = tempfile::tempdir().unwrap();
+    let dir = runtime.path().join("proofscope");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut sleeps: Vec<std::process::Child> = ["31", "32"]
+        .iter()
+        .map(|s| Command::new("sleep").arg(s).spawn().unwrap())
+        .collect();
+    let mut listeners = Vec::new();
+    for pid in [10, 9].into_iter().chain(sleeps.iter().map(|c| c.id())) {
+        listeners.push(UnixListener::bind(dir.join(format!("p-{pid}.sock"))).unwrap());
+    }
+    let out = Command::new(BIN)
+        .arg("list")
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .output()
+        .unwrap();
+    for c in &mut sleeps {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let at = |s: &str| text.find(s).unwrap_or_else(|| panic!("{s} in {text}"));
+    assert!(at("pid 9 ") < at("pid 10 "), "{text}");
+    assert!(
+        text.contains("sleep 31") && text.contains("sleep 32"),
+        "{text}"
+    );
+    drop(listeners);
 }
