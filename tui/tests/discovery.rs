@@ -1,5 +1,6 @@
-//! Discovery as another user or many provers would break it. A socket directory squatted by another user: uid 65534 makes the viewer's socket directory
-//! first (mode 777) and serves a fake prover in it. `proofscope list` and `attach` refuse the
+//! Discovery as another user, or many provers, would break it. A socket directory squatted by
+//! another user: uid 65534 makes the viewer's socket directory first (mode 777) and serves a
+//! fake prover in it. `proofscope list` and `attach` refuse the
 //! directory, with the reason, and never report the fake prover's proofs as the user's (they
 //! did: "16 proofs from fake (pid 4242)", no warning), as the prover itself refuses it. Needs
 //! root to give the directory to another uid (CI runs as root); says SKIPPED elsewhere.
