@@ -328,6 +328,11 @@ pub struct DiffArgs {
     /// points — the last two with their 95 % interval above zero.
     #[arg(long, value_name = "PCT", value_parser = parse_percent)]
     pub fail_on_regression: Option<f64>,
+    /// With --fail-on-regression: pass when the figures cannot be judged (fewer than 3
+    /// complete proofs a side: no interval), judging only new flagged gaps. Without it, a gate
+    /// that cannot judge fails (status 1) and says why.
+    #[arg(long, requires = "fail_on_regression")]
+    pub allow_unjudged: bool,
     /// A phase's change smaller than this many milliseconds is never a regression, whatever
     /// its share (40 ns → 140 ns is +250 % and nothing).
     #[arg(long, value_name = "MS", default_value_t = 1.0, value_parser = parse_millis)]

@@ -344,17 +344,31 @@ fn diff(x: &proofscope::cli::DiffArgs) -> Result<Exit> {
             }
         );
     }
-    if let Some(pct) = x.fail_on_regression {
-        let worse = d.regressions(pct, x.min_change / 1e3);
-        if !worse.is_empty() {
-            let _ = writeln!(
-                std::io::stderr(),
-                "regressions (over {pct}%, at least {} ms, interval above zero; or a new flagged gap):\n  {}",
-                x.min_change,
-                worse.join("\n  ")
-            );
-            return Ok(Exit::Regression);
+    let Some(pct) = x.fail_on_regression else {
+        return Ok(Exit::Ok);
+    };
+    let worse = d.regressions(pct, x.min_change / 1e3);
+    if !worse.is_empty() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "regressions (over {pct}%, at least {} ms, interval above zero; or a new flagged gap):\n  {}",
+            x.min_change,
+            worse.join("\n  ")
+        );
+        return Ok(Exit::Regression);
+    }
+    if d.prove_s.interval.is_none() {
+        let why = format!(
+            "--fail-on-regression: {} and {} complete proofs, fewer than {} a side: no figure could be judged, only new flagged gaps (none)",
+            d.proofs_a,
+            d.proofs_b,
+            proofscope::diff::MIN_FOR_INTERVAL
+        );
+        if !x.allow_unjudged {
+            // A CI gate that cannot judge must not pass as if it had.
+            bail!("{why}; --allow-unjudged passes such a pair");
         }
+        let _ = writeln!(std::io::stderr(), "warning: {why} (--allow-unjudged)");
     }
     Ok(Exit::Ok)
 }
