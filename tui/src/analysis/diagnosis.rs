@@ -55,6 +55,25 @@ pub struct Diagnosis {
 }
 
 impl Diagnosis {
+    /// What is known so far, for a gap of a proof that has not settled: the evidence without a
+    /// verdict, in words that stay true when more arrives ("in progress: 6.3 MB released so
+    /// far on serve-0 …" while 2.2 GB are still being freed, where a verdict read "6.3 MB freed
+    /// … (0% of the gap)" and became "synchronous release: 2.2 GB" only when the proof ended).
+    pub fn so_far(&self) -> String {
+        let r = &self.releases;
+        if r.count == 0 {
+            return "in progress: no evidence yet".into();
+        }
+        format!(
+            "in progress: {} released so far in {} large release{} on {} ({} inside free)",
+            crate::format::bytes(r.bytes),
+            r.count,
+            if r.count == 1 { "" } else { "s" },
+            r.threads.join(", "),
+            crate::format::dur(r.inside_ns),
+        )
+    }
+
     /// The finding in a few words, for a line that also names the gap: what was freed where,
     /// or what the thread was doing.
     pub fn headline(&self) -> String {

@@ -28,6 +28,16 @@ pub struct ListedGap {
 impl ListedGap {
     /// Where it is, in plain words: "tail gap after epilogue", "gap between synthesis and
     /// prep_msm", "head gap before synthesis".
+    /// What the dashboard says of it: its diagnosis once the proof has `settled`
+    /// ([`super::settled::is_settled`]), else only what is known so far.
+    pub fn shown(&self, settled: bool) -> String {
+        if settled {
+            self.diagnosis.sentence.clone()
+        } else {
+            self.diagnosis.so_far()
+        }
+    }
+
     pub fn words(&self) -> String {
         let (b, a) = (self.before.as_deref(), self.after.as_deref());
         match (self.gap.place, b, a) {

@@ -5,7 +5,7 @@
 //! of session time has passed since it ended. The exporter counts settled proofs; the black
 //! box (capture/) judges them.
 
-use crate::model::{ProofId, Session};
+use crate::model::{Proof, ProofId, Session};
 
 /// Session time after a proof's end after which it is settled even if no proof follows.
 pub const SETTLE_NS: u64 = 2_000_000_000;
@@ -27,6 +27,19 @@ pub struct Settled {
     /// missed.
     pub upto: u64,
     pub ready: Vec<Ready>,
+}
+
+/// Whether proof `p`'s figures are final now: it ended (both edges of its outer span in), and
+/// the next proof began after it, its session ended, or [`SETTLE_NS`] passed since. Until
+/// then a gap's evidence may still grow — the releases of a long free arrive when the free
+/// returns — and the dashboard says what is known so far, not a verdict.
+pub fn is_settled(s: &Session, p: &Proof) -> bool {
+    let Some(end) = p.outer().and_then(|o| o.end).filter(|_| p.done()) else {
+        return false;
+    };
+    s.goodbye().is_some()
+        || s.now().saturating_sub(end) >= SETTLE_NS
+        || s.proofs().filter_map(|q| q.outer()).any(|o| o.start > end)
 }
 
 /// The proofs of `s` after id `counted` that are settled now, in order; `ended`: the stream

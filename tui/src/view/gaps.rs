@@ -31,8 +31,9 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     ))];
     let (listed, summed, _) = gap_listing(s, p, &state.rule);
     let any = !listed.is_empty() || summed.count > 0;
+    let settled = crate::analysis::settled::is_settled(s, p);
     for l in listed {
-        let (g, d) = (l.gap, &l.diagnosis);
+        let g = l.gap;
         let style = if g.flagged {
             warn()
         } else {
@@ -50,7 +51,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             )),
         ]));
         lines.push(Line::from(Span::styled(
-            format!("    {}", d.sentence),
+            format!("    {}", l.shown(settled)),
             dim(),
         )));
     }

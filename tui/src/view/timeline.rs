@@ -515,7 +515,11 @@ fn worst_flagged(
         g.place.words(),
         dur(g.at.len()),
         dur(g.at.start.saturating_sub(t0)),
-        d.headline(),
+        if crate::analysis::settled::is_settled(s, p) {
+            d.headline()
+        } else {
+            d.so_far()
+        },
     );
     let key = format!(
         "  press {} for the diagnosis (who freed it, from where)",
