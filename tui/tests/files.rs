@@ -273,3 +273,67 @@ fn a_recording_that_cannot_be_written_fails_the_run_and_stays_whole() {
     assert!(r.truncation.is_none(), "cut mid-frame: {:?}", r.truncation);
     assert!(r.errors.is_empty() && !r.frames.is_empty());
 }
+
+/// A replay needs a file: a FIFO or a pipe is refused at once, by what it is, with a way out —
+/// never opened (`replay FIFO` drained it in its first pass and then blocked for ever on the
+/// second open, SIGTERM ignored; `replay <(cat rec)` and a piped /dev/stdin lost their first
+/// bytes and read "not a proofscope recording"). A file behind /dev/stdin replays.
+#[test]
+fn a_replay_of_a_pipe_is_refused_at_once_and_a_file_on_stdin_replays() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let t0 = std::time::Instant::now();
+    let o = Command::new(common::BIN)
+        .args(["replay", "--headless"])
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(10),
+        "never blocks"
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("is a pipe or FIFO: a replay reads its input more than once"),
+        "{o:?}"
+    );
+
+    let rec = std::fs::read(common::recording("cpp-c2-sync.psrec")).unwrap();
+    let mut piped = Command::new(common::BIN)
+        .args(["replay", "--headless", "/dev/stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = piped.stdin.take().unwrap();
+    let _ = stdin.write_all(&rec);
+    drop(stdin);
+    let o = piped.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("is a pipe or FIFO"),
+        "{o:?}"
+    );
+
+    let o = Command::new(common::BIN)
+        .args(["replay", "--headless", "/dev/stdin"])
+        .stdin(std::fs::File::open(common::recording("cpp-c2-sync.psrec")).unwrap())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("== session 1 =="),
+        "{o:?}"
+    );
+}

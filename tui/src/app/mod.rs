@@ -112,6 +112,9 @@ impl App {
         let mut model = Model::new(opts.retention);
         // The proof index takes at most a sixteenth of the memory budget.
         let budget = opts.retention.max_bytes / 16;
+        for f in std::iter::once(&file).chain(logs) {
+            crate::import::require_a_file(f)?;
+        }
         let recording = crate::import::is_recording(&file)?;
         if !logs.is_empty() && !recording {
             anyhow::bail!(

@@ -104,6 +104,31 @@ pub struct Imported {
     pub warnings: Vec<String>,
 }
 
+/// A replay reads its input more than once (what it is, an index of its proofs, then the
+/// replay): a pipe or FIFO would be drained by the first read and block the next open for
+/// ever (`replay FIFO` hung past SIGTERM), or lose its first bytes (`replay <(cat rec)` read
+/// as "not a proofscope recording"). Refused, by what the path is, before it is opened.
+pub fn require_a_file(path: &Path) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path).with_context(|| format!("opening {}", path.display()))?;
+    let t = meta.file_type();
+    let what = if t.is_fifo() {
+        "a pipe or FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        return Ok(());
+    };
+    anyhow::bail!(
+        "{} is {what}: a replay reads its input more than once (an index of its proofs, then the replay), so it needs a file; save it first (cat … > session.psrec)",
+        path.display()
+    )
+}
+
 /// Whether `path` is to be read as a recording rather than imported as a log: its first bytes
 /// are the recording magic or a beginning of it (an empty or cut file is a broken recording,
 /// and the recording reader says how), or it starts with a byte no text log starts with.
