@@ -1,5 +1,7 @@
-//! SIGINT/SIGTERM: the first asks for a clean stop (finish the current proof, say goodbye,
-//! remove the socket); the second removes the socket and exits at once.
+//! SIGINT/SIGTERM/SIGHUP: the first asks for a clean stop (finish the current proof, say
+//! goodbye, remove the socket); the second removes the socket and exits at once. SIGHUP (a
+//! closed terminal, a service manager's reload-or-stop) killed the prover on the spot and left
+//! its socket behind, and a viewer waited 10 s for it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -35,7 +37,7 @@ pub fn remove_on_exit(path: &std::path::Path) {
 
 /// Installs the handlers (idempotent).
 pub fn install() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: `on_signal` only touches atomics and calls _exit, both async-signal-safe;
         // the handler pointer stays valid for the whole program.
         unsafe {
@@ -65,6 +67,7 @@ pub fn requested() -> Option<&'static str> {
     Some(match LAST.load(Ordering::Relaxed) as i32 {
         libc::SIGINT => "SIGINT",
         libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
         _ => "signal",
     })
 }
