@@ -399,7 +399,32 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
         return call();
     }
     let memory = len - mappings::unmapping(addr as usize, len);
+    if memory == 0 || !mapped_at_an_end(addr, len) {
+        return call();
+    }
     hooked(memory as u64, 0, |_: &c_int| 0, call)
+}
+
+/// Whether the first or the last page of `[addr, addr + len)` is mapped (`mincore` fails with
+/// `ENOMEM` on a page that is not). `munmap` of a range never mapped succeeds, and was counted
+/// as a release: a program that allocated under 1 GB read "26 large releases, 2203.6 GB".
+/// Two system calls on a path taken only for unmappings of a megabyte or more.
+fn mapped_at_an_end(addr: *mut c_void, len: size_t) -> bool {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let start = addr as usize & !(page - 1);
+    let last = (addr as usize).saturating_add(len.saturating_sub(1)) & !(page - 1);
+    let mut vec = [0u8; 1];
+    [start, last].iter().any(|&p| {
+        // SAFETY: mincore only reads the page tables for one page and writes one byte to
+        // `vec`; an unmapped page is an error (ENOMEM), not a fault. errno is restored.
+        unsafe {
+            let saved = *libc::__errno_location();
+            let r = libc::mincore(p as *mut c_void, page, vec.as_mut_ptr());
+            *libc::__errno_location() = saved;
+            r == 0
+        }
+    })
 }
 
 extern "C" fn start_own_session() {

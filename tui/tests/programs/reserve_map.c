@@ -5,6 +5,7 @@
  * 32 MiB malloc block, each touched. All of it is unmapped or freed before it exits.
  * Usage: reserve_map FILE (a scratch file it creates). */
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,8 @@ int main(int argc, char **argv) {
   close(fd);
   munmap(c, 64 * MIB);
   munmap(r, reserve);
+  /* A range never mapped: munmap succeeds, and nothing was released. */
+  munmap((void *)((uintptr_t)1 << 44), (size_t)1 << 40);
   pause_ms(200);
   printf("done\n");
   return 0;
