@@ -115,6 +115,30 @@ fn find_one() -> Result<std::path::PathBuf> {
     }
 }
 
+/// A path `attach` can follow: a socket (a recording or a log is replayed, not attached to:
+/// attached, a file read as "the prover vanished").
+fn attachable(p: &std::path::Path) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = std::fs::metadata(p)
+        .with_context(|| format!("reading {}", p.display()))?
+        .file_type();
+    if t.is_socket() {
+        return Ok(());
+    }
+    let hint = if t.is_file() {
+        format!(
+            "; a recording or a log is replayed: proofscope replay {}",
+            p.display()
+        )
+    } else {
+        String::new()
+    };
+    Err(usage(format!(
+        "{} is not a prover's socket{hint}",
+        p.display()
+    )))
+}
+
 /// What `attach` follows: the socket named (which must exist, or appear within `wait`), or
 /// the only prover running (found within `wait`).
 fn attach_target(
@@ -124,7 +148,7 @@ fn attach_target(
     let deadline = std::time::Instant::now() + wait.unwrap_or_default();
     loop {
         let found = match socket {
-            Some(p) if p.exists() => Ok(Target::Socket(p.to_owned())),
+            Some(p) if p.exists() => return attachable(p).map(|()| Target::Socket(p.to_owned())),
             Some(p) => Err(anyhow::anyhow!(
                 "no prover socket at {}{}",
                 p.display(),

@@ -337,3 +337,23 @@ fn a_replay_of_a_pipe_is_refused_at_once_and_a_file_on_stdin_replays() {
         "{o:?}"
     );
 }
+
+/// `attach` to a file that is not a socket says what to do with it (status 2); it read as
+/// "the prover vanished".
+#[test]
+fn attach_to_a_recording_says_to_replay_it() {
+    let rec = common::recording("cpp-c2-sync.psrec");
+    let o = std::process::Command::new(common::BIN)
+        .args(["attach", "--headless"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "is not a prover's socket; a recording or a log is replayed: proofscope replay"
+        ),
+        "{err}"
+    );
+}
