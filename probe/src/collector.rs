@@ -27,13 +27,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What a session produced, per kind.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct CollectorStats {
     /// Events the collector put into frames for every subscriber (definitions and data; not
     /// the per-subscriber welcome frames, not `Dropped`).
     pub emitted: KindCounts,
     /// Events lost before reaching the collector (full thread rings or queues).
     pub lost: KindCounts,
+    /// The session's recording (`PROOFSCOPE_RECORD`, `--record`) failed to write — a full
+    /// disk — and holds only what was written before: why.
+    pub recording_failed: Option<String>,
 }
 
 /// A thread's ring as the collector drains it.
@@ -165,10 +168,7 @@ impl Collector {
             last_refit: now,
             last_retire: now,
             data_base: 0,
-            stats: CollectorStats {
-                emitted: KindCounts::ZERO,
-                lost: KindCounts::ZERO,
-            },
+            stats: CollectorStats::default(),
         }
     }
 

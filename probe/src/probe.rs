@@ -29,7 +29,7 @@ pub struct Probe {
     session: Option<Arc<Session>>,
     collector: Option<JoinHandle<CollectorStats>>,
     nvml: Option<JoinHandle<()>>,
-    recorder: Option<JoinHandle<()>>,
+    recorder: Option<JoinHandle<Option<String>>>,
     server: Option<Server>,
     gpus: usize,
     gpu_reason: Option<String>,
@@ -225,8 +225,12 @@ impl Probe {
         if let Some(s) = self.server.take() {
             s.shutdown();
         }
-        if let Some(t) = self.recorder.take() {
-            let _ = t.join();
+        if let Some(t) = self.recorder.take()
+            && let Ok(Some(failed)) = t.join()
+        {
+            stats
+                .get_or_insert_with(CollectorStats::default)
+                .recording_failed = Some(failed);
         }
         session::uninstall(session.generation);
         stats

@@ -20,12 +20,18 @@ struct Output {
     /// Written since the last flush, and when that was.
     dirty: bool,
     flushed: Instant,
+    /// The first failure to write, kept for the session's end (a full disk must not end a
+    /// session as if its recording were whole).
+    failed: Option<String>,
 }
 
 impl Output {
     fn flush(&mut self) {
         if let Err(e) = self.out.flush() {
-            log(&format!("recording could not be flushed: {e}"));
+            if self.failed.is_none() {
+                log(&format!("recording could not be flushed: {e}"));
+                self.failed = Some(format!("could not be flushed: {e}"));
+            }
         }
         self.dirty = false;
         self.flushed = Instant::now();
@@ -43,11 +49,13 @@ impl Output {
     }
 }
 
-pub(crate) fn run(queue: Arc<SubQueue>, out: RecordingWriter<BufWriter<File>>) {
+/// Writes the session's frames until its queue closes; the recording's first failure, if any.
+pub(crate) fn run(queue: Arc<SubQueue>, out: RecordingWriter<BufWriter<File>>) -> Option<String> {
     let mut o = Output {
         out,
         dirty: false,
         flushed: Instant::now(),
+        failed: None,
     };
     loop {
         match queue.pop_blocking(o.patience()) {
@@ -55,7 +63,7 @@ pub(crate) fn run(queue: Arc<SubQueue>, out: RecordingWriter<BufWriter<File>>) {
                 if let Err(e) = o.out.write_frame(&f.bytes) {
                     log(&format!("recording stopped: {e}"));
                     queue.close();
-                    return;
+                    return Some(o.failed.unwrap_or(format!("stopped: {e}")));
                 }
                 o.dirty = true;
                 if f.counts[EventKind::ProofEnd] > 0 || o.flushed.elapsed() >= FLUSH_EVERY {
@@ -68,4 +76,5 @@ pub(crate) fn run(queue: Arc<SubQueue>, out: RecordingWriter<BufWriter<File>>) {
         }
     }
     o.flush();
+    o.failed
 }

@@ -274,3 +274,30 @@ fn a_closed_output_pipe_does_not_kill_the_prover() {
         "the prover died when its stderr went away: {status:?}"
     );
 }
+
+/// A recording that cannot be written to the end (the file size limit here, a full disk in
+/// production) fails the run: the proofs are made, the error said once, status 1. It logged
+/// "could not be flushed" 60 times and exited 0 with the file cut.
+#[test]
+fn a_recording_that_cannot_be_written_fails_the_run_and_says_so_once() {
+    // The parameters are made (or found) before the file size is limited.
+    let mut warm = serve(&["--socket", "none", "--proofs", "1"]);
+    assert!(warm.wait().unwrap().success());
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("cut.psrec");
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 16; exec '{BIN}' prover serve --circuit squaring --log-size 10 --circuits 2 --proofs 4 --socket none --record '{}' --cache '{}'",
+        rec.display(),
+        cache().display()
+    );
+    let o = Command::new("sh").arg("-c").arg(&script).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("stopping: done: 4 proofs"), "{err}");
+    assert!(err.contains("the recording failed"), "{err}");
+    assert_eq!(
+        err.matches("[proofscope probe] recording could not be flushed").count(),
+        1,
+        "the probe says it once: {err}"
+    );
+}

@@ -237,10 +237,7 @@ mod tests {
     use super::*;
 
     fn stats(spans: u64, blocks: u64) -> CollectorStats {
-        let mut s = CollectorStats {
-            emitted: probe_protocol::KindCounts::ZERO,
-            lost: probe_protocol::KindCounts::ZERO,
-        };
+        let mut s = CollectorStats::default();
         s.emitted[EventKind::SpanBegin] = spans / 2;
         s.emitted[EventKind::SpanEnd] = spans / 2;
         s.emitted[EventKind::Release] = blocks;

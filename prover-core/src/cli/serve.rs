@@ -311,6 +311,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
         (Ok(()), None) => format!("done: {} proofs", t.done),
     };
     crate::errln!("stopping: {reason}");
-    probe.shutdown(&reason);
+    let failed = probe.shutdown(&reason).and_then(|s| s.recording_failed);
+    if let (Some(why), Ok(())) = (&failed, &outcome) {
+        // The proofs were made, but what the user asked to keep of them was not: not a success.
+        crate::errln!("the recording failed ({why}): it holds only what was written before");
+        return Err(anyhow::anyhow!("the recording failed: {why}"));
+    }
     outcome
 }
