@@ -27,11 +27,11 @@ struct Output {
 
 impl Output {
     fn flush(&mut self) {
-        if let Err(e) = self.out.flush() {
-            if self.failed.is_none() {
-                log(&format!("recording could not be flushed: {e}"));
-                self.failed = Some(format!("could not be flushed: {e}"));
-            }
+        if let Err(e) = self.out.flush()
+            && self.failed.is_none()
+        {
+            log(&format!("recording could not be flushed: {e}"));
+            self.failed = Some(format!("could not be flushed: {e}"));
         }
         self.dirty = false;
         self.flushed = Instant::now();
