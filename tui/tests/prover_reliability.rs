@@ -296,7 +296,8 @@ fn a_recording_that_cannot_be_written_fails_the_run_and_says_so_once() {
     assert!(err.contains("stopping: done: 4 proofs"), "{err}");
     assert!(err.contains("the recording failed"), "{err}");
     assert_eq!(
-        err.matches("[proofscope probe] recording could not be flushed").count(),
+        err.matches("[proofscope probe] recording could not be flushed")
+            .count(),
         1,
         "the probe says it once: {err}"
     );

@@ -1,6 +1,7 @@
 //! `proofscope run` as a [`Source`]: the prover started by the relay with the allocator probe
 //! preloaded and a socket of its own (so nothing races its start), its socket's stream as a
-//! live source, and its log lines — read by the relay, stamped as they arrived — turned into
+//! live source, and its log lines — read by the relay, placed by the prover's own writes
+//! (`stamps.rs`) — turned into
 //! proofs and phases joined to the same session: one dashboard, one recording, one report.
 
 use super::channel::{self, Msg};
