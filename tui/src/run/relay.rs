@@ -4,8 +4,9 @@
 //! it arrives, and sends the lines — each with its arrival time and its place in the stream,
 //! by which the viewer finds the write that carried it (`stamps.rs`) — to the viewer without
 //! ever waiting for it: a viewer that is slow, paused or stopped (SIGSTOP) costs dropped
-//! lines, counted, never a stalled prover. Being a process apart is what makes that hold: a stopped viewer's threads
-//! would stop reading the pipes, and the prover would block on a full pipe.
+//! lines, counted, never a stalled prover. Being a process apart is what makes that hold: a
+//! stopped viewer's threads would stop reading the pipes, and the prover would block on a full
+//! pipe.
 
 use super::channel::{self, Batch, Msg};
 use std::io::{Read, Write};
