@@ -131,6 +131,17 @@ pub fn resolve() {
     next(&WRITEV, c"writev");
 }
 
+/// A raw system call's result as libc returns it: -1 with `errno` set on an error.
+fn raw(r: libc::c_long) -> ssize_t {
+    if r < 0 {
+        // SAFETY: errno is thread-local and writable.
+        unsafe { *libc::__errno_location() = -r as c_int };
+        -1
+    } else {
+        r as ssize_t
+    }
+}
+
 /// Interposed `write`: forwarded unchanged; what reached a standard stream is reported.
 ///
 /// # Safety
@@ -140,14 +151,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
     let f = next(&WRITE, c"write");
     let r = if f.is_null() {
         // SAFETY: the system call itself with the caller's arguments.
-        let r = unsafe { libc::syscall(libc::SYS_write, fd, buf, n) } as ssize_t;
-        if r < 0 {
-            // SAFETY: errno is thread-local and writable.
-            unsafe { *libc::__errno_location() = -r as c_int };
-            -1
-        } else {
-            r
-        }
+        raw(unsafe { libc::syscall(libc::SYS_write, fd, buf, n) })
     } else {
         // SAFETY: glibc's `write` has this signature; forwarded unchanged.
         unsafe { std::mem::transmute::<*mut c_void, WriteFn>(f)(fd, buf, n) }
@@ -165,14 +169,7 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, count: c_int) -> s
     let f = next(&WRITEV, c"writev");
     let r = if f.is_null() {
         // SAFETY: the system call itself with the caller's arguments.
-        let r = unsafe { libc::syscall(libc::SYS_writev, fd, iov, count) } as ssize_t;
-        if r < 0 {
-            // SAFETY: errno is thread-local and writable.
-            unsafe { *libc::__errno_location() = -r as c_int };
-            -1
-        } else {
-            r
-        }
+        raw(unsafe { libc::syscall(libc::SYS_writev, fd, iov, count) })
     } else {
         // SAFETY: glibc's `writev` has this signature; forwarded unchanged.
         unsafe { std::mem::transmute::<*mut c_void, WritevFn>(f)(fd, iov, count) }

@@ -44,16 +44,6 @@ pub(crate) fn disable() {
     ON.store(false, Ordering::Release);
 }
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is valid for writes; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Reports that `bytes` bytes of the program's `stream` (fd 1 or 2), from `offset` on, were
 /// just written by the calling thread. Never blocks or allocates; dropped and counted when the
 /// queue is full, ignored while no session runs or for an fd other than 1 and 2.
@@ -65,7 +55,7 @@ pub fn report_output_write(fd: u8, offset: u64, bytes: u64) {
         return;
     };
     let w = RawWrite {
-        mono_ns: monotonic_ns(),
+        mono_ns: crate::clock::monotonic_ns(),
         os_tid: os_tid(),
         stream,
         offset,

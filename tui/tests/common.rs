@@ -359,6 +359,22 @@ pub mod cpp {
         compiled(c, out)
     }
 
+    /// Builds the C program `tests/programs/NAME.c` into `dir` (warnings are errors), linked
+    /// with `libs`; `None` without a compiler.
+    pub fn c_program(dir: &Path, name: &str, libs: &[&str]) -> Option<PathBuf> {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/programs")
+            .join(format!("{name}.c"));
+        let out = dir.join(name);
+        let mut c = Command::new("c++");
+        c.args(["-x", "c", "-O2", "-Wall", "-Wextra", "-Werror"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .args(libs);
+        compiled(c, out)
+    }
+
     /// Runs the compiler command `c` that writes `out`; `None` without a compiler (CI
     /// installs one, .ci/run: there a missing one is a failure, not a skip).
     pub fn compiled(mut c: Command, out: PathBuf) -> Option<PathBuf> {

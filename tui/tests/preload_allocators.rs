@@ -9,20 +9,12 @@
 mod common;
 
 use common::BIN;
-use common::cpp::{compiled, library};
+use common::cpp::{c_program, library};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn build(dir: &Path) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/usable_size.c");
-    let out = dir.join("usable_size");
-    let mut c = Command::new("c++");
-    c.args(["-x", "c", "-O2", "-Wall", "-Wextra", "-Werror"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .arg("-ldl");
-    compiled(c, out)
+    c_program(dir, "usable_size", &["-ldl"])
 }
 
 /// Debian's jemalloc, where it is installed (CI installs it: .ci/run).

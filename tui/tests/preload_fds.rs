@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::cpp::{compiled, library};
+use common::cpp::{c_program, library};
 use probe_protocol::{Event, Subscribe, encode_frame};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -20,14 +20,7 @@ use std::time::{Duration, Instant};
 const RUNS: usize = 6;
 
 fn build(dir: &Path) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/daemon_fds.c");
-    let out = dir.join("daemon_fds");
-    let mut c = Command::new("c++");
-    c.args(["-x", "c", "-O2", "-Wall", "-Wextra", "-Werror"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&out);
-    compiled(c, out)
+    c_program(dir, "daemon_fds", &[])
 }
 
 /// A viewer on `socket` for as long as the session lasts: subscribed, reading every frame.

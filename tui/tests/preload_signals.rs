@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::cpp::{compiled, library};
+use common::cpp::{c_program, library};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -19,14 +19,7 @@ const DEADLOCK: Duration = Duration::from_secs(60);
 
 /// Builds the program; `None` without a compiler.
 fn build(dir: &Path) -> Option<PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/signal_alloc.c");
-    let out = dir.join("signal_alloc");
-    let mut c = Command::new("c++");
-    c.args(["-x", "c", "-O2", "-Wall", "-Wextra", "-Werror"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&out);
-    compiled(c, out)
+    c_program(dir, "signal_alloc", &[])
 }
 
 /// One run under the preload, its session on a socket of its own from the first instant;

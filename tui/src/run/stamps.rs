@@ -84,30 +84,12 @@ impl Stamper {
                     break;
                 };
                 let line = pending[i].pop_front().expect("the front was there");
-                let stream = if line.stderr {
-                    Stream::Stderr
-                } else {
-                    Stream::Stdout
-                };
-                feed.line(
-                    &line.bytes,
-                    stream,
-                    UNIX_EPOCH + Duration::from_nanos(place),
-                );
+                feed_at(feed, &line, place);
             }
             while pending[i].len() > MAX_PENDING {
                 let line = pending[i].pop_front().expect("over the bound");
                 counts.by_arrival += 1;
-                let stream = if line.stderr {
-                    Stream::Stderr
-                } else {
-                    Stream::Stdout
-                };
-                feed.line(
-                    &line.bytes,
-                    stream,
-                    UNIX_EPOCH + Duration::from_nanos(line.arrival_ns),
-                );
+                feed_at(feed, &line, line.arrival_ns);
             }
         }
     }
@@ -129,6 +111,20 @@ impl Stamper {
             c.by_arrival + c.by_write
         ))
     }
+}
+
+/// Hands `line` to the feed as written at `unix_ns`.
+fn feed_at(feed: &mut LogFeed, line: &Line, unix_ns: u64) {
+    let stream = if line.stderr {
+        Stream::Stderr
+    } else {
+        Stream::Stdout
+    };
+    feed.line(
+        &line.bytes,
+        stream,
+        UNIX_EPOCH + Duration::from_nanos(unix_ns),
+    );
 }
 
 /// Where `line` goes (Unix ns), or `None` to wait for its write.
