@@ -102,6 +102,21 @@ fn list_sorts_pids_as_numbers_and_shows_each_command_line() {
         .iter()
         .map(|s| Command::new("sleep").arg(s).spawn().unwrap())
         .collect();
+    // Until each has exec'd `sleep`, its command line is the test's (or, mid-exec, empty).
+    for c in &sleeps {
+        let t0 = std::time::Instant::now();
+        while !std::fs::read(format!("/proc/{}/cmdline", c.id()))
+            .unwrap_or_default()
+            .starts_with(b"sleep")
+        {
+            assert!(
+                t0.elapsed().as_secs() < 10,
+                "sleep {} never started",
+                c.id()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
     let mut listeners = Vec::new();
     for pid in [10, 9].into_iter().chain(sleeps.iter().map(|c| c.id())) {
         listeners.push(UnixListener::bind(dir.join(format!("p-{pid}.sock"))).unwrap());
