@@ -287,7 +287,7 @@ fn a_static_prover_is_a_log_only_session_that_says_why() {
     let src = dir.path().join("static.c");
     std::fs::write(
         &src,
-        "#include <stdio.h>\n#include <unistd.h>\nint main(void) { usleep(3500000); fprintf(stderr, \"[2026-12-06T04:00:00.000Z INFO  bellperson::groth16::prover::supraseal] prover time: 0.5s\\n\"); return 0; }\n",
+        "#include <stdio.h>\n#include <unistd.h>\nint main(void) { usleep(6000000); fprintf(stderr, \"[2026-12-06T04:00:00.000Z INFO  bellperson::groth16::prover::supraseal] prover time: 0.5s\\n\"); return 0; }\n",
     )
     .unwrap();
     let exe = dir.path().join("static");

@@ -48,8 +48,14 @@ int main(int argc, char **argv) {
   snprintf(out_path, sizeof out_path, "%s/out.txt", argv[2]);
   snprintf(side_path, sizeof side_path, "%s/side.txt", argv[2]);
 
-  /* Wait until the probe (if any) has started its threads and opened its fds. */
-  for (int i = 0; i < 200 && threads() < 3; i++) nap(10);
+  /* Wait until the probe (if any) has started: its socket is bound after its other fds
+   * (the recording among them) are open; without a probe, only until its threads would be. */
+  const char *sock = getenv("PROOFSCOPE_SOCKET");
+  if (sock && strcmp(sock, "none") != 0) {
+    for (int i = 0; i < 2000 && access(sock, F_OK) != 0; i++) nap(5);
+  } else {
+    for (int i = 0; i < 200 && threads() < 3; i++) nap(10);
+  }
   nap(100);
 
   if (strcmp(mode, "loop") == 0) {
