@@ -1,7 +1,8 @@
 //! What the relay process tells the viewer, one datagram per message over a Unix datagram
 //! socket pair (reliable and message-bounded on Linux). The relay sends without blocking: when
-//! the viewer is slow or stopped, a batch of lines is dropped and counted, never the child's
-//! output (that went to its destination already).
+//! the viewer is slow or stopped, batches wait in the relay's bounded backlog (16 MiB), and
+//! past it a batch of lines is dropped and counted, never the child's output (that went to its
+//! destination already).
 //!
 //! A message is a kind byte and its fields, little-endian:
 //! - `1 Started`: the child's pid (u32).
