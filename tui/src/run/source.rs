@@ -116,6 +116,8 @@ pub struct RunSource {
     stamps_said: bool,
     /// That the probe is slow to answer was said.
     hello_wait_said: bool,
+    /// Every line has been placed and the log's last calls taken.
+    log_done: bool,
 }
 
 impl RunSource {
@@ -155,6 +157,7 @@ impl RunSource {
             exited_at: None,
             stamps_said: false,
             hello_wait_said: false,
+            log_done: false,
         })
     }
 
@@ -413,6 +416,7 @@ impl RunSource {
         }
         let finished = self.exited.is_some() && self.relay_exited() && self.stamps.is_empty();
         let events = self.feed.take(finished);
+        self.log_done |= finished;
         if events.is_empty() {
             return;
         }
@@ -507,7 +511,11 @@ impl RunSource {
             .as_ref()
             .map(|f| f.0)
             .or_else(|| self.exited.map(|(c, s)| super::relay::exit_byte(c, s)));
-        let drained = (self.exited.is_some() || self.failed.is_some()) && self.relay_exited();
+        // Drained once every line is placed too: lines wait for the probe's last write stamps,
+        // which come with its last frames; a headless run that stopped before lost the last
+        // calls (18 proofs of 20 with the viewer starved).
+        let drained = (self.exited.is_some() && self.log_done || self.failed.is_some())
+            && self.relay_exited();
         ChildStatus { exit, drained }
     }
 }
