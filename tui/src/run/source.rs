@@ -114,8 +114,8 @@ pub struct RunSource {
     exited_at: Option<Instant>,
     /// How the lines were placed was said.
     stamps_said: bool,
-    /// That the probe is slow to answer was said.
-    hello_wait_said: bool,
+    /// The process whose preload was seen loaded while its probe had not answered (said once).
+    preload_seen: Option<u32>,
     /// Every line has been placed and the log's last calls taken.
     log_done: bool,
 }
@@ -156,7 +156,7 @@ impl RunSource {
             no_probe: false,
             exited_at: None,
             stamps_said: false,
-            hello_wait_said: false,
+            preload_seen: None,
             log_done: false,
         })
     }
@@ -322,12 +322,15 @@ impl RunSource {
         let pid = self.followed.or(self.pid);
         let why = if self.exited.is_some() {
             Some("it exited before its probe said hello".to_owned())
+        } else if pid.is_some() && pid == self.preload_seen {
+            // Loaded once, loaded for good: its memory map is not read again every pump.
+            None
         } else {
             pid.and_then(super::absence::why_no_probe)
         };
         let Some(why) = why else {
-            if !self.hello_wait_said {
-                self.hello_wait_said = true;
+            if pid.is_some() && self.preload_seen != pid {
+                self.preload_seen = pid;
                 said.warnings.push(format!(
                     "the prover's probe (pid {}) has not answered after {} s: its preload is loaded, so the run waits for it as long as the prover runs (a loaded machine?)",
                     pid.map_or("?".into(), |p| p.to_string()),
@@ -460,11 +463,7 @@ impl RunSource {
         self.tie_log(model, said);
         self.place_lines(model);
         self.apply_log(model, said);
-        if self.exited.is_some()
-            && self.relay_exited()
-            && self.stamps.is_empty()
-            && !self.stamps_said
-        {
+        if self.log_done && !self.stamps_said {
             self.stamps_said = true;
             // With the probe's own proofs, the log's calls are not used: nothing was placed.
             if !self.probe_proofs {
