@@ -206,6 +206,12 @@ fn encode_body(out: &mut Vec<u8>, cur: &mut Cursor, ev: &Event) -> Result<(), En
             let t = u64::from(w.thread);
             uints(out, &[w.ts, t, u64::from(w.stream.fd()), w.offset, w.bytes]);
         }
+        // Added in 1.6: absolute, as ThreadSched.
+        Event::GpuProcess(p) => {
+            uints(out, &[p.ts, u64::from(p.device)]);
+            write_bool(out, p.context);
+            write_opt_uint(out, p.used_bytes);
+        }
         Event::Subscribe(s) => {
             write_bool(out, s.history);
             write_str(out, &s.client);
@@ -446,6 +452,12 @@ fn decode_body(
             offset: r.read_u64("stream offset")?,
             bytes: r.read_u64("bytes written")?,
         }),
+        EventKind::GpuProcess => Event::GpuProcess(GpuProcess {
+            ts: r.read_u64("GPU process timestamp")?,
+            device: r.read_u32("device index")?,
+            context: r.read_bool("context held")?,
+            used_bytes: r.read_opt_u64("process memory used")?,
+        }),
         EventKind::Subscribe => Event::Subscribe(Subscribe {
             history: r.read_bool("history flag")?,
             client: r.read_str("client name")?.to_owned(),
@@ -659,6 +671,10 @@ mod tests {
             EventKind::OutputWrite => Event::OutputWrite(OutputWrite {
                 ts,
                 ..OutputWrite::default()
+            }),
+            EventKind::GpuProcess => Event::GpuProcess(GpuProcess {
+                ts,
+                ..GpuProcess::default()
             }),
             EventKind::Subscribe => Event::Subscribe(Subscribe {
                 history: true,

@@ -302,6 +302,21 @@ pub struct OutputWrite {
     pub bytes: u64,
 }
 
+/// Whether this process holds a CUDA context on a device, from NVML's list of the device's
+/// compute processes, and the device memory the driver counts for it: how a prover that times
+/// nothing on its GPU (an unmodified one under the preload) is still known to be on it. Sent
+/// when either changes. Since protocol 1.6; absolute, as kinds added by a minor version must.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GpuProcess {
+    pub ts: Ns,
+    pub device: u32,
+    /// `false`: it held one and no longer does.
+    pub context: bool,
+    /// Its device memory; `None` where the driver does not say (NVML reports no figure for
+    /// a process in another pid namespace, or without the permission).
+    pub used_bytes: Option<u64>,
+}
+
 /// What a client asks for on connect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subscribe {
@@ -355,6 +370,7 @@ pub enum Event {
         frames: Vec<String>,
     },
     OutputWrite(OutputWrite),
+    GpuProcess(GpuProcess),
     Subscribe(Subscribe),
 }
 
@@ -382,6 +398,7 @@ impl Event {
             Event::ThreadSched(_) => EventKind::ThreadSched,
             Event::StackDef { .. } => EventKind::StackDef,
             Event::OutputWrite(_) => EventKind::OutputWrite,
+            Event::GpuProcess(_) => EventKind::GpuProcess,
             Event::Subscribe(_) => EventKind::Subscribe,
         }
     }
@@ -408,6 +425,7 @@ impl Event {
             Event::HistoryGap(h) => h.ts,
             Event::ThreadSched(s) => s.ts,
             Event::OutputWrite(w) => w.ts,
+            Event::GpuProcess(p) => p.ts,
         })
     }
 
@@ -445,6 +463,7 @@ impl Event {
             Event::HistoryGap(h) => h.ts = ns,
             Event::ThreadSched(s) => s.ts = ns,
             Event::OutputWrite(w) => w.ts = ns,
+            Event::GpuProcess(p) => p.ts = ns,
         }
     }
 }

@@ -111,6 +111,8 @@ event_kinds! {
     StackDef = 20, "stack_def", fields 3, loss Never, clock None, span None, minor 3;
     /// A write to the program's stdout or stderr, stamped where it happened.
     OutputWrite = 21, "output_write", fields 6, loss Counted, clock Absolute, span None, minor 5;
+    /// This process's CUDA context on a device, from NVML's process list.
+    GpuProcess = 22, "gpu_process", fields 5, loss Counted, clock Absolute, span None, minor 6;
     /// Client → server.
     Subscribe = 32, "subscribe", fields 3, loss Never, clock None, span None, minor 0;
 }

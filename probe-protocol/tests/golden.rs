@@ -13,10 +13,10 @@ fn hex(b: &[u8]) -> String {
 /// Event bytes of `ev` alone in a frame with base 500 (the frame header is checked once).
 fn event_bytes(ev: &Event) -> String {
     let frame = encode_frame(500, std::slice::from_ref(ev)).unwrap();
-    // prefix(4) | dd + count 4 (3 header fields + 1 event) | major 1 | minor 5 | base cd 01 f4
+    // prefix(4) | dd + count 4 (3 header fields + 1 event) | major 1 | minor 6 | base cd 01 f4
     assert_eq!(
         &frame[4..14],
-        &[0xdd, 0, 0, 0, 4, 0x01, 0x05, 0xcd, 0x01, 0xf4]
+        &[0xdd, 0, 0, 0, 4, 0x01, 0x06, 0xcd, 0x01, 0xf4]
     );
     hex(&frame[14..])
 }
@@ -26,8 +26,8 @@ fn frame_header_layout() {
     let frame = encode_frame(500, &[Event::Heartbeat { ts: 510 }]).unwrap();
     assert_eq!(
         hex(&frame),
-        // len=13 | array32 n=4 | major 1 | minor 5 | base 500 | [15, +10]
-        "0d 00 00 00 dd 00 00 00 04 01 05 cd 01 f4 92 0f 0a"
+        // len=13 | array32 n=4 | major 1 | minor 6 | base 500 | [15, +10]
+        "0d 00 00 00 dd 00 00 00 04 01 06 cd 01 f4 92 0f 0a"
     );
 }
 
@@ -80,6 +80,9 @@ fn golden_bytes_per_kind() {
         // Since 1.5, every field absolute: [21, ts 3_300_000, thread 1, stream 2 (stderr),
         // offset 1234, bytes 56].
         ("output_write", "96 15 ce 00 32 5a a0 01 02 cd 04 d2 38"),
+        // Since 1.6, every field absolute: [22, ts 3_400_000, device 1, context true,
+        // used 3 GiB].
+        ("gpu_process", "95 16 ce 00 33 e1 40 01 c3 ce c0 00 00 00"),
         (
             "subscribe",
             "93 20 c3 b0 70 72 6f 6f 66 73 63 6f 70 65 20 30 2e 31 2e 30",

@@ -379,13 +379,15 @@ impl Collector {
         self.blocks = blocks;
     }
 
-    /// The program's writes to stdout and stderr, on the session clock. They do not stir the
-    /// cadence: a log line is not memory moving.
+    /// The program's writes to stdout and stderr, on the session clock; their threads are
+    /// watched by the scheduler sampler. They do not stir the cadence: a log line is not
+    /// memory moving.
     fn take_output_writes(&mut self, batch: &mut Batch) {
         let mut writes = Vec::new();
         output::drain(|w| writes.push(w));
         for w in writes {
             let thread = self.threads.id_of(w.os_tid, None, &mut batch.defs);
+            self.sched.watch(thread, w.os_tid);
             batch
                 .data
                 .push(Event::OutputWrite(probe_protocol::OutputWrite {

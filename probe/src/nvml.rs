@@ -7,7 +7,7 @@ use crate::session::{Session, SlowEvent};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{Clock, PcieUtilCounter, TemperatureSensor};
 use nvml_wrapper::error::NvmlError;
-use probe_protocol::{Event, GpuInfo, GpuSample};
+use probe_protocol::{Event, GpuInfo, GpuProcess, GpuSample};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -111,6 +111,7 @@ pub(crate) fn run(nvml: Nvml, session: Arc<Session>, every: Duration, visible: V
         .into_iter()
         .filter_map(|i| nvml.device_by_index(i).ok().map(|d| (i, d)))
         .collect();
+    let mut contexts = Contexts::default();
     let mut n: u32 = 0;
     let mut next = Instant::now();
     while !session.control.stopping() {
@@ -142,6 +143,9 @@ pub(crate) fn run(nvml: Nvml, session: Arc<Session>, every: Duration, visible: V
             session
                 .slow
                 .push(SlowEvent::Session(Event::GpuSample(Box::new(sample))));
+            if slow && let Some(p) = contexts.changed(*index, d, session.clock.now_ns()) {
+                session.slow.push(SlowEvent::Session(Event::GpuProcess(p)));
+            }
         }
         next += every;
         let now = Instant::now();
@@ -150,5 +154,41 @@ pub(crate) fn run(nvml: Nvml, session: Arc<Session>, every: Duration, visible: V
         } else {
             next = now;
         }
+    }
+}
+
+/// This process's CUDA context on each device, from NVML's list of the device's compute
+/// processes, read with the slow readings: an event when it appears, goes or its memory moves.
+/// A process in another pid namespace (a container without the host's) is not found by its
+/// pid: nothing is sent.
+#[derive(Default)]
+struct Contexts {
+    /// Per device, what was last sent: `Some(used)` held, `None` not held.
+    last: std::collections::HashMap<u32, Option<Option<u64>>>,
+}
+
+impl Contexts {
+    fn changed(&mut self, index: u32, d: &nvml_wrapper::Device<'_>, ts: u64) -> Option<GpuProcess> {
+        use nvml_wrapper::enums::device::UsedGpuMemory;
+        let me = std::process::id();
+        let now = d
+            .running_compute_processes()
+            .ok()?
+            .into_iter()
+            .find(|p| p.pid == me)
+            .map(|p| match p.used_gpu_memory {
+                UsedGpuMemory::Used(b) => Some(b),
+                UsedGpuMemory::Unavailable => None,
+            });
+        let before = self.last.insert(index, now).flatten();
+        if before == now {
+            return None;
+        }
+        Some(GpuProcess {
+            ts,
+            device: index,
+            context: now.is_some(),
+            used_bytes: now.flatten(),
+        })
     }
 }

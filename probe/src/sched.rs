@@ -6,6 +6,12 @@
 //! count is above zero. `schedstat` gives on-CPU and run-queue time and the times scheduled in;
 //! `status`'s voluntary/involuntary switch counts would cost a second read for what the two
 //! times already say.
+//!
+//! A program with no spans (an unmodified prover under the preload) has its proofs drawn from
+//! its log, and their gaps lie on the threads that print the log's timers: a thread that
+//! writes to stdout or stderr is *watched* — sampled whether inside a span or not, until it
+//! exits — at most [`MAX_WATCHED`] of them, so a program that logs from every worker of a
+//! pool costs a bounded number of reads a sample.
 
 use probe_protocol::{Event, ThreadSched};
 use std::collections::HashMap;
@@ -15,6 +21,8 @@ use std::fs::File;
 struct Tracked {
     /// Spans open on the thread, from the records drained so far.
     depth: u32,
+    /// It writes the program's log: sampled outside spans too.
+    watched: bool,
     /// Its `schedstat`, once opened; `None` when it could not be (thread gone, no procfs).
     file: Option<Option<File>>,
     os_tid: u32,
@@ -24,7 +32,11 @@ struct Tracked {
 #[derive(Debug, Default)]
 pub(crate) struct SchedSampler {
     threads: HashMap<u32, Tracked>,
+    watched: usize,
 }
+
+/// The most log-writing threads sampled outside spans (one `pread` each a sample).
+const MAX_WATCHED: usize = 32;
 
 impl SchedSampler {
     /// A thread with a ring: wire id and OS tid.
@@ -44,31 +56,53 @@ impl SchedSampler {
         }
     }
 
-    /// The thread exited: forget it (and close its file).
-    pub fn forget(&mut self, thread: u32) {
-        self.threads.remove(&thread);
+    /// Wire thread `thread` (OS tid `os_tid`) wrote to stdout or stderr: watch it, while
+    /// fewer than [`MAX_WATCHED`] are.
+    pub fn watch(&mut self, thread: u32, os_tid: u32) {
+        let t = self.threads.entry(thread).or_insert_with(|| Tracked {
+            os_tid,
+            ..Tracked::default()
+        });
+        if !t.watched && self.watched < MAX_WATCHED {
+            t.watched = true;
+            self.watched += 1;
+        }
     }
 
-    /// One sample of every thread inside a span, as events at `now`.
+    /// The thread exited: forget it (and close its file).
+    pub fn forget(&mut self, thread: u32) {
+        if self.threads.remove(&thread).is_some_and(|t| t.watched) {
+            self.watched -= 1;
+        }
+    }
+
+    /// One sample of every thread inside a span or watched, as events at `now`. A watched
+    /// thread whose counters cannot be read has exited (a thread without a ring has no exit
+    /// record): it is forgotten.
     pub fn sample(&mut self, now: u64, out: &mut Vec<Event>) {
+        let mut gone = Vec::new();
         for (&thread, t) in &mut self.threads {
-            if t.depth == 0 {
+            if t.depth == 0 && !t.watched {
                 continue;
             }
             let os_tid = t.os_tid;
             let file = t.file.get_or_insert_with(|| {
                 File::open(format!("/proc/self/task/{os_tid}/schedstat")).ok()
             });
-            let Some(f) = file.as_ref() else { continue };
-            if let Some((cpu_ns, runq_ns, timeslices)) = read(f) {
-                out.push(Event::ThreadSched(ThreadSched {
+            match file.as_ref().and_then(read) {
+                Some((cpu_ns, runq_ns, timeslices)) => out.push(Event::ThreadSched(ThreadSched {
                     ts: now,
                     thread,
                     cpu_ns,
                     runq_ns,
                     timeslices,
-                }));
+                })),
+                None if t.watched && t.depth == 0 => gone.push(thread),
+                None => {}
             }
+        }
+        for thread in gone {
+            self.forget(thread);
         }
     }
 }
@@ -116,5 +150,31 @@ mod tests {
         assert_eq!((t.ts, t.thread), (100, 7));
         // A thread that has been scheduled at least once (its times may still read 0).
         assert!(t.timeslices > 0, "{t:?}");
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "reads /proc/self/task/<tid>/schedstat")]
+    fn log_writers_are_sampled_outside_spans_until_they_exit() {
+        let me = crate::thread::os_tid();
+        let mut s = SchedSampler::default();
+        let mut out = Vec::new();
+        s.watch(3, me);
+        s.watch(3, me);
+        // A tid no thread of this process has: its counters cannot be read.
+        s.watch(4, u32::MAX - 1);
+        s.sample(100, &mut out);
+        let sampled: Vec<u32> = out
+            .iter()
+            .filter_map(|e| match e {
+                Event::ThreadSched(t) => Some(t.thread),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sampled, [3]);
+        assert_eq!(s.watched, 1, "the unreadable one is forgotten");
+        for t in 10..10 + 2 * MAX_WATCHED as u32 {
+            s.watch(t, me);
+        }
+        assert_eq!(s.watched, MAX_WATCHED);
     }
 }

@@ -103,6 +103,15 @@ pub fn wall_clock(unix_ns: u64) -> String {
         .replace('Z', " UTC")
 }
 
+/// "2 × " before a proof's circuit, nothing when the source did not say how many (0).
+pub fn circuits_times(n: u32) -> String {
+    if n > 0 {
+        format!("{n} × ")
+    } else {
+        String::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

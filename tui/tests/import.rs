@@ -195,3 +195,61 @@ fn a_file_in_no_known_format_is_refused_with_what_was_expected() {
     let o = run(&["replay".as_ref(), junk.as_os_str(), "--headless".as_ref()]);
     assert_eq!(o.status.code(), Some(1), "{o:?}");
 }
+
+/// Two GPU workers, each proving a partition in a call of its own, print their calls' lines
+/// interleaved (recordings/logs/cuzk-c2-interleaved.log: partitions 0 and 1 at once, then 2
+/// and 3): one proof per partition the log's `TIMELINE` names — before, every line of a key
+/// the open call already had "started another call", and the 4 partitions read as 16 proofs.
+#[test]
+fn interleaved_workers_give_one_proof_per_partition() {
+    let v = json_report(&common::recording("logs/cuzk-c2-interleaved.log"));
+    let warnings = v["warnings"].to_string();
+    assert!(!warnings.contains("ends without a line"), "{warnings}");
+    assert!(!warnings.contains("came after every"), "{warnings}");
+    let proofs = v["sessions"][0]["proofs"].as_array().unwrap();
+    let circuits: Vec<&str> = proofs
+        .iter()
+        .map(|p| p["circuit"].as_str().unwrap())
+        .collect();
+    assert_eq!(circuits.len(), 4, "{circuits:?}");
+    for (i, c) in circuits.iter().enumerate() {
+        assert!(c.contains(&format!("partition {i}")), "{circuits:?}");
+    }
+    for p in proofs {
+        let names: Vec<&str> = p["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|ph| ph["name"].as_str().unwrap())
+            .collect();
+        // Each call has each of its phases once.
+        for phase in [
+            "split_vectors",
+            "prep_msm",
+            "ntt_msm_h",
+            "batch_add",
+            "tail_msm",
+            "b_g2_msm",
+        ] {
+            assert_eq!(
+                names.iter().filter(|n| **n == phase).count(),
+                1,
+                "{phase} in {names:?}"
+            );
+        }
+        // Each call's wrapper timer (`prover time: 13.1s` … `13.17s`) is its span.
+        let secs = p["duration_ns"].as_f64().unwrap() / 1e9;
+        assert!((13.09..13.18).contains(&secs), "{secs} s");
+    }
+    // Each worker's `CUZK_NTT_H` steps inside its own call's `ntt_msm_h`: one a call.
+    let log = common::recording("logs/cuzk-c2-interleaved.log");
+    let o = run(&[
+        "replay".as_ref(),
+        log.as_os_str(),
+        "--headless".as_ref(),
+        "--format".as_ref(),
+        "chrome".as_ref(),
+    ]);
+    let trace = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(trace.matches("\"name\":\"ntt_kernels\"").count(), 4);
+}

@@ -165,6 +165,12 @@ pub fn one_of_each() -> Vec<Event> {
             offset: 1234,
             bytes: 56,
         }),
+        Event::GpuProcess(GpuProcess {
+            ts: 3_400_000,
+            device: 1,
+            context: true,
+            used_bytes: Some(3 << 30),
+        }),
         Event::Subscribe(Subscribe {
             history: true,
             client: "proofscope 0.1.0".into(),

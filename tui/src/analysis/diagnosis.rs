@@ -21,6 +21,10 @@ pub struct ReleaseEvidence {
     pub inside_ns: u64,
     /// How much of that on the thread that owns the gapped span.
     pub on_proving_thread_ns: u64,
+    /// The time that thread was runnable but waiting for a CPU inside the gap and outside
+    /// its own frees (from its scheduler samples; 0 without them). On a loaded machine a
+    /// release is stretched by these waits between the frees as much as inside them.
+    pub cpu_wait_ns: u64,
     /// Thread names, most time first.
     pub threads: Vec<String>,
     /// The code that freed them, from their call stacks (protocol 1.3): who, bytes; most
@@ -118,8 +122,18 @@ const OTHER_WORK_SHARE: u64 = 10;
 /// Builds the diagnosis of gap `gap` inside `span` of `proof`.
 pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) -> Diagnosis {
     let len = gap.len().max(1);
+    let mut releases = release_evidence(session, span.thread, gap);
+    if releases.on_proving_thread_ns > 0 {
+        releases.cpu_wait_ns = super::sched::cpu_wait_outside(
+            session,
+            proof,
+            span.thread,
+            gap,
+            &own_release_calls(session, span.thread, gap),
+        );
+    }
     let mut d = Diagnosis {
-        releases: release_evidence(session, span.thread, gap),
+        releases,
         gpu_util_pct: super::structure::is_gpu_phase(session, proof, span)
             .then(|| gpu_utilisation(session, gap))
             .flatten(),
@@ -163,6 +177,28 @@ fn release_evidence(session: &Session, thread: ThreadId, gap: Interval) -> Relea
         .map(|(t, _)| session.thread_name(*t).into_owned())
         .collect();
     e
+}
+
+/// The calls of the large frees on `thread` near the gap (as far as its scheduler samples are
+/// looked for), in order.
+fn own_release_calls(session: &Session, thread: ThreadId, gap: Interval) -> Vec<Interval> {
+    let reach = super::sched::SLACK_NS;
+    session
+        .releases()
+        .range(gap.start.saturating_sub(reach), gap.end + reach)
+        .iter()
+        .filter(|r| r.thread == thread)
+        .map(|r| Interval::new(r.ts, r.ts + r.inside_ns))
+        .collect()
+}
+
+/// Whether the proving thread's releases (and its waits for a CPU between them) take half
+/// the gap or more, the frees themselves at least as long as the waits: a synchronous
+/// release on a loaded machine is stretched by those waits, but a thread that mostly waited
+/// for a CPU with a small free inside was not releasing.
+fn is_synchronous(r: &ReleaseEvidence, len: u64) -> bool {
+    let own = r.on_proving_thread_ns;
+    own * 2 >= len || ((own + r.cpu_wait_ns) * 2 >= len && own >= r.cpu_wait_ns)
 }
 
 /// NVML's utilisation over the gap, of every device with readings for it (each placed over
@@ -240,7 +276,7 @@ fn stated_cause(
 fn kind(d: &Diagnosis, len: u64) -> DiagnosisKind {
     let r = &d.releases;
     if r.count > 0 {
-        if r.on_proving_thread_ns * 2 >= len {
+        if is_synchronous(r, len) {
             DiagnosisKind::SynchronousRelease
         } else {
             DiagnosisKind::Releases
@@ -274,7 +310,17 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
         } else {
             format!("on {}", r.threads.join(", "))
         };
-        let verdict = if r.on_proving_thread_ns * 2 >= len {
+        // Waits under a hundredth of the gap say nothing a reader needs.
+        let waits = if r.cpu_wait_ns * 100 >= len {
+            format!(
+                ", and waiting for a CPU {} between them ({:.0}%)",
+                dur(r.cpu_wait_ns),
+                r.cpu_wait_ns as f64 / len as f64 * 100.0
+            )
+        } else {
+            String::new()
+        };
+        let verdict = if is_synchronous(r, len) {
             ": a synchronous release of large buffers (move the drops off this thread)"
         } else {
             ""
@@ -290,7 +336,7 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
             ),
         };
         parts.push(format!(
-            "{} freed{by} in {} large release{} taking {} {whose} ({share:.0}% of the gap){verdict}",
+            "{} freed{by} in {} large release{} taking {} {whose} ({share:.0}% of the gap){waits}{verdict}",
             bytes(r.bytes),
             r.count,
             if r.count == 1 { "" } else { "s" },

@@ -172,7 +172,8 @@ fn idle_phases(session: &Session, proof: &Proof, idle: &[Interval]) -> Vec<(Stri
 /// Each GPU's use over `proof`, with a finding where it idled more than `max_idle` (0..=1) of
 /// the proof. Empty for a proof that ran on the CPU or whose GPUs left no evidence.
 pub fn gpu_use(session: &Session, proof: &Proof, max_idle: f64) -> Vec<GpuUse> {
-    let gpu_proof = proof.backend() == "gpu" || !proof.gpu_spans().is_empty();
+    let gpu_proof =
+        super::backend::of_proof(session, proof).name == "gpu" || !proof.gpu_spans().is_empty();
     let (Some(outer), true) = (proof.outer(), gpu_proof) else {
         return Vec::new();
     };

@@ -2,6 +2,7 @@
 //! releases happened, GPU use. By structure, never by phase name: a prover with other names
 //! gets the same analysis.
 
+pub mod backend;
 pub mod diagnosis;
 pub mod frames;
 pub mod gaps;

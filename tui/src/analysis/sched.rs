@@ -4,11 +4,11 @@
 
 use super::gaps::Interval;
 use crate::format::dur;
-use crate::model::{Proof, Session, Span};
+use crate::model::{Proof, Session, Span, ThreadId};
 use probe_protocol::markers::DiagnosisKind;
 
 /// How far around a gap scheduler samples are looked for.
-const SLACK_NS: u64 = 250_000_000;
+pub const SLACK_NS: u64 = 250_000_000;
 /// A run-queue share of the window from which the thread counts as waiting for a CPU.
 const WAITING_SHARE: f64 = 0.2;
 /// Spans that waited-for spans may end this close to the gap's end (or 1/50 of the gap).
@@ -81,6 +81,103 @@ pub fn sched_evidence(
     })
 }
 
+/// How long `thread` was runnable but waiting for a CPU inside `gap` and outside `busy` (its
+/// own frees: disjoint calls, in order, not clipped). The kernel adds a wait to `runq_ns` when
+/// the wait ends (the thread gets a CPU), so a pair of samples counts the waits that *ended*
+/// between them, however long before they began (a 28 ms wait between two frees showed up in
+/// the samples after the next free had begun, 24 ms apart, on a loaded machine). The thread is
+/// seen running where a free starts or returns, where it writes to stdout or stderr, where a
+/// span of the proof begins or ends on it, and where the gap ends; a wait ends at such an
+/// instant and lies after the one before. Each pair's waits fill those
+/// stretches in order, each up to its length, the first first (only it can hold a wait that
+/// began before the earlier sample); what lies inside the gap and outside `busy` counts.
+pub fn cpu_wait_outside(
+    session: &Session,
+    proof: &Proof,
+    thread: ThreadId,
+    gap: Interval,
+    busy: &[Interval],
+) -> u64 {
+    let Some(series) = session.sched(thread) else {
+        return 0;
+    };
+    let (from, to) = (
+        gap.start.saturating_sub(SLACK_NS),
+        gap.end.saturating_add(SLACK_NS),
+    );
+    let near = series.range(from, to);
+    let ran = running_instants(session, proof, thread, (from, to), busy, gap);
+    let mut wait = 0;
+    for w in near.windows(2) {
+        let (s0, s1) = (w[0].ts, w[1].ts);
+        let mut left = w[1].runq_ns.saturating_sub(w[0].runq_ns).min(MAX_WAIT_NS);
+        if s1 <= s0 || left == 0 {
+            continue;
+        }
+        let first = ran.partition_point(|&t| t <= s0);
+        let last = ran.partition_point(|&t| t <= s1);
+        let ends = ran[first..last].iter().copied().chain([s1]);
+        let mut before = first.checked_sub(1).map(|k| ran[k]);
+        for end in ends {
+            let room = end - before.unwrap_or(end.saturating_sub(left)).min(end);
+            let x = left.min(room);
+            wait += outside(Interval::new(end - x, end), gap, busy);
+            left -= x;
+            before = Some(end);
+            if left == 0 {
+                break;
+            }
+        }
+    }
+    wait
+}
+
+/// Where `thread` is known to have been running within `(from, to)`, in order.
+fn running_instants(
+    session: &Session,
+    proof: &Proof,
+    thread: ThreadId,
+    (from, to): (u64, u64),
+    busy: &[Interval],
+    gap: Interval,
+) -> Vec<u64> {
+    let now = session.now();
+    let spans = proof
+        .spans()
+        .iter()
+        .filter(|s| s.thread == thread)
+        .flat_map(|s| [s.start, s.end_or(now)]);
+    let writes = session
+        .writes_between(from, to)
+        .filter(|w| w.thread == thread.get())
+        .map(|w| w.ts);
+    let mut ran: Vec<u64> = busy
+        .iter()
+        .flat_map(|b| [b.start, b.end])
+        .chain(spans)
+        .chain(writes)
+        .chain([gap.end])
+        .filter(|&t| t >= from && t <= to)
+        .collect();
+    ran.sort_unstable();
+    ran
+}
+
+/// The part of `stretch` inside `gap` and outside `busy`.
+fn outside(stretch: Interval, gap: Interval, busy: &[Interval]) -> u64 {
+    let (a, b) = (stretch.start.max(gap.start), stretch.end.min(gap.end));
+    if a >= b {
+        return 0;
+    }
+    let inside = Interval::new(a, b);
+    let freeing: u64 = busy.iter().map(|f| f.overlap(&inside)).sum();
+    inside.len().saturating_sub(freeing)
+}
+
+/// The longest wait one pair of samples is taken to show (a thread stopped for a debugger, a
+/// suspended machine).
+const MAX_WAIT_NS: u64 = 10_000_000_000;
+
 /// Spans on other threads (the proof's, and those outside every proof: a server's other work)
 /// that ended as the gap did: (thread, span), at most three.
 fn waited_for(
@@ -148,8 +245,8 @@ pub fn sched_sentence(e: &SchedEvidence) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ProofId;
     use crate::model::fixture::{Fixture, session};
-    use crate::model::{ProofId, ThreadId};
 
     const MS: u64 = 1_000_000;
 
@@ -197,5 +294,37 @@ mod tests {
         assert_eq!(evidence(&[(900, 0, 0), (1400, 500, 0)]), None);
         // Samples farther than 250 ms from the gap are not looked at.
         assert_eq!(evidence(&[(700, 0, 0), (2300, 100, 0)]), None);
+    }
+
+    /// Waits for a CPU count inside the gap and outside the frees, each placed to end where
+    /// the thread next ran.
+    #[test]
+    fn cpu_waits_between_frees() {
+        let mut f = Fixture::new();
+        let main = f.thread(1, "main");
+        f.proof(1, "cpu", "prove", main, 0, 3000 * MS);
+        // 100 ms apart; 40 ms runnable in each interval.
+        for i in 0..=30 {
+            f.sched(i * 100 * MS, ThreadId(1), 0, i * 40 * MS);
+        }
+        let m = f.model();
+        let s = session(&m);
+        let gap = Interval::new(1000 * MS, 2000 * MS);
+        let iv = |a: u64, b: u64| Interval::new(a * MS, b * MS);
+        let p = s.proof(ProofId(1)).unwrap();
+        let wait = |busy: &[Interval]| cpu_wait_outside(s, p, ThreadId(1), gap, busy) / MS;
+        // No frees: each wait ends at the later sample, 10 of them inside the gap.
+        assert_eq!(wait(&[]), 400);
+        // A free over the first half: the waits that end inside it are its own.
+        assert_eq!(wait(&[iv(1000, 1500)]), 200);
+        // The waits that ended as a long free returned lie inside it.
+        assert_eq!(wait(&[iv(1000, 1560), iv(1570, 1590)]), 40 * 4);
+        // Between two samples, the stretch before the first instant the thread ran (a hole
+        // between frees: 10 ms) takes what it can hold, the next (inside a free: 15 ms) its
+        // share, the rest lies before the later sample (15 ms, between frees) — where an even
+        // spread over the interval put most of it inside the frees.
+        assert_eq!(wait(&[iv(1000, 1495), iv(1505, 1520)]), 40 * 4 + 10 + 15);
+        // Another thread: no samples, no waits.
+        assert_eq!(cpu_wait_outside(s, p, ThreadId(2), gap, &[]), 0);
     }
 }

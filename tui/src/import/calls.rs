@@ -46,8 +46,6 @@ pub struct Call {
     /// The caller's keys (milliseconds), e.g. `prep_msm_ms`, `total_start_fn_ms`.
     pub ms: LiteMap<Key, u64>,
     pub workers: LiteMap<u64, Worker>,
-    /// `CUZK_NTT_H` lines no worker has claimed yet.
-    pending_ntt: Vec<Vec<(Key, u64)>>,
     pub async_dealloc_ms: Option<u64>,
     /// The wrapper timers the caller printed, one per kind.
     pub wrappers: LiteMap<Wrapper, Duration>,
@@ -178,7 +176,13 @@ pub struct Calls {
     pub synthesis: BTreeMap<Key, Synthesis>,
     pub segments: Vec<Segment>,
     pub warnings: Vec<String>,
-    open: Option<Call>,
+    /// Calls whose GPU part has not ended, oldest first: one, unless the log's `TIMELINE`
+    /// lines say several GPU runs are in flight (GPU workers each in a call of its own, their
+    /// lines interleaved).
+    open: Vec<Call>,
+    /// `CUZK_NTT_H` lines no worker has claimed yet (of whichever open call: the worker's
+    /// `ntt_msm_h_ms` line says whose).
+    pending_ntt: Vec<Vec<(Key, u64)>>,
     pending_synthesis: Option<Duration>,
     last_wall: Option<SystemTime>,
     last_offset: Option<u64>,
@@ -250,8 +254,8 @@ impl Calls {
                 c.notes.push(text);
             }
             LogLine::NttH(pairs) => {
+                self.pending_ntt.push(pairs);
                 let c = self.open_call(&at);
-                c.pending_ntt.push(pairs);
                 c.last = Some(at);
             }
             LogLine::Timeline {
@@ -308,7 +312,8 @@ impl Calls {
 
     /// A restart: the call in flight ends with the daemon run it belonged to.
     fn restart(&mut self) {
-        if let Some(c) = self.open.take() {
+        while !self.open.is_empty() {
+            let c = self.open.remove(0);
             self.warnings.push(format!(
                 "the call starting at {} ends where the prover restarted",
                 c.started_at()
@@ -320,7 +325,8 @@ impl Calls {
     /// Ends the log: a call left open is kept (with a warning), runs no call claimed become
     /// calls of their own.
     pub fn finish(&mut self) {
-        if let Some(c) = self.open.take() {
+        while !self.open.is_empty() {
+            let c = self.open.remove(0);
             self.warnings.push(format!(
                 "the call starting at {} has no line that ends it (`total_start_fn_ms` or `pre_destructor_ms`): the log ends inside it",
                 c.started_at()
@@ -354,27 +360,35 @@ impl Calls {
         out
     }
 
-    /// The call a line without a timer of its own goes with: the open one, else the latest.
+    /// The call a line without a timer of its own goes with: the newest open one, else the
+    /// latest.
     fn latest_mut(&mut self, at: &At) -> &mut Call {
-        if self.open.is_none() && !self.calls.is_empty() {
+        if self.open.is_empty() && !self.calls.is_empty() {
             let i = self.calls.len() - 1;
             return &mut self.calls[i];
         }
         self.open_call(at)
     }
 
+    /// The newest open call, opened now when none is.
     fn open_call(&mut self, at: &At) -> &mut Call {
-        if self.open.is_none() {
-            let run = self.runs.claim_running();
-            self.open = Some(Call {
-                first: Some(at.clone()),
-                run,
-                synthesis: self.pending_synthesis.take(),
-                segment: self.segment(),
-                ..Call::default()
-            });
+        if self.open.is_empty() {
+            self.open_new(at);
         }
-        self.open.as_mut().expect("just opened")
+        self.open.last_mut().expect("just opened")
+    }
+
+    /// Opens a call (claiming the earliest GPU run in flight); its index in `open`.
+    fn open_new(&mut self, at: &At) -> usize {
+        let run = self.runs.claim_running();
+        self.open.push(Call {
+            first: Some(at.clone()),
+            run,
+            synthesis: self.pending_synthesis.take(),
+            segment: self.segment(),
+            ..Call::default()
+        });
+        self.open.len() - 1
     }
 
     fn close(&mut self, mut c: Call) {
@@ -382,10 +396,11 @@ impl Calls {
             // Lines printed after their run's GPU_END (buffered stderr): the earliest run left.
             c.run = self.runs.claim_started();
         }
-        if !c.pending_ntt.is_empty() {
-            let n = c.pending_ntt.len();
+        // Steps no worker claimed are this call's when no other call is open to claim them.
+        if !self.pending_ntt.is_empty() && self.open.is_empty() {
+            let n = self.pending_ntt.len();
             let w = c.workers.entry(0).or_default();
-            w.ntt_h.append(&mut c.pending_ntt);
+            w.ntt_h.append(&mut self.pending_ntt);
             self.warnings.push(format!(
                 "{n} CUZK_NTT_H line(s) of the call at {} came after every `ntt_msm_h_ms`: filed under GPU worker 0",
                 c.started_at()
@@ -400,7 +415,7 @@ impl Calls {
     /// call, and the call has none of its keys yet (a late line: `b_g2_msm_ms`, an epilogue).
     fn late_line_of(&self, pairs: &[(Key, u64)], tid: Option<u64>) -> Option<usize> {
         let starts = pairs.iter().any(|(k, _)| STARTS_CALL.contains(&k.as_str()));
-        if self.open.is_some() || tid.is_some() || starts {
+        if !self.open.is_empty() || tid.is_some() || starts {
             return None;
         }
         let i = self.calls.len().checked_sub(1)?;
@@ -422,25 +437,15 @@ impl Calls {
         let tid = pairs.iter().find(|(k, _)| k == "gpu_tid").map(|p| p.1);
         if let Some(i) = self.late_line_of(&pairs, tid) {
             let c = &mut self.calls[i];
-            file_pairs(c, pairs, tid);
+            file_pairs(c, &mut self.pending_ntt, pairs, tid);
             c.last = Some(at);
             return;
         }
-        // A key the open call already has: its end was not logged, a new call began.
-        if self.open.as_ref().is_some_and(|c| c.has_any(&pairs, tid))
-            && let Some(c) = self.open.take()
-        {
-            self.warnings.push(format!(
-                "the call starting at {} ends without a line that ends it ({} starts another)",
-                c.started_at(),
-                at
-            ));
-            self.close(c);
-        }
+        let i = self.call_for(&pairs, tid, &at);
         let ends = pairs.iter().any(|(k, _)| ENDS_CALL.contains(&k.as_str()));
         let res = self.res_ns;
-        let c = self.open_call(&at);
-        file_pairs(c, pairs, tid);
+        let c = &mut self.open[i];
+        file_pairs(c, &mut self.pending_ntt, pairs, tid);
         c.last = Some(at);
         if wall.is_some() {
             c.wall_end = wall;
@@ -449,9 +454,30 @@ impl Calls {
                 c.timers_wall = wall;
             }
         }
-        if ends && let Some(c) = self.open.take() {
+        if ends {
+            let c = self.open.remove(i);
             self.close(c);
         }
+    }
+
+    /// The open call a line of timers `pairs` goes to (its index in `open`): the oldest that
+    /// has none of its keys. When every open call has one, another call began: opened beside
+    /// them while the log's `TIMELINE` has more GPU runs in flight than calls open (workers
+    /// whose calls interleave), else in place of the oldest, whose end was not logged.
+    fn call_for(&mut self, pairs: &[(Key, u64)], tid: Option<u64>, at: &At) -> usize {
+        if let Some(i) = self.open.iter().position(|c| !c.has_any(pairs, tid)) {
+            return i;
+        }
+        if !self.open.is_empty() && self.open.len() >= self.runs.in_flight(self.segment()) {
+            let c = self.open.remove(0);
+            self.warnings.push(format!(
+                "the call starting at {} ends without a line that ends it ({} starts another)",
+                c.started_at(),
+                at
+            ));
+            self.close(c);
+        }
+        self.open_new(at)
     }
 
     fn wrapper(&mut self, w: Wrapper, d: Duration, at: At, wall: Option<SystemTime>) {
@@ -470,7 +496,8 @@ impl Calls {
             c.last = Some(at);
             return;
         }
-        if let Some(mut c) = self.open.take() {
+        if !self.open.is_empty() {
+            let mut c = self.open.remove(0);
             self.warnings.push(format!(
                 "{} at {at} ends the call starting at {} before a line that ends it",
                 w.label(),
@@ -574,14 +601,19 @@ impl Calls {
 
 /// Files a line's timers under the call or, with `gpu_tid`, under its worker; a worker's
 /// `ntt_msm_h_ms` claims the pending `CUZK_NTT_H` steps it adds up to.
-fn file_pairs(c: &mut Call, pairs: Vec<(Key, u64)>, tid: Option<u64>) {
+fn file_pairs(
+    c: &mut Call,
+    pending_ntt: &mut Vec<Vec<(Key, u64)>>,
+    pairs: Vec<(Key, u64)>,
+    tid: Option<u64>,
+) {
     let Some(t) = tid else {
         c.ms.extend(pairs);
         return;
     };
     let ntt = pairs.iter().find(|(k, _)| k == "ntt_msm_h_ms").map(|p| p.1);
     let claimed = match ntt {
-        Some(ms) => claim_ntt(&mut c.pending_ntt, ms),
+        Some(ms) => claim_ntt(pending_ntt, ms),
         None => Vec::new(),
     };
     let w = c.workers.entry(t).or_default();

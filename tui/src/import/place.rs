@@ -374,7 +374,7 @@ fn place_call(calls: &Calls, c: &Call, cursor: u64, origin_ns: Option<u64>) -> P
         circuits: c
             .ms
             .get("num_circuits")
-            .map_or(1, |n| (*n).min(u32::MAX as u64) as u32),
+            .map_or(0, |n| (*n).min(u32::MAX as u64) as u32),
         gpu: !c.workers.is_empty(),
         spans: t.spans,
         causes,

@@ -71,6 +71,9 @@ pub struct Runs {
     running: BTreeSet<(u64, usize)>,
     /// (start, index) of runs started and not claimed.
     started: BTreeSet<(u64, usize)>,
+    /// Per segment, the runs started and not ended, claimed or not: how many calls may be
+    /// open at once (two GPU workers, two calls whose lines interleave).
+    in_flight: HashMap<usize, usize>,
 }
 
 impl Default for Runs {
@@ -81,6 +84,7 @@ impl Default for Runs {
             waiting: HashMap::new(),
             running: BTreeSet::new(),
             started: BTreeSet::new(),
+            in_flight: HashMap::new(),
         }
     }
 }
@@ -126,10 +130,18 @@ impl Runs {
     /// Sets `edge` of run `i` to `t`.
     pub fn set(&mut self, i: usize, edge: Edge, t: u64) {
         let r = &mut self.all[i];
+        let was_in_flight = r.start.is_some() && r.end.is_none();
         match edge {
             Edge::Pickup => r.pickup = Some(t),
             Edge::Start => r.start = Some(t),
             Edge::End => r.end = Some(t),
+        }
+        let in_flight = r.start.is_some() && r.end.is_none();
+        let n = self.in_flight.entry(r.segment).or_default();
+        match (was_in_flight, in_flight) {
+            (false, true) => *n += 1,
+            (true, false) => *n -= 1,
+            _ => {}
         }
         for key in self.keys_of_known(i).into_iter().flatten() {
             self.advance(key);
@@ -167,6 +179,11 @@ impl Runs {
                 *next += 1;
             }
         }
+    }
+
+    /// How many runs of `segment` have started and not ended.
+    pub fn in_flight(&self, segment: usize) -> usize {
+        self.in_flight.get(&segment).copied().unwrap_or(0)
     }
 
     /// Claims the earliest-started run that has not ended and no call has claimed.

@@ -193,6 +193,10 @@ impl Session {
                 |x| x.outputs.entry(w.stream).or_default().push(w),
                 SAMPLE_BYTES,
             ),
+            Event::GpuProcess(p) => {
+                self.gpu_contexts.apply(&p);
+                0
+            }
             Event::GpuSpan(g) => self.gpu_span(DeviceSpan::from(g)),
             Event::Dropped(d) => self.dropped(DropReport {
                 ts: d.ts,

@@ -3,6 +3,7 @@
 //! analysis, views, reports and export ask through queries. Retention is bounded by proofs
 //! and bytes; evictions are counted.
 
+mod contexts;
 mod early;
 #[cfg(test)]
 pub mod fixture;
@@ -15,6 +16,7 @@ mod series;
 mod session;
 mod sessions;
 
+pub use contexts::{GpuContexts, Held};
 pub use ids::{NameId, ProofId, SpanId, StackId, ThreadId};
 pub use ingest::{MAX_ARGS, cut};
 pub use proof::{Proof, SpanTree};

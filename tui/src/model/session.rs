@@ -38,6 +38,8 @@ pub struct Session {
     pub(super) sched: BTreeMap<ThreadId, TimeSeries<ThreadSched>>,
     /// Writes to stdout and stderr, stamped where they happened (protocol 1.5).
     pub(super) outputs: BTreeMap<OutputStream, TimeSeries<OutputWrite>>,
+    /// When this process held a CUDA context on each device (protocol 1.6).
+    pub(super) gpu_contexts: super::GpuContexts,
     pub(super) drops: Vec<DropReport>,
     pub(super) dropped_total: u64,
     pub(super) history_gap: Option<HistoryGap>,
@@ -213,6 +215,11 @@ impl Session {
         &self.gpu
     }
 
+    /// When the process held a CUDA context on each device (NVML's process list).
+    pub fn gpu_contexts(&self) -> &super::GpuContexts {
+        &self.gpu_contexts
+    }
+
     /// Scheduler samples of thread `id`.
     pub fn sched(&self, id: ThreadId) -> Option<&TimeSeries<ThreadSched>> {
         self.sched.get(&id)
@@ -228,6 +235,11 @@ impl Session {
         writes[i.saturating_sub(2)..(i + 3).min(writes.len())]
             .iter()
             .find(|w| w.offset <= offset && offset < w.offset + w.bytes)
+    }
+
+    /// The program's writes to stdout and stderr stamped in `[from, to)`, stream by stream.
+    pub fn writes_between(&self, from: u64, to: u64) -> impl Iterator<Item = &OutputWrite> {
+        self.outputs.values().flat_map(move |t| t.range(from, to))
     }
 
     /// Whether the probe stamps this session's writes to stdout and stderr.

@@ -120,8 +120,11 @@ pub struct ProofReport {
     pub id: u64,
     pub circuit: String,
     pub constraints: u64,
+    /// 0: the source did not say (a log without `num_circuits=`).
     pub circuits: u32,
     pub backend: String,
+    /// Why the backend is believed when the prover did not state it (NVML's process list).
+    pub backend_evidence: Option<String>,
     pub synthetic_srs: bool,
     pub complete: bool,
     pub verification: String,
@@ -215,12 +218,14 @@ pub fn proof_report(
     let (a, b) = (outer.start, outer.end_or(s.now()));
     let (listed, summed, unaccounted_ns) = analysis::gap_listing(s, p, rule);
     let begin = p.begin();
+    let backend = analysis::backend::of_proof(s, p);
     Some(ProofReport {
         id: p.id().get(),
         circuit: begin.map(|x| x.circuit.clone()).unwrap_or_default(),
         constraints: begin.map_or(0, |x| x.constraints),
         circuits: begin.map_or(0, |x| x.circuits),
-        backend: p.backend().to_owned(),
+        backend: backend.name,
+        backend_evidence: backend.evidence,
         synthetic_srs: begin.is_some_and(|x| x.synthetic_srs),
         complete: p.done(),
         verification: p
@@ -260,6 +265,7 @@ fn dropped(s: &Session) -> Vec<(String, u64)> {
 
 fn session_report(s: &Session, rule: &GapRule) -> SessionReport {
     let h = s.hello().cloned().unwrap_or_default();
+    let session_backend = analysis::backend::of_session(s);
     let proofs = s
         .proofs()
         .filter_map(|p| {
@@ -274,8 +280,12 @@ fn session_report(s: &Session, rule: &GapRule) -> SessionReport {
         hostname: h.hostname,
         session_start_unix_ns: h.session_start_unix_ns,
         clock: h.clock,
-        backend: h.backend,
-        backend_reason: h.backend_reason,
+        backend: session_backend.name,
+        backend_reason: match session_backend.evidence {
+            Some(e) if h.backend_reason.is_empty() => e,
+            Some(e) => format!("{e}; {}", h.backend_reason),
+            None => h.backend_reason,
+        },
         gpus: analysis::gpu_summary::gpu_summary(s),
         gpu_unavailable_reason: h.gpu_unavailable_reason,
         gpu_driver_version: h.gpu_driver_version,

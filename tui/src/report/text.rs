@@ -383,9 +383,9 @@ fn proofs_full(o: &mut String, s: &super::SessionReport) {
 fn proof_line(o: &mut String, p: &ProofReport) {
     let _ = writeln!(
         o,
-        "proof #{}: {} × {}{}, backend {}, {}{} — {} {}, unaccounted {} ({:.1}%)",
+        "proof #{}: {}{}{}, backend {}{}, {}{} — {} {}, unaccounted {} ({:.1}%)",
         p.id,
-        p.circuits,
+        crate::format::circuits_times(p.circuits),
         p.circuit,
         // Unknown (0) for proofs imported from logs.
         if p.constraints > 0 {
@@ -394,6 +394,9 @@ fn proof_line(o: &mut String, p: &ProofReport) {
             String::new()
         },
         p.backend,
+        p.backend_evidence
+            .as_deref()
+            .map_or(String::new(), |e| format!(" ({e})")),
         p.verification,
         if p.synthetic_srs {
             ", SYNTHETIC SRS"

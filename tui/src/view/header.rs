@@ -34,10 +34,11 @@ pub fn render(model: &Model, state: &ViewState, status: &LinkStatus, area: Rect,
             } else {
                 l1.push(Span::raw(format!(" pid {} on {}", h.pid, h.hostname)));
             }
-            // A preloaded prover has no backend to state.
-            if !h.backend.is_empty() {
+            // A preloaded prover states no backend: NVML's process list may show one.
+            let backend = s.map(crate::analysis::backend::of_session);
+            if let Some(b) = backend.filter(|b| b.name != "unknown") {
                 l1.push(Span::styled(" │ ", dim()));
-                l1.push(Span::raw(format!("backend {}", h.backend)));
+                l1.push(Span::raw(format!("backend {}", b.name)));
             }
             l1.push(Span::styled(" │ ", dim()));
             if h.gpus.is_empty() {

@@ -304,8 +304,10 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             String::new()
         };
         title.push(TSpan::raw(format!(
-            "{} × {}{constraints} {}",
-            pb.circuits, pb.circuit, pb.backend
+            "{}{}{constraints} {}",
+            crate::format::circuits_times(pb.circuits),
+            pb.circuit,
+            crate::analysis::backend::of_proof(s, p).name
         )));
         if pb.synthetic_srs {
             title.push(TSpan::styled(" SYNTHETIC SRS", warn()));
