@@ -187,6 +187,11 @@ fn main() {
             "pcie_throughput(Receive)",
             Box::new(|| d.pcie_throughput(PcieUtilCounter::Receive).is_ok()),
         ),
+        // The GpuProcess reading (protocol 1.6), with the slow readings.
+        (
+            "running_compute_processes",
+            Box::new(|| d.running_compute_processes().is_ok()),
+        ),
     ];
     header(&format!(
         "back to back, median of {BACK_TO_BACK_CALLS} calls"

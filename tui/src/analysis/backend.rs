@@ -11,7 +11,8 @@ use crate::model::{Proof, Session};
 pub struct Backend {
     /// `"gpu"`, `"cpu"`, …; `"unknown"` when nothing says.
     pub name: String,
-    /// The evidence, when not the prover's word: "a CUDA context on GPU 0 (NVML)".
+    /// The evidence, when not the prover's word: "a CUDA context on GPU 0, from NVML's
+    /// process list".
     pub evidence: Option<String>,
 }
 
@@ -57,7 +58,7 @@ fn from_contexts(devices: impl Iterator<Item = u32>) -> Backend {
     Backend {
         name: "gpu".into(),
         evidence: Some(format!(
-            "a CUDA context on GPU {} (NVML's process list)",
+            "a CUDA context on GPU {}, from NVML's process list",
             devices.join(", ")
         )),
     }
@@ -94,7 +95,7 @@ mod tests {
         assert_eq!(on_gpu.name, "gpu");
         assert_eq!(
             on_gpu.evidence.as_deref(),
-            Some("a CUDA context on GPU 0 (NVML's process list)")
+            Some("a CUDA context on GPU 0, from NVML's process list")
         );
         // The prover's word wins.
         assert_eq!(
