@@ -313,6 +313,11 @@ impl App {
         }
     }
 
+    /// Whether the screen needs drawing.
+    pub(crate) fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
     /// Whether the screen needs drawing; clears the flag.
     pub(crate) fn take_dirty(&mut self) -> bool {
         std::mem::take(&mut self.dirty)
