@@ -5,6 +5,7 @@
 //! phase is a span with device work under it), never on the phases' names.
 
 use super::gaps::Interval;
+use super::index::ProofIndex;
 use super::sched::{SchedEvidence, sched_evidence, sched_sentence};
 use crate::format::{bytes, dur};
 use crate::model::{Proof, Session, Span, ThreadId};
@@ -22,9 +23,11 @@ pub struct ReleaseEvidence {
     /// How much of that on the thread that owns the gapped span.
     pub on_proving_thread_ns: u64,
     /// The time that thread was runnable but waiting for a CPU inside the gap and outside
-    /// its own frees (from its scheduler samples; 0 without them). On a loaded machine a
-    /// release is stretched by these waits between the frees as much as inside them.
+    /// its own frees (from its scheduler samples; 0 without them).
     pub cpu_wait_ns: u64,
+    /// Of that, the waits between its first free's start and its last free's end: on a loaded
+    /// machine a release is stretched by these as much as by the waits inside the frees.
+    pub cpu_wait_between_ns: u64,
     /// Thread names, most time first.
     pub threads: Vec<String>,
     /// The code that freed them, from their call stacks (protocol 1.3): who, bytes; most
@@ -119,28 +122,39 @@ const DROP_SLACK_NS: u64 = 20_000_000;
 /// Other threads' spans count as work meanwhile when they cover a tenth of the gap.
 const OTHER_WORK_SHARE: u64 = 10;
 
-/// Builds the diagnosis of gap `gap` inside `span` of `proof`.
+/// Builds the diagnosis of gap `gap` inside `span` of `proof`. For many gaps of one proof,
+/// build its [`ProofIndex`] once and call [`diagnose_in`].
 pub fn diagnose(session: &Session, proof: &Proof, span: &Span, gap: Interval) -> Diagnosis {
+    diagnose_in(session, &ProofIndex::new(session, proof), span, gap)
+}
+
+/// [`diagnose`], with the proof's index built once by the caller.
+pub fn diagnose_in(
+    session: &Session,
+    idx: &ProofIndex<'_>,
+    span: &Span,
+    gap: Interval,
+) -> Diagnosis {
     let len = gap.len().max(1);
     let mut releases = release_evidence(session, span.thread, gap);
     if releases.on_proving_thread_ns > 0 {
-        releases.cpu_wait_ns = super::sched::cpu_wait_outside(
-            session,
-            proof,
-            span.thread,
-            gap,
-            &own_release_calls(session, span.thread, gap),
-        );
+        let calls = own_release_calls(session, span.thread, gap);
+        let wait = |within| {
+            super::sched::cpu_wait_outside(session, idx, span.thread, (gap, within), &calls)
+        };
+        releases.cpu_wait_ns = wait(gap);
+        releases.cpu_wait_between_ns = first_to_last(&calls, gap).map_or(0, wait);
     }
     let mut d = Diagnosis {
         releases,
-        gpu_util_pct: super::structure::is_gpu_phase(session, proof, span)
+        gpu_util_pct: idx
+            .is_gpu_phase(span)
             .then(|| gpu_utilisation(session, gap))
             .flatten(),
-        other_work: other_work(session, proof, span, gap),
+        other_work: other_work(session, idx, span, gap),
         dropped: dropped_near(session, gap),
-        stated: stated_cause(session, proof, span.thread, gap),
-        sched: sched_evidence(session, proof, span, gap),
+        stated: stated_cause(session, idx, span.thread, gap),
+        sched: sched_evidence(session, idx, span, gap),
         ..Diagnosis::default()
     };
     d.sentence = sentence(&d, len, &session.thread_name(span.thread));
@@ -192,13 +206,21 @@ fn own_release_calls(session: &Session, thread: ThreadId, gap: Interval) -> Vec<
         .collect()
 }
 
-/// Whether the proving thread's releases (and its waits for a CPU between them) take half
-/// the gap or more, the frees themselves at least as long as the waits: a synchronous
-/// release on a loaded machine is stretched by those waits, but a thread that mostly waited
-/// for a CPU with a small free inside was not releasing.
+/// From the first of `calls` to start inside the gap to the last to end in it, clipped to
+/// the gap: the stretch a sequence of frees took.
+fn first_to_last(calls: &[Interval], gap: Interval) -> Option<Interval> {
+    let inside = calls.iter().filter(|c| c.overlap(&gap) > 0);
+    let start = inside.clone().map(|c| c.start).min()?.max(gap.start);
+    let end = inside.map(|c| c.end).max()?.min(gap.end);
+    (start < end).then(|| Interval::new(start, end))
+}
+
+/// Whether the proving thread's releases, with its waits for a CPU between them, take half
+/// the gap or more: a synchronous release on a loaded machine is stretched by the waits
+/// between its frees (at four times more runnable threads than cores, the frees alone covered
+/// 59–100 % of it). Waits before the first free or after the last are not the release's.
 fn is_synchronous(r: &ReleaseEvidence, len: u64) -> bool {
-    let own = r.on_proving_thread_ns;
-    own * 2 >= len || ((own + r.cpu_wait_ns) * 2 >= len && own >= r.cpu_wait_ns)
+    (r.on_proving_thread_ns + r.cpu_wait_between_ns) * 2 >= len
 }
 
 /// NVML's utilisation over the gap, of every device with readings for it (each placed over
@@ -211,28 +233,36 @@ fn gpu_utilisation(session: &Session, gap: Interval) -> Option<f64> {
 /// span, overlap), the three largest.
 fn other_work(
     session: &Session,
-    proof: &Proof,
+    idx: &ProofIndex<'_>,
     span: &Span,
     gap: Interval,
 ) -> Vec<(String, String, u64)> {
     let len = gap.len().max(1);
-    let mut others: Vec<(String, String, u64)> = Vec::new();
-    for s in proof.spans() {
-        if s.thread == span.thread || s.id == span.id {
-            continue;
-        }
-        let ov = Interval::new(s.start, s.end_or(session.now())).overlap(&gap);
-        if ov * OTHER_WORK_SHARE >= len {
-            others.push((
+    let mut found: Vec<(u64, &Span)> = idx
+        .overlapping(gap)
+        .into_iter()
+        .filter(|s| s.thread != span.thread && s.id != span.id)
+        .map(|s| {
+            (
+                Interval::new(s.start, s.end_or(session.now())).overlap(&gap),
+                s,
+            )
+        })
+        .filter(|(ov, _)| ov * OTHER_WORK_SHARE >= len)
+        .collect();
+    // The largest first; of equal overlaps, the earliest.
+    found.sort_by_key(|(ov, s)| (std::cmp::Reverse(*ov), s.start, s.id));
+    found.truncate(3);
+    found
+        .into_iter()
+        .map(|(ov, s)| {
+            (
                 session.thread_name(s.thread).into_owned(),
                 session.name(s.name).to_owned(),
                 ov,
-            ));
-        }
-    }
-    others.sort_by_key(|o| std::cmp::Reverse(o.2));
-    others.truncate(3);
-    others
+            )
+        })
+        .collect()
 }
 
 /// Events reported dropped close to the gap.
@@ -250,14 +280,13 @@ fn dropped_near(session: &Session, gap: Interval) -> u64 {
 /// states nothing (it is listed among the proof's notes instead).
 fn stated_cause(
     session: &Session,
-    proof: &Proof,
+    idx: &ProofIndex<'_>,
     thread: ThreadId,
     gap: Interval,
 ) -> Option<StatedCause> {
-    proof
-        .marks()
+    idx.marks_in(gap.start, gap.end)
         .iter()
-        .filter(|m| m.thread == thread && m.ts >= gap.start && m.ts <= gap.end)
+        .filter(|m| m.thread == thread)
         .find_map(|m| {
             let Meaning::Cause(Ok(kind)) = markers::meaning(session.name(m.name)) else {
                 return None;
@@ -311,12 +340,23 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
             format!("on {}", r.threads.join(", "))
         };
         // Waits under a hundredth of the gap say nothing a reader needs.
+        let pct = |x: u64| x as f64 / len as f64 * 100.0;
+        let between = r.cpu_wait_between_ns;
+        let outside = r.cpu_wait_ns.saturating_sub(between);
         let waits = if r.cpu_wait_ns * 100 >= len {
-            format!(
+            let mut w = format!(
                 ", and waiting for a CPU {} between them ({:.0}%)",
-                dur(r.cpu_wait_ns),
-                r.cpu_wait_ns as f64 / len as f64 * 100.0
-            )
+                dur(between),
+                pct(between)
+            );
+            if outside * 100 >= len {
+                w += &format!(
+                    " and {} before or after them ({:.0}%)",
+                    dur(outside),
+                    pct(outside)
+                );
+            }
+            w
         } else {
             String::new()
         };

@@ -8,7 +8,7 @@
 //! rest — and the summary never holds a gap longer than one that is listed (a 620 µs gap is not
 //! folded into "smaller gaps" under a listed 17 µs one): those are listed too.
 
-use super::{Diagnosis, Gap, GapRule, Interval, Place, diagnose, proof_gaps};
+use super::{Diagnosis, Gap, GapRule, Interval, Place, ProofIndex, diagnose_in, proof_gaps};
 use crate::model::{Proof, Session, Span};
 
 /// A gap shown on a line of its own.
@@ -49,27 +49,6 @@ impl ListedGap {
     }
 }
 
-/// The names of the children of `span` that end last before `at` and start first after it.
-fn neighbours(
-    s: &Session,
-    p: &Proof,
-    span: &Span,
-    at: Interval,
-) -> (Option<String>, Option<String>) {
-    let now = s.now();
-    let before = p
-        .children(span.id)
-        .filter(|c| c.end_or(now) <= at.start)
-        .max_by_key(|c| c.end_or(now))
-        .map(|c| s.name(c.name).to_owned());
-    let after = p
-        .children(span.id)
-        .filter(|c| c.start >= at.end)
-        .min_by_key(|c| c.start)
-        .map(|c| s.name(c.name).to_owned());
-    (before, after)
-}
-
 /// The gaps summed on one line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Summed {
@@ -84,6 +63,7 @@ pub struct Summed {
 /// time is the third value.
 pub fn gap_listing(s: &Session, p: &Proof, rule: &GapRule) -> (Vec<ListedGap>, Summed, u64) {
     let outer = p.outer().map(|o| o.id);
+    let idx = ProofIndex::new(s, p);
     let mut listed = Vec::new();
     let mut rest = Vec::new();
     let mut unaccounted = 0;
@@ -93,9 +73,13 @@ pub fn gap_listing(s: &Session, p: &Proof, rule: &GapRule) -> (Vec<ListedGap>, S
             unaccounted = sg.unaccounted_ns;
         }
         let span_len = sg.span.len_at(s.now()).max(1);
-        for g in sg.gaps.iter().filter(|g| is_outer || g.flagged) {
-            let diagnosis = diagnose(s, p, &sg.span, g.at);
-            let (before, after) = neighbours(s, p, &sg.span, g.at);
+        let gaps: Vec<&Gap> = sg.gaps.iter().filter(|g| is_outer || g.flagged).collect();
+        let at: Vec<Interval> = gaps.iter().map(|g| g.at).collect();
+        let sides = idx.neighbours_of(sg.span.id, &at);
+        let name = |c: &Span| s.name(c.name).to_owned();
+        for (g, (before, after)) in gaps.into_iter().zip(sides) {
+            let diagnosis = diagnose_in(s, &idx, &sg.span, g.at);
+            let (before, after) = (before.map(name), after.map(name));
             let big = g.at.len() >= 1_000_000 || g.at.len() as f64 >= span_len as f64 * 0.005;
             let item = ListedGap {
                 span: sg.span,

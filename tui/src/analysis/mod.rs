@@ -8,6 +8,7 @@ pub mod frames;
 pub mod gaps;
 pub mod gpu_summary;
 pub mod gpu_use;
+pub mod index;
 pub mod listing;
 pub mod memory;
 pub mod releases;
@@ -17,7 +18,8 @@ pub mod stats;
 pub mod structure;
 pub mod throughput;
 
-pub use diagnosis::{Diagnosis, DiagnosisKind, ReleaseEvidence, diagnose};
+pub use diagnosis::{Diagnosis, DiagnosisKind, ReleaseEvidence, diagnose, diagnose_in};
+pub use index::ProofIndex;
 pub mod nvml;
 pub use gaps::{Gap, GapRule, Interval, Place, SpanGaps, proof_gaps, unaccounted};
 pub use gpu_use::{BusySource, GpuUse, gpu_use};

@@ -3,8 +3,9 @@
 //! other thread's span it likely waited for.
 
 use super::gaps::Interval;
+use super::index::ProofIndex;
 use crate::format::dur;
-use crate::model::{Proof, Session, Span, ThreadId};
+use crate::model::{Session, Span, ThreadId};
 use probe_protocol::markers::DiagnosisKind;
 
 /// How far around a gap scheduler samples are looked for.
@@ -33,7 +34,7 @@ pub struct SchedEvidence {
 /// least half of it.
 pub fn sched_evidence(
     session: &Session,
-    proof: &Proof,
+    idx: &ProofIndex<'_>,
     span: &Span,
     gap: Interval,
 ) -> Option<SchedEvidence> {
@@ -67,7 +68,7 @@ pub fn sched_evidence(
         DiagnosisKind::Blocked
     };
     let waited_for = if kind == DiagnosisKind::Blocked {
-        waited_for(session, proof, span, gap)
+        waited_for(session, idx, span, gap)
     } else {
         Vec::new()
     };
@@ -90,12 +91,13 @@ pub fn sched_evidence(
 /// span of the proof begins or ends on it, and where the gap ends; a wait ends at such an
 /// instant and lies after the one before. Each pair's waits fill those
 /// stretches in order, each up to its length, the first first (only it can hold a wait that
-/// began before the earlier sample); what lies inside the gap and outside `busy` counts.
+/// began before the earlier sample); what lies inside `within` (the gap, or a part of it) and
+/// outside `busy` counts.
 pub fn cpu_wait_outside(
     session: &Session,
-    proof: &Proof,
+    idx: &ProofIndex<'_>,
     thread: ThreadId,
-    gap: Interval,
+    (gap, within): (Interval, Interval),
     busy: &[Interval],
 ) -> u64 {
     let Some(series) = session.sched(thread) else {
@@ -106,7 +108,7 @@ pub fn cpu_wait_outside(
         gap.end.saturating_add(SLACK_NS),
     );
     let near = series.range(from, to);
-    let ran = running_instants(session, proof, thread, (from, to), busy, gap);
+    let ran = running_instants(session, idx, thread, (from, to), busy, gap);
     let mut wait = 0;
     for w in near.windows(2) {
         let (s0, s1) = (w[0].ts, w[1].ts);
@@ -121,7 +123,7 @@ pub fn cpu_wait_outside(
         for end in ends {
             let room = end - before.unwrap_or(end.saturating_sub(left)).min(end);
             let x = left.min(room);
-            wait += outside(Interval::new(end - x, end), gap, busy);
+            wait += outside(Interval::new(end - x, end), within, busy);
             left -= x;
             before = Some(end);
             if left == 0 {
@@ -135,18 +137,13 @@ pub fn cpu_wait_outside(
 /// Where `thread` is known to have been running within `(from, to)`, in order.
 fn running_instants(
     session: &Session,
-    proof: &Proof,
+    idx: &ProofIndex<'_>,
     thread: ThreadId,
     (from, to): (u64, u64),
     busy: &[Interval],
     gap: Interval,
 ) -> Vec<u64> {
-    let now = session.now();
-    let spans = proof
-        .spans()
-        .iter()
-        .filter(|s| s.thread == thread)
-        .flat_map(|s| [s.start, s.end_or(now)]);
+    let spans = idx.edges(thread, from, to).iter().copied();
     let writes = session
         .writes_between(from, to)
         .filter(|w| w.thread == thread.get())
@@ -182,28 +179,31 @@ const MAX_WAIT_NS: u64 = 10_000_000_000;
 /// that ended as the gap did: (thread, span), at most three.
 fn waited_for(
     session: &Session,
-    proof: &Proof,
+    idx: &ProofIndex<'_>,
     span: &Span,
     gap: Interval,
 ) -> Vec<(String, String)> {
     let near_end = (gap.len() / 50).max(RESUME_NS);
-    let mut out = Vec::new();
-    for s in proof.spans().iter().chain(session.loose().spans()) {
-        if s.thread == span.thread {
-            continue;
-        }
-        if let Some(e) = s.end
-            && e + near_end >= gap.end
-            && e <= gap.end + near_end
-        {
-            out.push((
+    let (from, to) = (gap.end.saturating_sub(near_end), gap.end + near_end);
+    let mut ours: Vec<&Span> = idx.ended_in(from, to).collect();
+    // In the order they began (as the proof received them).
+    ours.sort_by_key(|s| s.id);
+    let loose = session
+        .loose()
+        .spans()
+        .iter()
+        .filter(|s| s.end.is_some_and(|e| e >= from && e <= to));
+    ours.into_iter()
+        .chain(loose)
+        .filter(|s| s.thread != span.thread)
+        .take(3)
+        .map(|s| {
+            (
                 session.thread_name(s.thread).into_owned(),
                 session.name(s.name).to_owned(),
-            ));
-        }
-    }
-    out.truncate(3);
-    out
+            )
+        })
+        .collect()
 }
 
 /// The evidence as a sentence.
@@ -264,7 +264,7 @@ mod tests {
         let p = s.proof(ProofId(1)).unwrap();
         sched_evidence(
             s,
-            p,
+            &ProofIndex::new(s, p),
             p.outer().unwrap(),
             Interval::new(1000 * MS, 2000 * MS),
         )
@@ -312,7 +312,9 @@ mod tests {
         let gap = Interval::new(1000 * MS, 2000 * MS);
         let iv = |a: u64, b: u64| Interval::new(a * MS, b * MS);
         let p = s.proof(ProofId(1)).unwrap();
-        let wait = |busy: &[Interval]| cpu_wait_outside(s, p, ThreadId(1), gap, busy) / MS;
+        let idx = ProofIndex::new(s, p);
+        let wait =
+            |busy: &[Interval]| cpu_wait_outside(s, &idx, ThreadId(1), (gap, gap), busy) / MS;
         // No frees: each wait ends at the later sample, 10 of them inside the gap.
         assert_eq!(wait(&[]), 400);
         // A free over the first half: the waits that end inside it are its own.
@@ -325,6 +327,12 @@ mod tests {
         // spread over the interval put most of it inside the frees.
         assert_eq!(wait(&[iv(1000, 1495), iv(1505, 1520)]), 40 * 4 + 10 + 15);
         // Another thread: no samples, no waits.
-        assert_eq!(cpu_wait_outside(s, p, ThreadId(2), gap, &[]), 0);
+        assert_eq!(cpu_wait_outside(s, &idx, ThreadId(2), (gap, gap), &[]), 0);
+        // Counted within a part of the gap only: the waits before 1500 ms.
+        let first_half = Interval::new(1000 * MS, 1500 * MS);
+        assert_eq!(
+            cpu_wait_outside(s, &idx, ThreadId(1), (gap, first_half), &[]) / MS,
+            200
+        );
     }
 }
