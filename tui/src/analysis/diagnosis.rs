@@ -139,11 +139,13 @@ pub fn diagnose_in(
     let mut releases = release_evidence(session, span.thread, gap);
     if releases.on_proving_thread_ns > 0 {
         let calls = own_release_calls(session, span.thread, gap);
-        let wait = |within| {
+        let wait = |within: Interval| {
             super::sched::cpu_wait_outside(session, idx, span.thread, (gap, within), &calls)
         };
         releases.cpu_wait_ns = wait(gap);
-        releases.cpu_wait_between_ns = first_to_last(&calls, gap).map_or(0, wait);
+        if let Some(between) = first_to_last(&calls, gap) {
+            releases.cpu_wait_between_ns = wait(between);
+        }
     }
     let mut d = Diagnosis {
         releases,
