@@ -255,56 +255,9 @@ fn an_endless_line_costs_bounded_memory_and_stops_on_sigterm() {
     assert!(err.contains("interrupted by SIGTERM"), "{err}");
 }
 
-/// One proof of `n` child spans on the proving thread, 1 ms each with 2 ms between them (every
-/// gap listed and diagnosed), and another thread's span across the whole proof.
+/// [`shapes::fan_out`] of `n` spans, as a recording.
 fn fan_out(path: &Path, n: u64) {
-    use probe_protocol::{Event, Hello, ProofBegin, ProofEnd, SpanBegin, SpanEnd};
-    const MS: u64 = 1_000_000;
-    let end = (n * 3 + 2) * MS;
-    let begin = |ts, span, parent, thread| {
-        Event::SpanBegin(SpanBegin {
-            ts,
-            span,
-            parent,
-            proof: Some(1),
-            name: 1,
-            thread,
-        })
-    };
-    let mut ev = vec![
-        Event::Hello(Box::new(Hello {
-            protocol_major: 1,
-            ..Hello::default()
-        })),
-        Event::NameDef {
-            id: 1,
-            name: "step".into(),
-        },
-        Event::ProofBegin(Box::new(ProofBegin {
-            ts: 0,
-            proof: 1,
-            span: 1,
-            ..ProofBegin::default()
-        })),
-        begin(0, 1, None, 1),
-        begin(0, 2, None, 2),
-    ];
-    for i in 0..n {
-        let a = (i * 3 + 2) * MS;
-        ev.push(begin(a, i + 3, Some(1), 1));
-        ev.push(Event::SpanEnd(SpanEnd {
-            ts: a + MS,
-            span: i + 3,
-        }));
-    }
-    ev.push(Event::SpanEnd(SpanEnd { ts: end, span: 2 }));
-    ev.push(Event::SpanEnd(SpanEnd { ts: end, span: 1 }));
-    ev.push(Event::ProofEnd(Box::new(ProofEnd {
-        ts: end,
-        proof: 1,
-        ok: true,
-        ..ProofEnd::default()
-    })));
+    let ev = shapes::fan_out(n);
     let mut w = RecordingWriter::new(std::io::BufWriter::new(
         std::fs::File::create(path).unwrap(),
     ))

@@ -5,7 +5,9 @@
 //! and nothing calling it: hence the allowance.)
 #![allow(dead_code)]
 
-use probe_protocol::{AllocSample, Event, Hello, Marker, ProofBegin, ProofEnd, SpanBegin, SpanEnd};
+use probe_protocol::{
+    AllocSample, Event, Hello, Marker, ProofBegin, ProofEnd, SpanBegin, SpanEnd, ThreadSched,
+};
 
 /// A shape: its name and its generator.
 pub type Shape = (&'static str, Box<dyn FnMut(u64) -> Vec<Event>>);
@@ -171,4 +173,82 @@ pub fn shapes() -> Vec<Shape> {
         }),
     );
     out
+}
+
+/// One proof of `n` child spans on the proving thread, 1 ms each with 2 ms between them — every
+/// gap over 1 ms, so every one is listed and diagnosed — another thread's span across the whole
+/// proof (what a diagnosis looks at for "other work"), and scheduler samples of the proving
+/// thread every 10 ms. Used by `tests/linear_time.rs` and `benches/listing.rs`.
+pub fn fan_out(n: u64) -> Vec<Event> {
+    const MS: u64 = 1_000_000;
+    let end = (n * 3 + 2) * MS;
+    let mut ev = vec![
+        Event::Hello(Box::new(Hello {
+            protocol_major: 1,
+            ..Hello::default()
+        })),
+        Event::NameDef {
+            id: 1,
+            name: "prove".into(),
+        },
+        Event::NameDef {
+            id: 2,
+            name: "step".into(),
+        },
+        Event::ThreadDef {
+            id: 1,
+            name: "main".into(),
+            os_tid: 1,
+        },
+        Event::ThreadDef {
+            id: 2,
+            name: "worker".into(),
+            os_tid: 2,
+        },
+        Event::ProofBegin(Box::new(ProofBegin {
+            ts: 0,
+            proof: 1,
+            span: 1,
+            ..ProofBegin::default()
+        })),
+    ];
+    let begin = |ts, span, parent, thread, name| {
+        Event::SpanBegin(SpanBegin {
+            ts,
+            span,
+            parent,
+            proof: Some(1),
+            name,
+            thread,
+        })
+    };
+    ev.push(begin(0, 1, None, 1, 1));
+    ev.push(begin(0, 2, None, 2, 2));
+    for i in 0..n {
+        let a = (i * 3 + 2) * MS;
+        ev.push(begin(a, i + 3, Some(1), 1, 2));
+        ev.push(Event::SpanEnd(SpanEnd {
+            ts: a + MS,
+            span: i + 3,
+        }));
+    }
+    for t in (0..end).step_by(10 * MS as usize) {
+        ev.push(Event::ThreadSched(ThreadSched {
+            ts: t,
+            thread: 1,
+            cpu_ns: t / 2,
+            runq_ns: t / 4,
+            timeslices: t / MS,
+        }));
+    }
+    ev.sort_by_key(|e| e.ts().unwrap_or(0));
+    ev.push(Event::SpanEnd(SpanEnd { ts: end, span: 2 }));
+    ev.push(Event::SpanEnd(SpanEnd { ts: end, span: 1 }));
+    ev.push(Event::ProofEnd(Box::new(ProofEnd {
+        ts: end,
+        proof: 1,
+        ok: true,
+        ..ProofEnd::default()
+    })));
+    ev
 }
