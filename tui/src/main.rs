@@ -715,6 +715,15 @@ fn watch(mut app: App, how: &Headless<'_>) -> Result<Ended> {
 
 /// Writes the report in its format; the worst gap's share (for `--fail-on-gap`).
 fn write_report(app: &App, how: &Headless<'_>) -> Result<f64> {
+    proofscope::signals::exit_if_caught_during(
+        "writing the report",
+        how.report.output.as_deref(),
+        || build_and_write_report(app, how),
+    )
+}
+
+/// [`write_report`]'s work.
+fn build_and_write_report(app: &App, how: &Headless<'_>) -> Result<f64> {
     let report = how.report;
     // The Chrome trace is written from the model; the report is built only when something
     // reads it (its per-proof tables are most of a long session's size again).

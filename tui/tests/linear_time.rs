@@ -4,6 +4,7 @@
 //! long, a linear one 4×.
 
 use probe_protocol::{FrameBuilder, RecordingWriter};
+use std::io::Read;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -286,4 +287,56 @@ fn one_proof_of_many_spans_replays_in_linear_time() {
     let a = a.min(replay_secs(&small));
     eprintln!("10k spans: {a:.2} s, 40k: {b:.2} s, ratio {:.1}", b / a);
     assert!(b / a < 8.0, "10k spans {a:.2} s, 40k {b:.2} s: not linear");
+}
+
+/// SIGTERM while the report is built (a proof of 400k spans: ~1.5 s of listing after a
+/// reading of under 0.6 s) ends the run within the 50 ms slice too, saying so and leaving no
+/// report file half written; before, the report's analysis heard nothing until it was done.
+/// Signals are sent every 200 ms from 0.5 s on: the first may land in the reading (which
+/// stops, and the report of what was read begins), a later one lands in the report.
+#[test]
+fn sigterm_stops_the_report_of_a_large_proof_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("400k.psrec");
+    fan_out(&rec, 400_000);
+    let out = dir.path().join("report.txt");
+    let _turn = timing_turn();
+    let mut child = Command::new(BIN)
+        .arg("replay")
+        .arg(&rec)
+        .args(["--headless", "-o"])
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let first = Instant::now();
+    let status = loop {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        std::thread::sleep(Duration::from_millis(200));
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            first.elapsed() < Duration::from_secs(5),
+            "still running 5 s after the first SIGTERM"
+        );
+    };
+    let took = first.elapsed();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    eprintln!("ended {took:?} after the first SIGTERM: {err}");
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted by SIGTERM"), "{err}");
+    assert!(took < Duration::from_millis(1_000), "{took:?}: {err}");
+    if err.contains("no report written") {
+        assert!(!out.exists(), "a report half written was left");
+    }
 }
