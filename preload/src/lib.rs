@@ -385,15 +385,10 @@ pub unsafe extern "C" fn mmap64(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
     let call = || {
-        // SAFETY: the system call with the caller's arguments.
+        // SAFETY: the system call with the caller's arguments. libc's `syscall` returns -1
+        // with errno set on failure (it was overwritten here with 1, EPERM, for EINVAL).
         let r = unsafe { libc::syscall(libc::SYS_munmap, addr, len) };
-        if r < 0 {
-            // SAFETY: errno is thread-local and writable.
-            unsafe { *libc::__errno_location() = -(r as c_int) };
-            -1
-        } else {
-            0
-        }
+        if r < 0 { -1 } else { 0 }
     };
     if (len as u64) < THRESHOLD.load(Ordering::Relaxed) {
         return call();
@@ -403,6 +398,73 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
         return call();
     }
     hooked(memory as u64, 0, |_: &c_int| 0, call)
+}
+
+/// `mremap`, from c/mremap.c (which takes its variadic new address): timed, and counted as
+/// the mapping hooks count — a mapping that stays at or above the threshold releases what it
+/// shrank by or allocates what it grew by; one that crosses the threshold is an unmapping of
+/// the old size (if it was counted) and a mapping of the new (if it will be), so live bytes
+/// stay exact against `mmap` and `munmap`; a failed call changes nothing. Mappings inside a
+/// reservation ([`mappings`]) are not memory and pass through. Before, it was not hooked: a
+/// program growing a buffer with `mremap` read as never having it.
+///
+/// # Safety
+/// The C contract of `mremap`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn proofscope_preload_mremap(
+    old: *mut c_void,
+    old_size: size_t,
+    new_size: size_t,
+    flags: c_int,
+    new_address: *mut c_void,
+) -> *mut c_void {
+    let call = || {
+        // SAFETY: the system call with the caller's arguments; libc's `syscall` returns -1
+        // (MAP_FAILED) with errno set on failure.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_mremap,
+                old,
+                old_size,
+                new_size,
+                flags,
+                new_address,
+            )
+        };
+        r as *mut c_void
+    };
+    let threshold = THRESHOLD.load(Ordering::Relaxed) as usize;
+    let (was, will) = (old_size >= threshold, new_size >= threshold);
+    if (!was && !will) || mappings::overlap(old as usize, old_size) > 0 {
+        return call();
+    }
+    let (released, made) = match (was, will) {
+        (true, true) => (
+            old_size.saturating_sub(new_size),
+            new_size.saturating_sub(old_size),
+        ),
+        (true, false) => (old_size, 0),
+        _ => (0, new_size),
+    };
+    let Ok(outer) = BUSY.try_with(|b| !b.replace(true)) else {
+        return call();
+    };
+    if !outer {
+        return call();
+    }
+    let t0 = now_ns();
+    let p = call();
+    let inside = now_ns() - t0;
+    if p != libc::MAP_FAILED {
+        if released > 0 {
+            report(released as u64, inside, true);
+        }
+        if made > 0 {
+            report(made as u64, inside, false);
+        }
+    }
+    let _ = BUSY.try_with(|b| b.set(false));
+    p
 }
 
 /// Whether the first or the last page of `[addr, addr + len)` is mapped (`mincore` fails with

@@ -42,4 +42,6 @@ trampolines! {
     putc => ps_putc;
     putchar => ps_putchar;
     fflush => ps_fflush;
+    // Not stdio, but variadic too (c/mremap.c).
+    mremap => ps_mremap;
 }

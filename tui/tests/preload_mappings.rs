@@ -81,3 +81,48 @@ fn a_reservation_and_what_is_mapped_inside_it_are_not_memory() {
     let last = *live.last().unwrap();
     assert!(last < 64 * MIB, "live bytes at the end: {last}");
 }
+
+/// `mremap` (tests/programs/remap.c): 64 MiB mapped, shrunk to 16 MiB, grown to 128 MiB,
+/// moved whole to an address of the program's choosing, unmapped; a failed call too. The
+/// blocks are what changed — 48 MiB released by the shrink, 112 MiB allocated by the growth,
+/// nothing for the move or the failure — and live bytes come back down. Before, `mremap` was
+/// not hooked: the growth was never seen and its unmapping released more than was counted.
+#[test]
+fn a_buffer_resized_with_mremap_counts_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/remap.c");
+    let exe = dir.path().join("remap");
+    let mut cc = Command::new("c++");
+    cc.args(["-x", "c", "-O2", "-Wall", "-Wextra", "-Werror"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe);
+    let Some(exe) = compiled(cc, exe) else {
+        return;
+    };
+    let rec = dir.path().join("session.psrec");
+    let out = Command::new(&exe)
+        .env("LD_PRELOAD", library("libproofscope_preload.so"))
+        .env("PROOFSCOPE_SOCKET", "none")
+        .env("PROOFSCOPE_RECORD", &rec)
+        .env("PROOFSCOPE_PRELOAD_DELAY_MS", "0")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (allocs, releases, live) = blocks_and_live(&rec);
+    let big = |v: &[u64]| {
+        v.iter()
+            .copied()
+            .filter(|&b| b >= MIB)
+            .collect::<Vec<u64>>()
+    };
+    assert_eq!(big(&allocs), [64 * MIB, 112 * MIB], "allocations");
+    assert_eq!(big(&releases), [48 * MIB, 128 * MIB], "releases");
+    // Live bytes (the probe's own buffers included) rose by the 128 MiB and fell back.
+    let peak = live.iter().copied().max().unwrap_or(0);
+    let last = *live.last().unwrap();
+    assert!(
+        (120 * MIB..136 * MIB).contains(&peak.saturating_sub(last)),
+        "live bytes peaked at {peak}, ended at {last}"
+    );
+}
