@@ -325,6 +325,35 @@ fn a_prover_started_by_a_wrapper_script_is_followed() {
     );
 }
 
+/// A wrapper that starts its prover in the background and exits at once, the prover's output
+/// sent elsewhere (a daemonising script): `run` follows the prover to its end — its session
+/// has every proof its own probe reported — and ends after it. Before, `run` ended with the
+/// wrapper, 1.1 s in, while the prover went on, none of its proofs reported.
+#[test]
+fn a_prover_left_running_by_its_wrapper_is_followed_to_its_end() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = build(dir.path(), true) else {
+        return;
+    };
+    let report = dir.path().join("daemon.json");
+    let done = dir.path().join("prover.done");
+    let script = format!(
+        "('{}' --proofs 4 --mib 96 --dealloc sync; touch '{}') >/dev/null 2>&1 & exit 0",
+        exe.display(),
+        done.display()
+    );
+    let (v, _) = headless_json(&report, &[], &["sh".into(), "-c".into(), script]);
+    assert!(done.exists(), "run ended before the prover did");
+    let proofs: usize = v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["proofs"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(proofs, 4, "{v}");
+}
+
 /// `exec prover` at the end of a wrapper that ran something long enough to be followed first
 /// (`sleep 0.8`): the prover keeps the shell's pid, and is followed all the same (it was not:
 /// the run had followed that pid once, and the log's proofs went to `sleep`'s session).

@@ -208,7 +208,8 @@ fn spawn_status(e: &std::io::Error) -> u8 {
     }
 }
 
-/// The prover's pid, for forwarded signals (0: not started).
+/// Where forwarded signals go: the prover's pid, then — once it has exited — its process group
+/// (negative), where what it left running (a daemonised prover) still is (0: not started).
 static CHILD: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn forward(sig: libc::c_int) {
@@ -293,6 +294,12 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
         reported: AtomicU64::new(0),
         backlog: std::sync::Mutex::new(Backlog::default()),
     });
+    // What the prover leaves running when it exits (a wrapper that starts the real prover in
+    // the background and exits at once) becomes the relay's child, and the relay waits for it:
+    // `run` follows that prover to its end, not the wrapper's (it ended after 1.1 s while the
+    // prover went on, none of its proofs reported).
+    // SAFETY: prctl with an integer option; no memory is passed.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
     let mut cmd = Command::new(&args.cmd[0]);
     cmd.args(&args.cmd[1..])
         .envs(args.env.iter().map(|(k, v)| (k, v)))
@@ -328,6 +335,8 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let ticker = start_backlog_ticker(&chan, &done);
     let status = child.wait();
+    CHILD.store(-(child.id() as i32), Ordering::Relaxed);
+    wait_for_orphans();
     for r in readers.into_iter().flatten() {
         let _ = r.join();
     }
@@ -346,6 +355,19 @@ pub fn main(args: &[std::ffi::OsString]) -> ExitCode {
     };
     chan.send_control(&Msg::Exited { code, signal });
     ExitCode::from(exit_byte(code, signal))
+}
+
+/// Waits for every process the prover left behind (the relay is their subreaper); their
+/// statuses say nothing of the prover's, which is its own child's.
+fn wait_for_orphans() {
+    loop {
+        let mut status = 0;
+        // SAFETY: waits for any child of this process; `status` is ours to write.
+        let r = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if r == -1 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return; // ECHILD: none left
+        }
+    }
 }
 
 /// What the relay exits with: the prover's code, or 128 + the signal that killed it.
