@@ -147,6 +147,11 @@ fn alive(pid: u32) -> bool {
     stat_fields(pid).is_some_and(|f| f.first().is_some_and(|s| s != "Z" && s != "X"))
 }
 
+/// The process's parent (`stat` field 4), while it runs.
+pub fn parent(pid: u32) -> Option<u32> {
+    stat_fields(pid)?.get(4 - 3)?.parse().ok()
+}
+
 /// When the process started, in clock ticks since boot (`stat` field 22).
 fn start_ticks(pid: u32) -> Option<u64> {
     // Field 22 overall; the fields after the command start at field 3.
@@ -271,5 +276,15 @@ mod tests {
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(left.len(), 1, "only the live process's socket stays");
         kill(live);
+    }
+
+    #[test]
+    fn a_process_parent_is_read_from_its_stat() {
+        let me = std::process::id();
+        let mut child = Command::new("sleep").arg("5").spawn().unwrap();
+        assert_eq!(parent(child.id()), Some(me));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(parent(u32::MAX - 1), None);
     }
 }

@@ -232,7 +232,13 @@ impl RunSource {
         let Some(live) = self.live.as_mut() else {
             return;
         };
-        let mut why = format!("started by the prover (pid {pid})");
+        // Its real parent: a wrapper's shell starts the prover beside a `sleep` it was
+        // following (the message named `sleep` as the prover's parent).
+        let mut why = match super::descendants::parent(next) {
+            Some(p) if p == pid => format!("started by the prover (pid {pid})"),
+            Some(p) => format!("started by pid {p}, after pid {pid}"),
+            None => format!("after pid {pid}"),
+        };
         if let Some(d) = self.descendants.as_mut() {
             if d.followed_before(next) {
                 why = "again: it exec'd another program".into();
