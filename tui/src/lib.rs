@@ -25,3 +25,4 @@ pub mod same_file;
 pub mod signals;
 pub mod source;
 pub mod view;
+pub mod warnings;

@@ -191,3 +191,40 @@ fn a_log_of_one_50_mb_line_or_no_newline_at_all_is_read_in_bounded_memory() {
         assert_eq!(code == 0, proofs, "{name}: replay exit {code}");
     }
 }
+
+/// A valid header and then 16 MiB of zeros: every four bytes a frame that does not decode.
+/// The report says the first few word for word and counts the rest on one line, and the
+/// replay stays within the budget (it was one warning line per frame: 4.19 M lines, a 437 MB
+/// report, 3.35 GB of memory at `--max-mib 32`).
+#[test]
+fn a_file_of_zeros_after_its_header_gives_a_short_report_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let header: Vec<u8> = std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../recordings/cpu-sha256-sync.psrec"),
+    )
+    .unwrap()[..16]
+        .to_vec();
+    let file = dir.path().join("zeros.psrec");
+    let mut bytes = header;
+    bytes.resize(bytes.len() + (16 << 20), 0);
+    std::fs::write(&file, bytes).unwrap();
+    let (rss, code) = peak_rss(&file, &["--max-mib", &BUDGET_MIB.to_string()]);
+    assert_eq!(code, 0);
+    assert!(rss < 256 << 20, "peak RSS {} MiB", rss >> 20);
+    let out = Command::new(BIN)
+        .arg("replay")
+        .arg(&file)
+        .args(["--headless", "--max-mib", &BUDGET_MIB.to_string()])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.len() < 16 << 10,
+        "a report of {} bytes",
+        report.len()
+    );
+    assert!(
+        report.contains("more warnings like this: recording byte"),
+        "{report}"
+    );
+}

@@ -14,7 +14,8 @@ pub struct Controller {
     /// What the report calls the source.
     label: String,
     /// Warnings for the report, from the source.
-    warnings: Vec<String>,
+    /// Bounded: a peer that sends empty frames warns once a frame.
+    warnings: crate::warnings::Warnings,
     /// The first failure the source reported (Said::failed).
     failed: Option<String>,
 }
@@ -25,7 +26,7 @@ impl Controller {
             model,
             feed,
             label,
-            warnings: Vec::new(),
+            warnings: crate::warnings::Warnings::default(),
             failed: None,
         }
     }
@@ -44,8 +45,8 @@ impl Controller {
         &self.label
     }
 
-    pub fn warnings(&self) -> &[String] {
-        &self.warnings
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings.to_vec()
     }
 
     pub fn warn(&mut self, w: impl Into<String>) {
@@ -60,7 +61,7 @@ impl Controller {
 
     /// Keeps what the source said for the report; the rest is for the caller (the footer).
     fn take(&mut self, mut said: Said) -> Said {
-        self.warnings.append(&mut said.warnings);
+        self.warnings.extend(said.warnings.drain(..));
         if self.failed.is_none() {
             self.failed = said.failed.take();
         }

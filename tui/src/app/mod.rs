@@ -189,7 +189,7 @@ impl App {
             self.model(),
             &self.view.rule,
             self.session.label(),
-            self.session.warnings().to_vec(),
+            self.session.warnings(),
         )
     }
 

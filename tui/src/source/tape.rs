@@ -70,7 +70,8 @@ struct Survey {
     /// Proof ends not noted (the budget was reached): jumping still works up to the last noted.
     proof_ends_dropped: u64,
     bad_frames: u64,
-    warnings: Vec<String>,
+    /// Bounded: a file of zeros is millions of bad frames.
+    warnings: crate::warnings::Warnings,
 }
 
 /// A frame a tape could not give.
@@ -344,7 +345,7 @@ impl Replay {
             file,
             tape,
             ahead: None,
-            warnings: survey.warnings.clone(),
+            warnings: survey.warnings.to_vec(),
             survey,
             next: 0,
             position: 0,
