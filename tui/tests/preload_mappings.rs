@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::cpp::{compiled, library};
+use common::cpp::{c_program, library};
 use probe_protocol::Event;
 use std::path::Path;
 use std::process::Command;
@@ -33,22 +33,13 @@ fn blocks_and_live(rec: &Path) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
     (allocs, releases, live)
 }
 
-#[test]
-fn a_reservation_and_what_is_mapped_inside_it_are_not_memory() {
-    let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/reserve_map.c");
-    let exe = dir.path().join("reserve_map");
-    let mut cc = Command::new("c++");
-    cc.args(["-x", "c", "-O2", "-Wall", "-Wextra", "-Werror"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe);
-    let Some(exe) = compiled(cc, exe) else {
-        return;
-    };
-    let rec = dir.path().join("session.psrec");
+/// Builds tests/programs/NAME.c and runs it under the preload, its session recorded from the
+/// first instant; the recording, or `None` without a compiler.
+fn recorded_run(dir: &Path, name: &str, args: &[&std::ffi::OsStr]) -> Option<std::path::PathBuf> {
+    let exe = c_program(dir, name, &[])?;
+    let rec = dir.join("session.psrec");
     let out = Command::new(&exe)
-        .arg(dir.path().join("scratch"))
+        .args(args)
         .env("LD_PRELOAD", library("libproofscope_preload.so"))
         .env("PROOFSCOPE_SOCKET", "none")
         .env("PROOFSCOPE_RECORD", &rec)
@@ -56,6 +47,16 @@ fn a_reservation_and_what_is_mapped_inside_it_are_not_memory() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    Some(rec)
+}
+
+#[test]
+fn a_reservation_and_what_is_mapped_inside_it_are_not_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().join("scratch");
+    let Some(rec) = recorded_run(dir.path(), "reserve_map", &[scratch.as_os_str()]) else {
+        return;
+    };
     let (allocs, releases, live) = blocks_and_live(&rec);
     // The memory: the file's 8 MiB and the 48 MiB mapping exactly, the malloc block in a chunk
     // a page larger.
@@ -90,25 +91,9 @@ fn a_reservation_and_what_is_mapped_inside_it_are_not_memory() {
 #[test]
 fn a_buffer_resized_with_mremap_counts_what_changed() {
     let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/remap.c");
-    let exe = dir.path().join("remap");
-    let mut cc = Command::new("c++");
-    cc.args(["-x", "c", "-O2", "-Wall", "-Wextra", "-Werror"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe);
-    let Some(exe) = compiled(cc, exe) else {
+    let Some(rec) = recorded_run(dir.path(), "remap", &[]) else {
         return;
     };
-    let rec = dir.path().join("session.psrec");
-    let out = Command::new(&exe)
-        .env("LD_PRELOAD", library("libproofscope_preload.so"))
-        .env("PROOFSCOPE_SOCKET", "none")
-        .env("PROOFSCOPE_RECORD", &rec)
-        .env("PROOFSCOPE_PRELOAD_DELAY_MS", "0")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
     let (allocs, releases, live) = blocks_and_live(&rec);
     let big = |v: &[u64]| {
         v.iter()

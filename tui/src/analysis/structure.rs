@@ -1,7 +1,7 @@
 //! What a span is, read from the structure of the proof, never from its name: the analysis
 //! computes the same for any prover's phase names (a rule of the house). Names only add words.
 
-use crate::model::{Proof, Session, Span, SpanId};
+use crate::model::{Proof, Session, SpanId};
 use probe_protocol::markers::{self, Meaning};
 use std::collections::HashSet;
 
@@ -28,11 +28,6 @@ pub fn gpu_phases(session: &Session, proof: &Proof) -> HashSet<SpanId> {
         }
     }
     out
-}
-
-/// Whether `span` of `proof` is a GPU phase ([`gpu_phases`]).
-pub fn is_gpu_phase(session: &Session, proof: &Proof, span: &Span) -> bool {
-    gpu_phases(session, proof).contains(&span.id)
 }
 
 #[cfg(test)]
