@@ -6,8 +6,8 @@
 //! proving thread has scheduler samples every 10 ms. Linear means ×40 spans, ×40 the time.
 //! `cargo bench -p proofscope --bench listing`.
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use proofscope::analysis::{GapRule, gap_listing};
-use proofscope::model::{Model, ProofId, Retention};
+use proofscope_engine::analysis::{GapRule, gap_listing};
+use proofscope_engine::model::{Model, ProofId, Retention};
 use std::hint::black_box;
 
 #[path = "../tests/shapes.rs"]

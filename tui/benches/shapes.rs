@@ -4,7 +4,7 @@
 //! `cargo bench -p proofscope --bench shapes`.
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use probe_protocol::{FrameBuilder, decode_frame};
-use proofscope::model::{Model, Retention};
+use proofscope_engine::model::{Model, Retention};
 use std::hint::black_box;
 
 #[path = "../tests/shapes.rs"]

@@ -2,9 +2,9 @@
 //! (outer span, the seven phases, sub-spans on four threads, allocator samples, releases).
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use probe_protocol::*;
-use proofscope::analysis::GapRule;
-use proofscope::model::{Model, Retention};
 use proofscope::view::{Screen, Tab, ViewState};
+use proofscope_engine::analysis::GapRule;
+use proofscope_engine::model::{Model, Retention};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::hint::black_box;
@@ -165,7 +165,7 @@ fn viewer(c: &mut Criterion) {
                         &Screen {
                             model: &model,
                             state: &vs,
-                            link: &proofscope::source::LinkStatus::default(),
+                            link: &proofscope_engine::source::LinkStatus::default(),
                         },
                         f.area(),
                     )
@@ -203,8 +203,9 @@ fn viewer(c: &mut Criterion) {
             let opts = proofscope::app::RunOpts::default();
             let mut app = proofscope::app::App::replay(path.clone(), &opts).unwrap();
             proofscope::app::run_headless(&mut app, proofscope::app::Until::default());
-            let r = proofscope::report::build(app.model(), &GapRule::default(), "bench", vec![]);
-            black_box(proofscope::report::text(&r).len())
+            let r =
+                proofscope_engine::report::build(app.model(), &GapRule::default(), "bench", vec![]);
+            black_box(proofscope_engine::report::text(&r).len())
         })
     });
     g.finish();

@@ -2,14 +2,48 @@
 //! subcommand takes only the options it uses, and every value is checked by the parser: a bad
 //! one is a usage error (exit 2) that says what was expected.
 
-use crate::analysis::GapRule;
 use crate::exit::Exit;
-use crate::model::Retention;
-use crate::report::Format;
-use crate::source::tape::Speed;
 use clap::{Args, CommandFactory, Parser, Subcommand};
+use proofscope_engine::analysis::GapRule;
+use proofscope_engine::model::Retention;
+use proofscope_engine::report::Format;
+use proofscope_engine::source::tape::Speed;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// An engine enum on the command line: its names come from the engine's own list, so the
+/// engine needs no CLI crate and each name is written once.
+trait Choice: Copy + Send + Sync + 'static {
+    const ALL: &'static [Self];
+    fn name(self) -> &'static str;
+}
+
+impl Choice for Format {
+    const ALL: &'static [Self] = &Format::ALL;
+    fn name(self) -> &'static str {
+        Format::name(self)
+    }
+}
+
+impl Choice for Speed {
+    const ALL: &'static [Self] = &Speed::ALL;
+    fn name(self) -> &'static str {
+        Speed::name(self)
+    }
+}
+
+/// The parser of a [`Choice`]: one of its names, else a usage error listing them.
+fn choice<T: Choice>() -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(T::ALL.iter().map(|v| v.name())).map(|name| {
+        // The parser let only these names through.
+        T::ALL
+            .iter()
+            .copied()
+            .find(|v| v.name() == name)
+            .unwrap_or(T::ALL[0])
+    })
+}
 
 /// A live profiler for GPU Groth16 provers.
 #[derive(Debug, Parser)]
@@ -104,7 +138,7 @@ pub enum Command {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         proofs: Option<u64>,
         /// Dashboard: the replay's speed (`>` changes it).
-        #[arg(long, value_enum, default_value_t = Speed::X1)]
+        #[arg(long, value_parser = choice::<Speed>(), default_value_t = Speed::X1)]
         speed: Speed,
         /// Dashboard: start at the end, every proof read, the last one shown (End does it later).
         #[arg(long)]
@@ -178,8 +212,8 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "MS", default_value_t = 100.0, value_parser = parse_millis)]
     pub capture_unaccounted_min_ms: f64,
     /// Also when the phase NAME lasts at least MS milliseconds (repeatable).
-    #[arg(long, value_name = "NAME=MS", value_parser = crate::capture::parse_phase_limit)]
-    pub capture_phase: Vec<crate::capture::PhaseLimit>,
+    #[arg(long, value_name = "NAME=MS", value_parser = proofscope_engine::capture::parse_phase_limit)]
+    pub capture_phase: Vec<proofscope_engine::capture::PhaseLimit>,
     /// Proofs kept on each side of the anomalous one.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=100))]
     pub capture_neighbours: u64,
@@ -197,15 +231,15 @@ pub struct CaptureArgs {
 
 impl CaptureArgs {
     /// The black box's settings, when `--capture-dir` is given.
-    pub fn opts(&self) -> Option<crate::capture::CaptureOpts> {
+    pub fn opts(&self) -> Option<proofscope_engine::capture::CaptureOpts> {
         let dir = self.capture_dir.clone()?;
-        Some(crate::capture::CaptureOpts {
-            store: crate::capture::Store {
+        Some(proofscope_engine::capture::CaptureOpts {
+            store: proofscope_engine::capture::Store {
                 dir,
                 max_files: self.capture_max_files as usize,
                 max_bytes: self.capture_max_mib,
             },
-            trigger: crate::capture::Trigger {
+            trigger: proofscope_engine::capture::Trigger {
                 unaccounted_fraction: self.capture_unaccounted_pct / 100.0,
                 unaccounted_min_ns: (self.capture_unaccounted_min_ms * 1e6) as u64,
                 phases: self.capture_phase.clone(),
@@ -225,7 +259,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub headless: bool,
     /// Report format (implies --headless) [default: text].
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = choice::<Format>())]
     pub format: Option<Format>,
     /// Write the report here instead of standard output (an existing file needs --force).
     #[arg(long, short = 'o', value_name = "FILE")]

@@ -3,6 +3,7 @@
 
 use crate::view::Tab;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use proofscope_engine::source::Control;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -37,6 +38,21 @@ pub enum Action {
     /// Timeline: scroll its rows.
     ScrollUp,
     ScrollDown,
+}
+
+impl Action {
+    /// The source's control this key asks for, if the source answers it.
+    pub fn control(self) -> Option<Control> {
+        Some(match self {
+            Action::Pause => Control::TogglePause,
+            Action::Record => Control::ToggleRecord,
+            Action::Speed => Control::NextSpeed,
+            Action::PrevProof => Control::PrevProof,
+            Action::NextProof => Control::NextProof,
+            Action::Last => Control::Last,
+            _ => return None,
+        })
+    }
 }
 
 /// When a binding does something.

@@ -6,9 +6,9 @@ use probe_protocol::discovery as discover;
 use proofscope::app::{self, App, RunOpts, Until};
 use proofscope::cli::{Cli, Command, LiveArgs, MemoryArgs, ReportArgs};
 use proofscope::exit::Exit;
-use proofscope::model::Retention;
-use proofscope::report::{self, Format};
-use proofscope::source::Target;
+use proofscope_engine::model::Retention;
+use proofscope_engine::report::{self, Format};
+use proofscope_engine::source::Target;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -24,7 +24,7 @@ fn main() -> ExitCode {
     // `proofscope __relay …` is run's relay process (between the viewer and the prover).
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if argv.get(1).is_some_and(|a| a == "__relay") {
-        return proofscope::run::relay::main(&argv[2..]);
+        return proofscope_engine::run::relay::main(&argv[2..]);
     }
     // clap's generated `help` subcommand refuses `--help`; a user who types it wants help.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -208,7 +208,7 @@ fn run_opts(report: &ReportArgs, memory: &MemoryArgs, live: Option<&LiveArgs>) -
         record,
         record_dir: live
             .and_then(|l| l.record_dir.clone())
-            .unwrap_or_else(proofscope::source::record::default_record_dir),
+            .unwrap_or_else(proofscope_engine::source::record::default_record_dir),
         capture: live.and_then(|l| l.capture.opts()),
     })
 }
@@ -351,10 +351,10 @@ fn diff(x: &proofscope::cli::DiffArgs) -> Result<Exit> {
         replayed(&x.a, &opts)?.report(),
         replayed(&x.b, &opts)?.report(),
     );
-    let d = proofscope::diff::diff(&a, &b);
+    let d = proofscope_engine::diff::diff(&a, &b);
     let out = match x.format {
-        proofscope::cli::DiffFormat::Text => proofscope::diff::text(&d),
-        proofscope::cli::DiffFormat::Json => proofscope::diff::json(&d),
+        proofscope::cli::DiffFormat::Text => proofscope_engine::diff::text(&d),
+        proofscope::cli::DiffFormat::Json => proofscope_engine::diff::json(&d),
     };
     std::io::stdout().write_all(out.as_bytes())?;
     if x.fail_on_regression.is_some() && (d.proofs_a == 0 || d.proofs_b == 0) {
@@ -386,7 +386,7 @@ fn diff(x: &proofscope::cli::DiffArgs) -> Result<Exit> {
             "--fail-on-regression: {} and {} complete proofs, fewer than {} a side: no figure could be judged, only new flagged gaps (none)",
             d.proofs_a,
             d.proofs_b,
-            proofscope::diff::MIN_FOR_INTERVAL
+            proofscope_engine::diff::MIN_FOR_INTERVAL
         );
         if !x.allow_unjudged {
             // A CI gate that cannot judge must not pass as if it had.
@@ -416,7 +416,7 @@ fn comparison(
 
 /// `proofscope import LOG... -o FILE`.
 fn import(x: &proofscope::cli::ImportArgs) -> Result<Exit> {
-    use proofscope::import;
+    use proofscope_engine::import;
     refuse_to_replace(&x.output, x.force)?;
     if let Some(log) = x
         .logs
@@ -572,7 +572,7 @@ fn run(cli: Cli) -> Result<Ended> {
             let headless = wants_report(report, None, *proofs);
             if headless {
                 // From here: the opening pass over a large file is interruptible too.
-                proofscope::signals::catch();
+                proofscope_engine::signals::catch();
             }
             if headless && compare.is_some() {
                 bail!(
@@ -584,7 +584,7 @@ fn run(cli: Cli) -> Result<Ended> {
             if let Some(b) = compare {
                 app.view.compare = Some(comparison(file, b, &opts)?);
             }
-            app.set_speed(*speed);
+            app.control(proofscope_engine::source::Control::Speed(*speed));
             if *from_end {
                 app.apply(proofscope::input::Action::Last);
             }
@@ -660,7 +660,7 @@ fn run_prover(x: &proofscope::cli::RunArgs) -> Result<Ended> {
         opts.record.as_deref(),
         x.report.output.as_deref(),
     )?;
-    let preload = proofscope::run::find_preload(x.preload.as_deref())?;
+    let preload = proofscope_engine::run::find_preload(x.preload.as_deref())?;
     let headless = wants_report(&x.report, Some(&x.live), None);
     // The dashboard owns the terminal: the prover's output goes to a file then.
     let log = match (&x.log, headless) {
@@ -672,7 +672,7 @@ fn run_prover(x: &proofscope::cli::RunArgs) -> Result<Ended> {
                 .join("prover.log"),
         ),
     };
-    let plan = proofscope::run::RunPlan {
+    let plan = proofscope_engine::run::RunPlan {
         cmd: x.cmd.clone(),
         preload,
         log,
@@ -715,7 +715,7 @@ fn watch(mut app: App, how: &Headless<'_>) -> Result<Ended> {
 
 /// Writes the report in its format; the worst gap's share (for `--fail-on-gap`).
 fn write_report(app: &App, how: &Headless<'_>) -> Result<f64> {
-    proofscope::signals::exit_if_caught_during(
+    proofscope_engine::signals::exit_if_caught_during(
         "writing the report",
         how.report.output.as_deref(),
         || build_and_write_report(app, how),
@@ -795,7 +795,7 @@ fn exit_of(end: &app::HeadlessEnd, report: &ReportArgs, worst_gap_pct: f64) -> E
         let _ = writeln!(
             err,
             "interrupted by {}: the report covers the file only up to where it was read",
-            proofscope::signals::name(sig)
+            proofscope_engine::signals::name(sig)
         );
         return Exit::Failure;
     }

@@ -3,7 +3,7 @@
 //! 4 circuits with 2 × 256 MiB vectors each, one H200): what their reports must say.
 mod common;
 
-use proofscope::report;
+use proofscope_engine::report;
 
 fn built(name: &str) -> report::Report {
     let app = common::replayed(name);

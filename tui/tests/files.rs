@@ -9,7 +9,7 @@ use common::BIN;
 use probe_protocol::{Event, SpanBegin, SpanEnd, encode_frame};
 use proofscope::app::{App, RunOpts};
 use proofscope::input::Action;
-use proofscope::source::Target;
+use proofscope_engine::source::Target;
 use std::io::{Read, Write};
 use std::process::Command;
 use std::time::{Duration, Instant};

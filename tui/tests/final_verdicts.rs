@@ -7,9 +7,9 @@
 
 mod common;
 
-use proofscope::analysis::settled::is_settled;
-use proofscope::analysis::{GapRule, gap_listing};
-use proofscope::model::{Model, ProofId};
+use proofscope_engine::analysis::settled::is_settled;
+use proofscope_engine::analysis::{GapRule, gap_listing};
+use proofscope_engine::model::{Model, ProofId};
 use std::collections::HashMap;
 
 /// What the gaps panel shows for each gap of a proof: its span, place and words.

@@ -9,7 +9,7 @@
 //! why.
 mod common;
 
-use proofscope::report;
+use proofscope_engine::report;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

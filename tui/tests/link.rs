@@ -7,9 +7,9 @@ use common::BIN;
 
 use proofscope::app::App;
 use proofscope::input::Action;
-use proofscope::model::{Model, Retention};
-use proofscope::source::LinkState;
-use proofscope::source::Target;
+use proofscope_engine::model::{Model, Retention};
+use proofscope_engine::source::LinkState;
+use proofscope_engine::source::Target;
 use std::io::Write;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -140,12 +140,12 @@ fn retention_evicts_the_oldest_proofs_and_counts_them() {
         max_bytes: usize::MAX,
     });
     // Re-ingest the recording's events into a model that keeps two proofs.
-    let mut r = proofscope::source::tape::Replay::open(
+    let mut r = proofscope_engine::source::tape::Replay::open(
         &common::recording("cpu-sha256-sync.psrec"),
         1 << 20,
     )
     .unwrap();
-    r.set_speed(proofscope::source::tape::Speed::Max);
+    r.set_speed(proofscope_engine::source::tape::Speed::Max);
     r.due(None, |events| m.ingest_all(events));
     assert_eq!(app.model().proof_keys().len(), 4);
     let keys: Vec<u64> = m.proof_keys().iter().map(|k| k.proof.get()).collect();
@@ -174,7 +174,15 @@ fn replay_jumps_between_proofs_and_back() {
     );
     assert!(app.model().proof_keys().iter().all(|k| k.proof.get() <= 3));
     app.apply(Action::Speed);
-    assert!(app.status().transport.as_deref().unwrap().contains("2×"));
+    let transport = app.status().transport.expect("a replay has a transport");
+    assert!(matches!(
+        transport,
+        proofscope_engine::source::Transport::Replay {
+            speed: proofscope_engine::source::Speed::X2,
+            ..
+        }
+    ));
+    assert!(proofscope::view::transport::line(&transport).contains("2×"));
 }
 
 /// A prover that never stops streaming must not keep a headless run past its stop condition.

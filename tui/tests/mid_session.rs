@@ -5,9 +5,9 @@
 mod common;
 
 use probe_protocol::{Event, FRAME_PREFIX_LEN, RecordingReader, decode_frame};
-use proofscope::analysis::frames::who_of;
-use proofscope::model::{Model, Retention};
-use proofscope::source::record::Recorder;
+use proofscope_engine::analysis::frames::who_of;
+use proofscope_engine::model::{Model, Retention};
+use proofscope_engine::source::record::Recorder;
 use std::collections::HashMap;
 
 /// Every frame of a recording: its raw bytes and its events.

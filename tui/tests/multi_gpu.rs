@@ -170,7 +170,8 @@ fn two_gpus_appear_in_the_timeline_the_gpu_panel_and_the_report() {
         "{gpu}"
     );
 
-    let r = proofscope::report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
+    let r =
+        proofscope_engine::report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
     let threads: Vec<&str> = r.sessions[0].proofs[0]
         .phases
         .iter()
@@ -197,7 +198,8 @@ fn a_real_two_gpu_recording_shows_both_devices() {
         "{gpu}"
     );
 
-    let r = proofscope::report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
+    let r =
+        proofscope_engine::report::build(app.model(), &app.view.rule, app.session.label(), vec![]);
     let s = &r.sessions[0];
     assert_eq!(s.gpus.len(), 2);
     assert_eq!(s.proofs.len(), 2);
@@ -226,7 +228,7 @@ fn a_real_two_gpu_recording_shows_both_devices() {
 /// GPU. Placed at read time, proof 1's kernels showed as a hump in proof 2's synthesis.
 #[test]
 fn proof_twos_gpu_phases_read_their_own_utilisation() {
-    use proofscope::analysis::{Interval, nvml};
+    use proofscope_engine::analysis::{Interval, nvml};
     let app = common::replayed("h200-multi-gpu.psrec");
     let model = app.model();
     let s = &model.sessions()[0];

@@ -10,8 +10,8 @@
 mod common;
 
 use probe_protocol::Event;
-use proofscope::analysis::GapRule;
-use proofscope::model::Model;
+use proofscope_engine::analysis::GapRule;
+use proofscope_engine::model::Model;
 use proptest::prelude::*;
 
 /// Events that stay where they are: what later events depend on, or what closes a stretch.
@@ -110,8 +110,8 @@ fn events_of(name: &str) -> Vec<Event> {
 fn report_of(events: Vec<Event>) -> String {
     let mut model = Model::new(Default::default());
     model.ingest_all(events);
-    let r = proofscope::report::build(&model, &GapRule::default(), "dealt", Vec::new());
-    proofscope::report::json(&r)
+    let r = proofscope_engine::report::build(&model, &GapRule::default(), "dealt", Vec::new());
+    proofscope_engine::report::json(&r)
 }
 
 proptest! {

@@ -6,8 +6,8 @@ mod common;
 use probe_protocol::{Event, SpanBegin, SpanEnd, encode_frame};
 use proofscope::app::{App, RunOpts};
 use proofscope::input::Action;
-use proofscope::model::Retention;
-use proofscope::source::Target;
+use proofscope_engine::model::Retention;
+use proofscope_engine::source::Target;
 use std::io::Write;
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@ mod common;
 
 use probe_protocol::{Event, RecordingReader, RecordingWriter, encode_frames};
 use proofscope::app::App;
-use proofscope::report;
+use proofscope_engine::report;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 

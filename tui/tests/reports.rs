@@ -1,7 +1,7 @@
 //! Golden tests of the three headless formats, from the real recordings.
 mod common;
 
-use proofscope::report::{self, Place};
+use proofscope_engine::report::{self, Place};
 
 fn text(name: &str) -> String {
     let app = common::replayed(name);
@@ -239,7 +239,7 @@ fn h200_ghost_recordings_tell_the_story_at_scale() {
         // Both GPUs idle through synthesis: 16-20 % busy from their GPU spans, and said so.
         assert_eq!(p.gpu_use.len(), 2, "{name}");
         for u in &p.gpu_use {
-            assert_eq!(u.source, proofscope::analysis::BusySource::GpuSpans);
+            assert_eq!(u.source, proofscope_engine::analysis::BusySource::GpuSpans);
             assert!((0.1..0.25).contains(&u.busy_share), "{u:?}");
             assert_eq!(u.idle_during[0].0, "synthesis", "{u:?}");
             let f = u.finding.as_deref().expect("flagged at the default 50 %");
@@ -436,7 +436,7 @@ fn no_flagged_gap_of_any_recording_is_left_without_evidence() {
             for g in p.gaps.iter().filter(|g| g.flagged) {
                 assert_ne!(
                     g.diagnosis.kind,
-                    proofscope::analysis::DiagnosisKind::NoEvidence,
+                    proofscope_engine::analysis::DiagnosisKind::NoEvidence,
                     "{name} proof {}: {}",
                     p.id,
                     g.diagnosis.sentence

@@ -191,7 +191,7 @@ fn the_screens_figures_are_the_reports() {
         let app = common::replayed(&name);
         let screen = render(&app, 160, 48);
         let json: serde_json::Value =
-            serde_json::from_str(&proofscope::report::json(&app.report())).unwrap();
+            serde_json::from_str(&proofscope_engine::report::json(&app.report())).unwrap();
         let last = json["sessions"]
             .as_array()
             .and_then(|s| s.last())

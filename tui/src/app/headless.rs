@@ -2,7 +2,7 @@
 //! Signals (SIGINT, SIGTERM) stop it like a condition does.
 
 use super::App;
-use crate::source::LinkState;
+use proofscope_engine::source::LinkState;
 use std::time::{Duration, Instant};
 
 /// Stop conditions of a headless live run.
@@ -46,9 +46,12 @@ fn should_stop_child(
     forwarded: &mut bool,
 ) -> Option<bool> {
     let child = app.session.child()?;
-    if crate::signals::caught().is_some() && !*forwarded {
+    if proofscope_engine::signals::caught().is_some() && !*forwarded {
         *forwarded = true;
-        if !app.session.interrupt(crate::signals::caught().unwrap_or(0)) {
+        if !app
+            .session
+            .interrupt(proofscope_engine::signals::caught().unwrap_or(0))
+        {
             return Some(true);
         }
     }
@@ -69,7 +72,7 @@ fn should_stop(app: &mut App, until: Until, t0: Instant) -> bool {
         .session
         .lost_since()
         .is_some_and(|t| t.elapsed() >= RECONNECT_WINDOW);
-    crate::signals::caught().is_some()
+    proofscope_engine::signals::caught().is_some()
         || until.proofs.is_some_and(|n| done >= n)
         || until.duration.is_some_and(|d| t0.elapsed() >= d)
         || matches!(app.status().link, LinkState::Failed(_))
@@ -130,14 +133,14 @@ fn ending(app: &mut App) -> HeadlessEnd {
 /// followed until it ends), or when the prover has been gone without a goodbye for
 /// [`RECONNECT_WINDOW`]. A finite source (a file) is read to its end.
 pub fn run_headless(app: &mut App, until: Until) -> HeadlessEnd {
-    crate::signals::catch();
+    proofscope_engine::signals::catch();
     if app.session.is_finite() {
-        while crate::signals::caught().is_none() && app.wait(Duration::ZERO) {}
-        let interrupted = crate::signals::caught();
+        while proofscope_engine::signals::caught().is_none() && app.wait(Duration::ZERO) {}
+        let interrupted = proofscope_engine::signals::caught();
         if let Some(sig) = interrupted {
             app.session.warn(format!(
                 "interrupted by {} before the end of the file: this report covers what was read",
-                crate::signals::name(sig)
+                proofscope_engine::signals::name(sig)
             ));
         }
         app.finish();

@@ -2,24 +2,23 @@
 //! prover this viewer started. Actions from the keymap are applied here; the two ways to run
 //! are [`terminal`] (the dashboard) and [`headless`] (a report).
 
-pub mod controller;
 pub mod headless;
 pub mod terminal;
 
-pub use controller::Controller;
 pub use headless::{HeadlessEnd, RECONNECT_WINDOW, Until, run_headless};
+pub use proofscope_engine::controller::Controller;
 pub use terminal::{run_tui, run_tui_then};
 
-use crate::analysis::GapRule;
 use crate::child::ChildProver;
 use crate::input::Action;
-use crate::model::{Model, Retention};
-use crate::source::Target;
-use crate::source::live::LiveSource;
-use crate::source::replay::ReplaySource;
-use crate::source::{LinkStatus, Said, Source};
 use crate::view::ViewState;
 use anyhow::Result;
+use proofscope_engine::analysis::GapRule;
+use proofscope_engine::model::{Model, Retention};
+use proofscope_engine::source::Target;
+use proofscope_engine::source::live::LiveSource;
+use proofscope_engine::source::replay::ReplaySource;
+use proofscope_engine::source::{Control, LinkStatus, Said, Source};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -33,15 +32,15 @@ pub struct RunOpts {
     /// `--record-dir`: where `r` starts a new dated recording.
     pub record_dir: PathBuf,
     /// `--capture-dir`: the black box.
-    pub capture: Option<crate::capture::CaptureOpts>,
+    pub capture: Option<proofscope_engine::capture::CaptureOpts>,
 }
 
 impl RunOpts {
     /// A black box for one live source, when `--capture-dir` was given.
-    pub fn blackbox(&self) -> Option<crate::capture::BlackBox> {
+    pub fn blackbox(&self) -> Option<proofscope_engine::capture::BlackBox> {
         self.capture
             .clone()
-            .map(|c| crate::capture::BlackBox::new(c, self.rule))
+            .map(|c| proofscope_engine::capture::BlackBox::new(c, self.rule))
     }
 }
 
@@ -51,7 +50,7 @@ impl Default for RunOpts {
             retention: Retention::default(),
             rule: GapRule::default(),
             record: None,
-            record_dir: crate::source::record::default_record_dir(),
+            record_dir: proofscope_engine::source::record::default_record_dir(),
             capture: None,
         }
     }
@@ -113,9 +112,9 @@ impl App {
         // The proof index takes at most a sixteenth of the memory budget.
         let budget = opts.retention.max_bytes / 16;
         for f in std::iter::once(&file).chain(logs) {
-            crate::import::require_a_file(f)?;
+            proofscope_engine::import::require_a_file(f)?;
         }
-        let recording = crate::import::is_recording(&file)?;
+        let recording = proofscope_engine::import::is_recording(&file)?;
         if !logs.is_empty() && !recording {
             anyhow::bail!(
                 "{} is a log, not a recording: --log joins logs to a recording made beside them",
@@ -150,7 +149,7 @@ impl App {
     }
 
     /// Starts `plan`'s prover through the relay and follows it (`proofscope run`).
-    pub fn run(plan: crate::run::RunPlan, opts: &RunOpts) -> Result<App> {
+    pub fn run(plan: proofscope_engine::run::RunPlan, opts: &RunOpts) -> Result<App> {
         let label = plan
             .cmd
             .iter()
@@ -159,8 +158,8 @@ impl App {
             .join(" ");
         let log = plan.log.clone();
         let model = Model::new(opts.retention);
-        let launch = crate::run::launch(plan)?;
-        let feed = crate::run::source::RunSource::start(launch)?;
+        let launch = proofscope_engine::run::launch(plan)?;
+        let feed = proofscope_engine::run::source::RunSource::start(launch)?;
         let mut app = App::with(opts, Controller::new(model, Box::new(feed), label));
         if let Some(l) = log {
             app.view.notice = Some(format!("prover output → {}", l.display()));
@@ -184,8 +183,8 @@ impl App {
     }
 
     /// The report of everything the model holds, under the view's gap rule.
-    pub fn report(&self) -> crate::report::Report {
-        crate::report::build(
+    pub fn report(&self) -> proofscope_engine::report::Report {
+        proofscope_engine::report::build(
             self.model(),
             &self.view.rule,
             self.session.label(),
@@ -261,29 +260,22 @@ impl App {
     /// Applies an action; `true` means quit.
     pub fn apply(&mut self, a: Action) -> bool {
         self.dirty = true;
-        match a {
-            Action::Quit => return true,
-            // The link's keys: the source answers them.
-            Action::Pause
-            | Action::Record
-            | Action::Speed
-            | Action::PrevProof
-            | Action::NextProof => {
-                let said = self.session.control(a);
-                let jumped = matches!(a, Action::PrevProof | Action::NextProof) && said.applied > 0;
-                self.take(said);
-                if jumped {
-                    self.view.follow_latest();
-                }
-            }
+        match (a, a.control()) {
+            (Action::Quit, _) => return true,
             // A replay reads to its end first; the view then shows the last proof.
-            Action::Last => {
-                let said = self.session.control(a);
-                self.take(said);
+            (Action::Last, Some(c)) => {
+                self.control(c);
                 let model = self.session.model();
                 self.view.apply(a, model);
             }
-            view_action => {
+            // The link's keys: the source answers them.
+            (_, Some(c)) => {
+                let applied = self.control(c);
+                if applied > 0 && matches!(c, Control::PrevProof | Control::NextProof) {
+                    self.view.follow_latest();
+                }
+            }
+            (view_action, None) => {
                 let model = self.session.model();
                 self.view.apply(view_action, model);
             }
@@ -291,9 +283,19 @@ impl App {
         false
     }
 
-    /// `replay --speed`.
-    pub fn set_speed(&mut self, speed: crate::source::tape::Speed) {
-        self.session.set_speed(speed);
+    /// Passes a control to the source; what it applied. A recording just started is told
+    /// with the key that stops it.
+    pub fn control(&mut self, c: Control) -> usize {
+        let mut said = self.session.control(c);
+        if c == Control::ToggleRecord && self.status().recording.is_some() {
+            if let Some(m) = said.message.as_mut() {
+                m.push_str(&format!(
+                    " ({} stops)",
+                    crate::input::key_of(Action::Record)
+                ));
+            }
+        }
+        self.take(said)
     }
 
     /// A click or the wheel on a terminal of `screen`'s size.

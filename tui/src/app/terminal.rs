@@ -4,6 +4,7 @@ use super::App;
 use crate::input;
 use crate::view::Screen;
 use anyhow::Result;
+use proofscope_engine::source::Transport;
 use std::time::{Duration, Instant};
 
 /// How long a message stays on screen unless replaced or dismissed (`esc`).
@@ -34,12 +35,8 @@ pub fn run_tui_then(app: &mut App) -> Result<()> {
     if let Some(d) = &app.demo {
         eprintln!("demo prover log: {}", d.log.display());
     }
-    if let Some(t) = app
-        .status()
-        .transport
-        .filter(|t| t.starts_with("prover output"))
-    {
-        eprintln!("{t}");
+    if let Some(t @ Transport::ProverOutput(_)) = app.status().transport {
+        eprintln!("{}", crate::view::transport::line(&t));
     }
     result
 }

@@ -9,32 +9,8 @@
 
 use super::metrics::Metrics;
 use super::owned::Owned;
-use probe_protocol::Hello;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// The worker name a prover's Hello asks for, before any clash with another live prover.
-pub fn worker_name(h: &Hello) -> String {
-    let instance = h.instance.trim();
-    if !instance.is_empty() {
-        return instance.to_owned();
-    }
-    format!(
-        "{}-{:08x}",
-        h.prover_name,
-        command_line_hash(&h.command_line) as u32
-    )
-}
-
-/// FNV-1a (64 bit) over the arguments, each ended by a NUL: stable across builds and
-/// platforms, unlike std's hasher, so a worker keeps its name across exporter upgrades.
-fn command_line_hash(args: &[String]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    args.iter()
-        .flat_map(|a| a.bytes().chain(std::iter::once(0)))
-        .fold(OFFSET, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME))
-}
 
 #[derive(Debug)]
 struct Claim {
@@ -124,37 +100,6 @@ impl Workers {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hello(instance: &str, args: &[&str]) -> Hello {
-        Hello {
-            prover_name: "prover".into(),
-            instance: instance.into(),
-            command_line: args.iter().map(|a| (*a).to_owned()).collect(),
-            ..Hello::default()
-        }
-    }
-
-    #[test]
-    fn the_instance_names_the_worker_else_its_command_line() {
-        assert_eq!(worker_name(&hello(" c2-gpu0 ", &["prover"])), "c2-gpu0");
-        let a = worker_name(&hello("", &["prover", "serve", "--gpu", "0"]));
-        let b = worker_name(&hello("", &["prover", "serve", "--gpu", "1"]));
-        assert_ne!(a, b);
-        assert!(
-            a.starts_with("prover-") && a.len() == "prover-".len() + 8,
-            "{a}"
-        );
-        // Arguments are kept apart: "ab" + "c" is not "a" + "bc".
-        assert_ne!(
-            worker_name(&hello("", &["ab", "c"])),
-            worker_name(&hello("", &["a", "bc"]))
-        );
-        // Stable across builds: the FNV-1a of "prover\0serve\0".
-        assert_eq!(
-            worker_name(&hello("", &["prover", "serve"])),
-            "prover-352940f2"
-        );
-    }
 
     #[test]
     fn a_live_name_is_not_shared_a_gone_one_is_taken_over() {

@@ -7,8 +7,6 @@
 //! proof id, a pid or a timestamp (the pid is in `proofscope_prover_info` only).
 
 use super::cap::CappedLabels;
-use crate::analysis::DiagnosisKind;
-use crate::report::{ProofReleases, ProofReport, ReleaseGroup};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::exemplar::HistogramWithExemplars;
@@ -17,6 +15,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
+use proofscope_engine::analysis::DiagnosisKind;
+use proofscope_engine::report::{ProofReleases, ProofReport, ReleaseGroup};
 use std::sync::atomic::AtomicU64;
 
 /// Which prover a series belongs to.

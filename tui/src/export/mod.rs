@@ -16,14 +16,14 @@ mod owned;
 mod process;
 mod watcher;
 
-pub use identity::worker_name;
+pub use proofscope_engine::model::worker_name;
 
-use crate::analysis::GapRule;
-use crate::model::Retention;
 use anyhow::{Context, Result};
 use metrics::Metrics;
 use probe_protocol::discovery;
 use prometheus_client::registry::Registry;
+use proofscope_engine::analysis::GapRule;
+use proofscope_engine::model::Retention;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -49,7 +49,7 @@ pub struct ExportOpts {
     /// Distinct values a capped label (circuit, phase) may take before `other`.
     pub max_label_values: usize,
     /// The black box, when `--capture-dir` is given.
-    pub capture: Option<crate::capture::CaptureOpts>,
+    pub capture: Option<proofscope_engine::capture::CaptureOpts>,
 }
 
 /// A socket gone this long is stopped even if its stream never said it ended.

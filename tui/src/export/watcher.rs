@@ -4,22 +4,23 @@
 //! a few proofs (for the analysis of the next ones) within a byte budget.
 
 use super::cap::LabelCap;
-use super::identity::{Workers, worker_name};
+use super::identity::Workers;
 use super::metrics::{
     CaptureExemplar, CaptureLabels, GapLabels, GpuInfoLabels, GpuLabels, KindLabels, Metrics,
     PLACES, PhaseLabels, PlaceLabels, ProofLabels, ProverInfoLabels, ProverLabels, RESULTS,
     ResultLabels, gap_kinds, places, result_label,
 };
 use super::owned::Owned;
-use crate::analysis::GapRule;
-use crate::analysis::settled::settled;
-use crate::capture::{BlackBox, CaptureOpts};
-use crate::model::{Model, Retention};
-use crate::report::{ProofReport, proof_report};
-use crate::source::LinkState;
-use crate::source::SourceMsg;
-use crate::source::socket::{self, Target};
 use probe_protocol::{Event, EventKind};
+use proofscope_engine::analysis::GapRule;
+use proofscope_engine::analysis::settled::settled;
+use proofscope_engine::capture::{BlackBox, CaptureOpts};
+use proofscope_engine::model::worker_name;
+use proofscope_engine::model::{Model, Retention};
+use proofscope_engine::report::{ProofReport, proof_report};
+use proofscope_engine::source::LinkState;
+use proofscope_engine::source::SourceMsg;
+use proofscope_engine::source::socket::{self, Target};
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::path::PathBuf;
@@ -309,7 +310,7 @@ impl State {
             self.owned.kinds.insert(k);
         }
         if self.blackbox.is_some() {
-            for result in crate::capture::RESULTS {
+            for result in proofscope_engine::capture::RESULTS {
                 let c = CaptureLabels {
                     worker: l.worker.clone(),
                     result: result.to_owned(),

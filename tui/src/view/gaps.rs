@@ -2,9 +2,9 @@
 //! phases, with where it lies, its length and its diagnosis.
 
 use super::{ViewState, bold, dim, warn};
-use crate::analysis::gap_listing;
-use crate::format::dur;
-use crate::model::Model;
+use proofscope_engine::analysis::gap_listing;
+use proofscope_engine::format::dur;
+use proofscope_engine::model::Model;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -31,7 +31,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     ))];
     let (listed, summed, _) = gap_listing(s, p, &state.rule);
     let any = !listed.is_empty() || summed.count > 0;
-    let settled = crate::analysis::settled::is_settled(s, p);
+    let settled = proofscope_engine::analysis::settled::is_settled(s, p);
     for l in listed {
         let g = l.gap;
         let style = if g.flagged {

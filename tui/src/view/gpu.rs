@@ -1,9 +1,9 @@
 //! GPU panel: utilisation, memory, power and clocks of each device on the proof's time axis.
 
 use super::{ViewState, dim};
-use crate::analysis::{Interval, nvml};
-use crate::format::bytes;
-use crate::model::Model;
+use proofscope_engine::analysis::{Interval, nvml};
+use proofscope_engine::format::bytes;
+use proofscope_engine::model::Model;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
@@ -17,14 +17,14 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         let why = s
             .hello()
             .and_then(|h| h.gpu_unavailable_reason.as_deref())
-            .map(|r| crate::format::gpu_reason(r).into_owned())
+            .map(|r| proofscope_engine::format::gpu_reason(r).into_owned())
             .unwrap_or_else(|| "no GPU samples".into());
         let hint = if s.from_log() {
             " (a recording beside it has it: replay REC --log LOG)"
         } else {
             ""
         };
-        Paragraph::new(crate::format::fit(
+        Paragraph::new(proofscope_engine::format::fit(
             &format!("no GPU telemetry: {why}{hint}"),
             area.width as usize,
         ))
@@ -47,7 +47,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let uses = state
         .shown(model)
         .and_then(|k| model.proof(k))
-        .map(|p| crate::analysis::gpu_use(s, p, state.rule.gpu_idle_fraction))
+        .map(|p| proofscope_engine::analysis::gpu_use(s, p, state.rule.gpu_idle_fraction))
         .unwrap_or_default();
     let devices: Vec<_> = s.gpu_samples().iter().collect();
     let parts = Layout::vertical(
@@ -105,8 +105,8 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
                 .find(|u| u.device == *dev)
                 .map_or(String::new(), |u| {
                     let by = match u.source {
-                        crate::analysis::BusySource::GpuSpans => "GPU spans",
-                        crate::analysis::BusySource::Nvml => "from NVML",
+                        proofscope_engine::analysis::BusySource::GpuSpans => "GPU spans",
+                        proofscope_engine::analysis::BusySource::Nvml => "from NVML",
                     };
                     format!(
                         "busy {:.0}% ({by}){}  ",
@@ -124,10 +124,11 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
                 pts.len()
             )
         };
-        Paragraph::new(crate::format::fit(&text, info.width as usize)).render(info, buf);
+        Paragraph::new(proofscope_engine::format::fit(&text, info.width as usize))
+            .render(info, buf);
         if phase_line {
             let text = phase_utils(model, state, *dev);
-            Paragraph::new(crate::format::fit(&text, phases.width as usize))
+            Paragraph::new(proofscope_engine::format::fit(&text, phases.width as usize))
                 .style(dim())
                 .render(phases, buf);
         }
@@ -176,8 +177,8 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         ])
         .x_axis(Axis::default().bounds([0.0, span]).labels(match origin {
             Some(a) => vec![
-                Line::from(crate::format::offset(from.saturating_sub(a))),
-                Line::from(crate::format::offset(to.saturating_sub(a))),
+                Line::from(proofscope_engine::format::offset(from.saturating_sub(a))),
+                Line::from(proofscope_engine::format::offset(to.saturating_sub(a))),
             ],
             None => vec![Line::from("0"), Line::from(format!("{span:.2}s"))],
         }))

@@ -1,8 +1,8 @@
 //! Header: who is profiled on what, and the state of the link, the recording and the counts.
 
 use super::{ViewState, bold, dim, warn};
-use crate::model::Model;
-use crate::source::{LinkState, LinkStatus};
+use proofscope_engine::model::Model;
+use proofscope_engine::source::{LinkState, LinkStatus};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -26,7 +26,7 @@ pub fn render(model: &Model, state: &ViewState, status: &LinkStatus, area: Rect,
                 l1.push(Span::raw(if h.session_start_unix_ns > 0 {
                     format!(
                         " from {}",
-                        crate::format::wall_clock(h.session_start_unix_ns)
+                        proofscope_engine::format::wall_clock(h.session_start_unix_ns)
                     )
                 } else {
                     " (times from its start; no wall clock)".to_owned()
@@ -35,7 +35,7 @@ pub fn render(model: &Model, state: &ViewState, status: &LinkStatus, area: Rect,
                 l1.push(Span::raw(format!(" pid {} on {}", h.pid, h.hostname)));
             }
             // A preloaded prover states no backend: NVML's process list may show one.
-            let backend = s.map(crate::analysis::backend::of_session);
+            let backend = s.map(proofscope_engine::analysis::backend::of_session);
             if let Some(b) = backend.filter(|b| b.name != "unknown") {
                 l1.push(Span::styled(" │ ", dim()));
                 l1.push(Span::raw(format!("backend {}", b.name)));
@@ -45,7 +45,7 @@ pub fn render(model: &Model, state: &ViewState, status: &LinkStatus, area: Rect,
                 let why = h
                     .gpu_unavailable_reason
                     .as_deref()
-                    .map_or("none".into(), crate::format::gpu_reason);
+                    .map_or("none".into(), proofscope_engine::format::gpu_reason);
                 l1.push(Span::styled(format!("GPU: none ({why})"), dim()));
             } else {
                 let names: Vec<String> = h.gpus.iter().map(|g| g.name.clone()).collect();
@@ -83,7 +83,7 @@ pub fn render(model: &Model, state: &ViewState, status: &LinkStatus, area: Rect,
     l2.push(Span::raw(format!("proofs {done}")));
     // The report's figure, by the report's function: the screen and the report agree.
     let rate = s
-        .and_then(crate::analysis::throughput::session_throughput)
+        .and_then(proofscope_engine::analysis::throughput::session_throughput)
         .filter(|t| t.proofs >= 2);
     if let Some(t) = rate {
         l2.push(Span::raw(format!(" ({:.1}/min)", t.per_minute)));
@@ -129,7 +129,9 @@ pub fn render(model: &Model, state: &ViewState, status: &LinkStatus, area: Rect,
     }
     // What the source warned of (an imported log's malformed lines, its import summary): the
     // first on screen, the rest in the report.
-    let warnings = s.map(crate::report::session_warnings).unwrap_or_default();
+    let warnings = s
+        .map(proofscope_engine::report::session_warnings)
+        .unwrap_or_default();
     if let Some(first) = warnings.first() {
         l2.push(Span::styled(" │ ⚠ ", Style::default().fg(Color::Yellow)));
         let more = match warnings.len() {

@@ -23,7 +23,10 @@ const KEY_COL: usize = 14;
 /// A binding's lines: its keys, then what it does, wrapped beside them.
 fn binding_lines(k: &crate::input::Binding, width: usize, out: &mut Vec<(String, bool)>) {
     let room = width.saturating_sub(KEY_COL).max(10);
-    for (i, part) in crate::format::wrap(k.what, room).into_iter().enumerate() {
+    for (i, part) in proofscope_engine::format::wrap(k.what, room)
+        .into_iter()
+        .enumerate()
+    {
         let keys = if i == 0 { k.keys } else { "" };
         out.push((format!("{keys:<KEY_COL$}{part}"), false));
     }
@@ -53,7 +56,7 @@ fn lines(width: usize) -> Vec<(String, bool)> {
     out.push(("legend".to_owned(), true));
     for l in LEGEND {
         out.extend(
-            crate::format::wrap(l, width)
+            proofscope_engine::format::wrap(l, width)
                 .into_iter()
                 .map(|t| (t, false)),
         );
@@ -86,7 +89,7 @@ pub fn render(scroll: usize, area: Rect, buf: &mut Buffer) {
         .skip(top)
         .take(rows)
         .map(|(t, heading)| {
-            let t = crate::format::fit(&t, w.saturating_sub(2) as usize);
+            let t = proofscope_engine::format::fit(&t, w.saturating_sub(2) as usize);
             if heading {
                 Line::from(Span::styled(t, dim()))
             } else {
@@ -99,7 +102,10 @@ pub fn render(scroll: usize, area: Rect, buf: &mut Buffer) {
         .block(
             Block::default()
                 .borders(Borders::ALL)
-                .title(crate::format::fit(&title, w.saturating_sub(2) as usize))
+                .title(proofscope_engine::format::fit(
+                    &title,
+                    w.saturating_sub(2) as usize,
+                ))
                 .border_style(Style::default().fg(Color::Cyan)),
         )
         .render(r, buf);

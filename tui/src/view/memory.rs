@@ -1,8 +1,8 @@
 //! Memory on the proof's time axis: live bytes and RSS, release markers, time spent freeing.
 
 use super::{ViewState, bold, dim};
-use crate::format::{bytes, dur};
-use crate::model::Model;
+use proofscope_engine::format::{bytes, dur};
+use proofscope_engine::model::Model;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
@@ -19,7 +19,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     };
     let (from, to) = state.window(a, b);
     if s.alloc_samples().is_empty() && s.releases().is_empty() {
-        Paragraph::new(crate::format::fit(
+        Paragraph::new(proofscope_engine::format::fit(
             &no_allocator_data(s),
             area.width as usize,
         ))
@@ -32,10 +32,10 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let samples = s.alloc_samples().range(from, to.saturating_add(1));
     // The proof's releases as the report counts them (one function, one definition): the
     // chart shows the window, the line says what the proof freed and where.
-    let rel = crate::analysis::releases::proof_releases(
+    let rel = proofscope_engine::analysis::releases::proof_releases(
         s,
         p,
-        crate::analysis::releases::next_start(s, p.id()),
+        proofscope_engine::analysis::releases::next_start(s, p.id()),
     );
     let groups = rel.places();
     let count: usize = groups.iter().map(|g| g.1.count).sum();
@@ -167,11 +167,11 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
 }
 
 /// One line for a session with no allocator data at all, saying why and what would give it.
-fn no_allocator_data(s: &crate::model::Session) -> String {
+fn no_allocator_data(s: &proofscope_engine::model::Session) -> String {
     if s.from_log() {
         format!(
             "no allocator data: {} (a recording beside it has the frees: replay REC --log LOG)",
-            crate::import::NO_TELEMETRY
+            proofscope_engine::import::NO_TELEMETRY
         )
     } else {
         "no allocator data in this session: no samples, no large frees (the probe's allocator hook or the preload under proofscope run gives them)".to_owned()

@@ -11,12 +11,13 @@ mod proofs;
 pub mod session;
 mod state;
 mod stats;
+pub mod transport;
 pub use state::{FilterKey, Tab, ViewState};
 pub use stats::{Comparison, Verdict};
 pub mod timeline;
 
-use crate::model::{Model, Proof, Session};
-use crate::source::LinkStatus;
+use proofscope_engine::model::{Model, Proof, Session};
+use proofscope_engine::source::LinkStatus;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -80,14 +81,17 @@ pub(crate) fn fit_line(line: Line<'_>, width: u16) -> Line<'static> {
             }
             // This span holds the cut: it ends in the ellipsis.
             out.push(Span::styled(
-                crate::format::fit(&s.content, room.max(1)),
+                proofscope_engine::format::fit(&s.content, room.max(1)),
                 s.style,
             ));
             if w == room {
                 // Exactly full, yet more follows: the last character gives way to `…`.
                 let last = out.pop().map(|s| (s.content.into_owned(), s.style));
                 if let Some((t, st)) = last {
-                    out.push(Span::styled(crate::format::fit(&format!("{t}…"), room), st));
+                    out.push(Span::styled(
+                        proofscope_engine::format::fit(&format!("{t}…"), room),
+                        st,
+                    ));
                 }
             }
             break;
@@ -173,7 +177,7 @@ impl Widget for &Screen<'_> {
             foot,
         }) = areas(area)
         else {
-            Paragraph::new(crate::format::fit(
+            Paragraph::new(proofscope_engine::format::fit(
                 "terminal too small: 20×6 at least",
                 area.width as usize,
             ))
@@ -229,7 +233,7 @@ fn render_footer(state: &ViewState, link: &LinkStatus, area: Rect, buf: &mut Buf
         Line::from(Span::styled(m.clone(), Style::default().fg(Color::Yellow)))
     } else if let Some(t) = &link.transport {
         Line::from(vec![
-            Span::styled(t.clone(), bold()),
+            Span::styled(transport::line(t), bold()),
             Span::styled("  ? help", dim()),
         ])
     } else {

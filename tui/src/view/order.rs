@@ -2,8 +2,8 @@
 //! list, the selection keys and the mouse all go through [`listed`], so that ↑ moves to the
 //! row drawn above.
 
-use crate::analysis::{GapRule, gap_listing, proof_gaps};
-use crate::model::{Model, Proof, ProofKey, Session};
+use proofscope_engine::analysis::{GapRule, gap_listing, proof_gaps};
+use proofscope_engine::model::{Model, Proof, ProofKey, Session};
 
 /// The proof list's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,10 +1,10 @@
 //! The proof list: one line per retained proof, newest at the bottom, the shown one marked.
 
 use super::{ViewState, dim, warn};
-use crate::analysis::proof_gaps;
-use crate::format::dur;
-use crate::model::Model;
 use probe_protocol::Verification;
+use proofscope_engine::analysis::proof_gaps;
+use proofscope_engine::format::dur;
+use proofscope_engine::model::Model;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -28,9 +28,12 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let keys = state.listed(model);
     let rows = inner.height as usize;
     if keys.is_empty() && !state.filter.is_empty() {
-        Paragraph::new(crate::format::fit("no proof matches", inner.width as usize))
-            .style(dim())
-            .render(inner, buf);
+        Paragraph::new(proofscope_engine::format::fit(
+            "no proof matches",
+            inner.width as usize,
+        ))
+        .style(dim())
+        .render(inner, buf);
         return;
     }
     if keys.is_empty() {
@@ -87,8 +90,8 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
 
 /// The shown proof's entry, else the last.
 pub(crate) fn shown_row(
-    keys: &[crate::model::ProofKey],
-    shown: Option<crate::model::ProofKey>,
+    keys: &[proofscope_engine::model::ProofKey],
+    shown: Option<proofscope_engine::model::ProofKey>,
 ) -> usize {
     shown
         .and_then(|k| keys.iter().position(|x| *x == k))
@@ -126,7 +129,7 @@ fn render_title(state: &ViewState, area: Rect, buf: &mut Buffer) {
     buf.set_string(
         area.x,
         area.y,
-        crate::format::fit(&text, area.width as usize),
+        proofscope_engine::format::fit(&text, area.width as usize),
         style,
     );
 }

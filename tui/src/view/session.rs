@@ -5,9 +5,9 @@
 
 use super::timeline::Axis;
 use super::{bold, dim, warn};
-use crate::analysis::releases::largest_releases;
-use crate::format::{bytes, dur};
-use crate::model::{Model, Session, ThreadId};
+use proofscope_engine::analysis::releases::largest_releases;
+use proofscope_engine::format::{bytes, dur};
+use proofscope_engine::model::{Model, Session, ThreadId};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -135,7 +135,7 @@ fn thread_rows(s: &Session, from: u64, to: u64) -> Vec<ThreadRow> {
 }
 
 fn draw_row(buf: &mut Buffer, area: Rect, axis: Axis, y: u16, name: &str, marks: &[ReleaseMark]) {
-    let label: String = crate::format::fit(name, LABEL as usize - 1);
+    let label: String = proofscope_engine::format::fit(name, LABEL as usize - 1);
     buf.set_string(area.x, y, label, dim());
     for m in marks {
         if let Some((c0, c1)) = axis.cols(m.start, m.end) {
@@ -180,7 +180,7 @@ fn largest(buf: &mut Buffer, area: Rect, mut y: u16, bottom: u16, s: &Session) {
         buf.set_string(
             area.x,
             y,
-            crate::format::fit(&text, area.width as usize),
+            proofscope_engine::format::fit(&text, area.width as usize),
             Style::default(),
         );
         y += 1;

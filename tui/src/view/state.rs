@@ -3,9 +3,9 @@
 //! link's status.
 
 use super::order::{ProofOrder, listed};
-use crate::analysis::GapRule;
 use crate::input::Action;
-use crate::model::{Model, Proof, ProofKey, Session};
+use proofscope_engine::analysis::GapRule;
+use proofscope_engine::model::{Model, Proof, ProofKey, Session};
 
 /// The right-hand panels, in tab order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

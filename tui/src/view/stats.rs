@@ -1,9 +1,9 @@
 //! Per-phase statistics across proofs; with `replay A --compare B`, B's beside A's, with bars.
 
 use super::{bold, dim};
-use crate::analysis::{PhaseStats, phase_stats};
-use crate::format::dur;
-use crate::model::Model;
+use proofscope_engine::analysis::{PhaseStats, phase_stats};
+use proofscope_engine::format::dur;
+use proofscope_engine::model::Model;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Style};
@@ -26,10 +26,10 @@ impl Comparison {
     pub fn new(
         label: String,
         b: &Model,
-        a_report: &crate::report::Report,
-        b_report: &crate::report::Report,
+        a_report: &proofscope_engine::report::Report,
+        b_report: &proofscope_engine::report::Report,
     ) -> Comparison {
-        let d = crate::diff::diff(a_report, b_report);
+        let d = proofscope_engine::diff::diff(a_report, b_report);
         Comparison {
             label,
             stats: phase_stats(b),
@@ -52,8 +52,8 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn of(c: &crate::diff::Change) -> Verdict {
-        match crate::diff::verdict(c) {
+    pub fn of(c: &proofscope_engine::diff::Change) -> Verdict {
+        match proofscope_engine::diff::verdict(c) {
             "changed" => Verdict::Changed,
             "within noise" => Verdict::WithinNoise,
             _ => Verdict::NoInterval,
@@ -121,7 +121,7 @@ fn table(stats: &[PhaseStats], proofs: usize, area: Rect, buf: &mut Buffer) {
     let header = Row::new(COLUMNS[..shown].iter().map(|c| Cell::from(c.0))).style(bold());
     let rows = stats.iter().map(|s| {
         let cells = [
-            crate::format::fit(&s.name, name_w),
+            proofscope_engine::format::fit(&s.name, name_w),
             s.count.to_string(),
             dur(s.p50_ns),
             dur(s.p95_ns),

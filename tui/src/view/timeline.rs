@@ -3,9 +3,9 @@
 //! segments drawn distinctly with their duration.
 
 use super::{ViewState, bold, dim, warn};
-use crate::analysis::proof_gaps;
-use crate::format::dur;
-use crate::model::{Model, Proof, Session, Span, SpanId, ThreadId};
+use proofscope_engine::analysis::proof_gaps;
+use proofscope_engine::format::dur;
+use proofscope_engine::model::{Model, Proof, Session, Span, SpanId, ThreadId};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -62,7 +62,7 @@ fn label(buf: &mut Buffer, area: Rect, y: u16, text: &str, style: Style) {
     buf.set_string(
         area.x,
         y,
-        crate::format::fit(text, LABEL as usize - 1),
+        proofscope_engine::format::fit(text, LABEL as usize - 1),
         style,
     );
 }
@@ -75,7 +75,7 @@ fn phase_on_thread(name: &str, thread: &str) -> String {
         _ => thread,
     };
     let room = (LABEL as usize - 1).saturating_sub(suffix.chars().count() + 1);
-    format!("{}:{suffix}", crate::format::fit(name, room))
+    format!("{}:{suffix}", proofscope_engine::format::fit(name, room))
 }
 
 /// A row to draw: its label, the intervals on it, its style, whether it is a sub-row, and
@@ -280,7 +280,8 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     };
     let Some(outer) = p.outer().copied() else {
         let text = format!("proof {} has no outer span yet", p.id());
-        Paragraph::new(crate::format::fit(&text, area.width as usize)).render(area, buf);
+        Paragraph::new(proofscope_engine::format::fit(&text, area.width as usize))
+            .render(area, buf);
         return;
     };
     let (a, b) = (outer.start, outer.end_or(s.now()));
@@ -305,9 +306,9 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         };
         title.push(TSpan::raw(format!(
             "{}{}{constraints} {}",
-            crate::format::circuits_times(pb.circuits),
+            proofscope_engine::format::circuits_times(pb.circuits),
             pb.circuit,
-            crate::analysis::backend::of_proof(s, p).name
+            proofscope_engine::analysis::backend::of_proof(s, p).name
         )));
         if pb.synthetic_srs {
             title.push(TSpan::styled(" SYNTHETIC SRS", warn()));
@@ -465,13 +466,28 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         );
         let style = if flagged > 0 { warn() } else { dim() };
         let w = area.width as usize;
-        buf.set_string(area.x, y_sum, crate::format::fit(&text, w), style);
+        buf.set_string(
+            area.x,
+            y_sum,
+            proofscope_engine::format::fit(&text, w),
+            style,
+        );
     }
     let mut y = y_sum + 1;
     if let Some((finding, key)) = &worst {
         let w = area.width as usize;
-        buf.set_string(area.x, y, crate::format::fit(finding, w), warn());
-        buf.set_string(area.x, y + 1, crate::format::fit(key, w), bold());
+        buf.set_string(
+            area.x,
+            y,
+            proofscope_engine::format::fit(finding, w),
+            warn(),
+        );
+        buf.set_string(
+            area.x,
+            y + 1,
+            proofscope_engine::format::fit(key, w),
+            bold(),
+        );
         y += 2;
     }
     if legend {
@@ -487,7 +503,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         buf.set_string(
             area.x,
             y,
-            crate::format::fit(&text, area.width as usize),
+            proofscope_engine::format::fit(&text, area.width as usize),
             dim(),
         );
     }
@@ -502,22 +518,22 @@ const FLAGGED: &str = "▓";
 fn worst_flagged(
     s: &Session,
     p: &Proof,
-    outer: &crate::model::Span,
-    gaps: Option<&crate::analysis::SpanGaps>,
+    outer: &proofscope_engine::model::Span,
+    gaps: Option<&proofscope_engine::analysis::SpanGaps>,
 ) -> Option<(String, String)> {
     let g = gaps?
         .gaps
         .iter()
         .filter(|g| g.flagged)
         .max_by_key(|g| g.at.len())?;
-    let d = crate::analysis::diagnose(s, p, outer, g.at);
+    let d = proofscope_engine::analysis::diagnose(s, p, outer, g.at);
     let t0 = outer.start;
     let finding = format!(
         "! {} {} at +{}: {}",
         g.place.words(),
         dur(g.at.len()),
         dur(g.at.start.saturating_sub(t0)),
-        if crate::analysis::settled::is_settled(s, p) {
+        if proofscope_engine::analysis::settled::is_settled(s, p) {
             d.headline()
         } else {
             d.so_far()

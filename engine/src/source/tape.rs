@@ -20,18 +20,28 @@ pub struct ReplayFrame {
 }
 
 /// Replay speeds, in the order the speed key cycles through them.
-#[derive(Debug, Clone, Copy, PartialEq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Speed {
-    #[value(name = "1")]
     X1,
-    #[value(name = "2")]
     X2,
-    #[value(name = "10")]
     X10,
     Max,
 }
 
 impl Speed {
+    /// Every speed, in the order the speed key cycles through them.
+    pub const ALL: [Speed; 4] = [Speed::X1, Speed::X2, Speed::X10, Speed::Max];
+
+    /// The name the command line takes (`--speed 10`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Speed::X1 => "1",
+            Speed::X2 => "2",
+            Speed::X10 => "10",
+            Speed::Max => "max",
+        }
+    }
+
     pub fn factor(self) -> Option<f64> {
         match self {
             Speed::X1 => Some(1.0),
@@ -41,15 +51,13 @@ impl Speed {
         }
     }
 
+    /// The speed the speed key goes to from this one.
     pub fn next(self) -> Speed {
-        match self {
-            Speed::X1 => Speed::X2,
-            Speed::X2 => Speed::X10,
-            Speed::X10 => Speed::Max,
-            Speed::Max => Speed::X1,
-        }
+        let at = Speed::ALL.iter().position(|s| *s == self).unwrap_or(0);
+        Speed::ALL[(at + 1) % Speed::ALL.len()]
     }
 
+    /// How the transport shows it.
     pub fn label(self) -> &'static str {
         match self {
             Speed::X1 => "1×",
@@ -57,6 +65,12 @@ impl Speed {
             Speed::X10 => "10×",
             Speed::Max => "max",
         }
+    }
+}
+
+impl std::fmt::Display for Speed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

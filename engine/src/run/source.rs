@@ -8,10 +8,9 @@ use super::channel::{self, Msg};
 use super::descendants::Descendants;
 use super::stamps::{Joined, Stamper};
 use crate::import::feed::LogFeed;
-use crate::input::Action;
 use crate::model::Model;
 use crate::source::live::LiveSource;
-use crate::source::{LinkState, LinkStatus, Said, Source, Target};
+use crate::source::{Control, LinkState, LinkStatus, Said, Source, Target, Transport};
 use anyhow::{Context, Result};
 use probe_protocol::{Event, Hello};
 use std::os::unix::net::UnixDatagram;
@@ -554,9 +553,9 @@ impl Source for RunSource {
         said
     }
 
-    fn control(&mut self, action: Action, model: &mut Model) -> Said {
+    fn control(&mut self, control: Control, model: &mut Model) -> Said {
         match self.live.as_mut() {
-            Some(l) => l.control(action, model),
+            Some(l) => l.control(control, model),
             None => Said::default(),
         }
     }
@@ -581,7 +580,7 @@ impl Source for RunSource {
             ));
         }
         if let Some(l) = &self.log {
-            s.transport = Some(format!("prover output → {}", l.display()));
+            s.transport = Some(Transport::ProverOutput(l.display().to_string()));
         }
         s
     }

@@ -2,8 +2,7 @@
 //! on the fly is the same replay over its frames held in memory ([`ReplaySource::open_log`]).
 
 use super::tape::{FileTape, JoinedTape, MemoryTape, Replay, Speed, Tape};
-use super::{Held, LinkState, LinkStatus, Said, Source};
-use crate::input::Action;
+use super::{Control, Held, LinkState, LinkStatus, Play, Said, Source, Transport};
 use crate::model::Model;
 use anyhow::Result;
 use std::path::Path;
@@ -103,39 +102,26 @@ impl ReplaySource {
 }
 
 impl ReplaySource {
-    /// The transport line: state, speed, position, frame, proofs, keys.
-    /// (The proofs are counted once, in the header.)
-    fn transport(&self, _model: &Model) -> String {
-        use crate::input::key_of;
+    /// Where the transport stands (the proofs are counted once, in the header).
+    fn transport(&self) -> Transport {
         let r = &self.replay;
         if self.from_log {
-            return format!(
-                "from a log: {} of the log's time, drawn whole  │  {} {} proof",
-                crate::format::dur(r.end()),
-                key_of(Action::PrevProof),
-                key_of(Action::NextProof),
-            );
+            return Transport::Log { end_ns: r.end() };
         }
-        format!(
-            "{} {}  │  +{} of {}  │  frame {}/{}  │  {} speed  {} {} proof  {} end  {} pause",
-            if r.paused {
-                "⏸"
+        Transport::Replay {
+            play: if r.paused {
+                Play::Paused
             } else if r.done() {
-                "■"
+                Play::Ended
             } else {
-                "▶"
+                Play::Playing
             },
-            r.speed.label(),
-            crate::format::dur(r.position()),
-            crate::format::dur(r.end()),
-            r.next,
-            r.frame_count(),
-            key_of(Action::Speed),
-            key_of(Action::PrevProof),
-            key_of(Action::NextProof),
-            key_of(Action::Last),
-            key_of(Action::Pause),
-        )
+            speed: r.speed,
+            position_ns: r.position(),
+            end_ns: r.end(),
+            frame: r.next,
+            frames: r.frame_count(),
+        }
     }
 }
 
@@ -161,38 +147,38 @@ impl Source for ReplaySource {
         }
     }
 
-    fn control(&mut self, action: Action, model: &mut Model) -> Said {
+    fn control(&mut self, control: Control, model: &mut Model) -> Said {
         let r = &mut self.replay;
-        match action {
-            Action::Pause => {
+        match control {
+            Control::TogglePause => {
                 let p = !r.paused;
                 r.set_paused(p);
             }
-            Action::Speed => {
+            Control::NextSpeed => {
                 let s = r.speed.next();
                 r.set_speed(s);
             }
-            Action::PrevProof | Action::NextProof => {
-                if let Some(i) = r.proof_target(action == Action::NextProof) {
+            Control::Speed(s) => r.set_speed(s),
+            Control::PrevProof | Control::NextProof => {
+                if let Some(i) = r.proof_target(control == Control::NextProof) {
                     return self.seek(i, model);
                 }
             }
-            Action::Last => {
+            Control::Last => {
                 let last = r.frame_count().saturating_sub(1);
                 return self.seek(last, model);
             }
-            Action::Record => {
+            Control::ToggleRecord => {
                 return Said {
                     message: Some("a replay is already a recording".into()),
                     ..Said::default()
                 };
             }
-            _ => {}
         }
         Said::default()
     }
 
-    fn status(&self, model: &Model) -> LinkStatus {
+    fn status(&self, _model: &Model) -> LinkStatus {
         let r = &self.replay;
         LinkStatus {
             link: LinkState::Replay {
@@ -203,7 +189,7 @@ impl Source for ReplaySource {
                 paused: r.paused,
             },
             recording: None,
-            transport: Some(self.transport(model)),
+            transport: Some(self.transport()),
             paused: r.paused.then_some(Held::default()),
         }
     }
@@ -214,10 +200,6 @@ impl Source for ReplaySource {
 
     fn relabel(&mut self, label: String) {
         self.replay.file = label;
-    }
-
-    fn set_speed(&mut self, speed: crate::source::tape::Speed) {
-        self.replay.set_speed(speed);
     }
 
     fn finish(&mut self, _model: &mut Model) -> Said {

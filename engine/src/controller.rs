@@ -1,9 +1,8 @@
 //! The session controller: a source feeding the model, the commands the source answers
 //! (transport, pause, record), and what it said for the report. No terminal, no view.
 
-use crate::input::Action;
 use crate::model::Model;
-use crate::source::{LinkStatus, Said, Source};
+use crate::source::{Control, LinkStatus, Said, Source};
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]
@@ -80,14 +79,10 @@ impl Controller {
         self.take(said)
     }
 
-    /// A key the source answers (pause, speed, proof jumps, record).
-    pub fn control(&mut self, action: Action) -> Said {
-        let said = self.feed.control(action, &mut self.model);
+    /// A control the source answers (pause, speed, proof jumps, record).
+    pub fn control(&mut self, control: Control) -> Said {
+        let said = self.feed.control(control, &mut self.model);
         self.take(said)
-    }
-
-    pub fn set_speed(&mut self, speed: crate::source::tape::Speed) {
-        self.feed.set_speed(speed);
     }
 
     pub fn status(&self) -> LinkStatus {

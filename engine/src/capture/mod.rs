@@ -180,7 +180,7 @@ impl BlackBox {
     pub fn scan(&mut self, model: &Model, ended: bool) -> Vec<Outcome> {
         for s in model.sessions() {
             let Some(h) = s.hello() else { continue };
-            let worker = crate::export::worker_name(h);
+            let worker = crate::model::worker_name(h);
             let key = s.key();
             let done = self.judged.get(&key).copied().unwrap_or(0);
             let st = settled(s, done, ended);

@@ -11,11 +11,59 @@ pub mod socket;
 pub mod tape;
 
 pub use socket::Target;
+pub use tape::Speed;
 
-use crate::input::Action;
 use crate::model::Model;
 use probe_protocol::Event;
 use std::time::{Duration, Instant};
+
+/// What a source is asked to do. A front end maps its keys (or requests) onto these; a
+/// source ignores what it has nothing to do with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// Pause or resume: a live view holds back what arrives, a replay stops its clock.
+    TogglePause,
+    /// Start or stop recording the stream to a file.
+    ToggleRecord,
+    /// A replay's next speed, in [`Speed::next`]'s order.
+    NextSpeed,
+    /// A replay's speed (`replay --speed`).
+    Speed(Speed),
+    /// A replay seeks to the previous / next proof's end.
+    PrevProof,
+    NextProof,
+    /// A replay seeks to its last frame.
+    Last,
+}
+
+/// Whether a replay's clock runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Play {
+    Playing,
+    Paused,
+    /// At the end of the file.
+    Ended,
+}
+
+/// Where a source's transport stands, as data: the front end draws it (with its own keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// A recording replayed on its clock.
+    Replay {
+        play: Play,
+        speed: Speed,
+        /// Session time reached and the file's end, ns.
+        position_ns: u64,
+        end_ns: u64,
+        /// The next frame to apply, of how many.
+        frame: usize,
+        frames: usize,
+    },
+    /// A log imported whole: its time span, ns.
+    Log { end_ns: u64 },
+    /// `run` sends the prover's output to this file rather than the terminal.
+    ProverOutput(String),
+}
 
 /// What the live transport thread hands to its source.
 #[derive(Debug)]
@@ -80,8 +128,8 @@ pub struct LinkStatus {
     pub link: LinkState,
     /// The file being recorded to.
     pub recording: Option<String>,
-    /// The replay transport line, for sources that have one.
-    pub transport: Option<String>,
+    /// The replay transport, for sources that have one.
+    pub transport: Option<Transport>,
     /// `Some` while paused (live: what is held back).
     pub paused: Option<Held>,
 }
@@ -104,9 +152,9 @@ pub trait Source: std::fmt::Debug {
     /// Blocks up to `wait` for something, then applies it (headless live runs). A finite
     /// source runs to its end instead.
     fn wait(&mut self, model: &mut Model, wait: Duration) -> Said;
-    /// A key the source answers to (pause, speed, proof jumps, record); what it says back.
-    /// Actions it has nothing to do with are ignored.
-    fn control(&mut self, action: Action, model: &mut Model) -> Said;
+    /// A control the source answers to (pause, speed, proof jumps, record); what it says back.
+    /// Controls it has nothing to do with are ignored.
+    fn control(&mut self, control: Control, model: &mut Model) -> Said;
     /// The link, recording, transport and pause, as the header shows them.
     fn status(&self, model: &Model) -> LinkStatus;
     /// A file and its end (replays): headless runs read it through at full speed.
@@ -115,8 +163,6 @@ pub trait Source: std::fmt::Debug {
     fn lost_since(&self) -> Option<Instant> {
         None
     }
-    /// A replay's speed (`replay --speed`); other sources have none.
-    fn set_speed(&mut self, _speed: crate::source::tape::Speed) {}
     /// Names the source in the header (tests give recordings stable names).
     fn relabel(&mut self, _label: String) {}
     /// The prover this source started (`run`): how it stands.

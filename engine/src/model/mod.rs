@@ -15,6 +15,7 @@ mod retention;
 mod series;
 mod session;
 mod sessions;
+mod worker;
 
 pub use contexts::{GpuContexts, Held};
 pub use ids::{NameId, ProofId, SpanId, StackId, ThreadId};
@@ -23,6 +24,7 @@ pub use proof::{Proof, SpanTree};
 pub use records::{Block, DeviceSpan, DropReport, Goodbye, Mark, Span, ThreadInfo};
 pub use series::{TimeSeries, Timed};
 pub use session::Session;
+pub use worker::worker_name;
 
 /// How much the model keeps.
 #[derive(Debug, Clone, Copy)]

@@ -4,10 +4,9 @@
 
 use super::record::Recorder;
 use super::socket::{self, Connection, Target};
-use super::{Held, LinkState, LinkStatus, Said, Source, SourceMsg};
+use super::{Control, Held, LinkState, LinkStatus, Said, Source, SourceMsg};
 use crate::capture::BlackBox;
 use crate::hold::Hold;
-use crate::input::Action;
 use crate::model::Model;
 use anyhow::Result;
 use probe_protocol::{Event, encode_frames};
@@ -228,21 +227,21 @@ impl Source for LiveSource {
         said
     }
 
-    fn control(&mut self, action: Action, model: &mut Model) -> Said {
+    fn control(&mut self, control: Control, model: &mut Model) -> Said {
         let mut said = Said::default();
-        match action {
-            Action::Pause => {
+        match control {
+            Control::TogglePause => {
                 self.paused = !self.paused;
                 if !self.paused {
                     self.resume(model, &mut said);
                 }
             }
-            Action::Record => {
+            Control::ToggleRecord => {
                 said.message = Some(if let Some((path, err)) = self.stop_recording() {
                     err.unwrap_or(format!("recording saved to {path}"))
                 } else {
                     match self.start_recording(model) {
-                        Ok(path) => format!("recording to {path} (r stops)"),
+                        Ok(path) => format!("recording to {path}"),
                         Err(e) => format!("cannot record: {e:#}"),
                     }
                 });
