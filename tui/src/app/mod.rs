@@ -287,13 +287,11 @@ impl App {
     /// with the key that stops it.
     pub fn control(&mut self, c: Control) -> usize {
         let mut said = self.session.control(c);
-        if c == Control::ToggleRecord && self.status().recording.is_some() {
-            if let Some(m) = said.message.as_mut() {
-                m.push_str(&format!(
-                    " ({} stops)",
-                    crate::input::key_of(Action::Record)
-                ));
-            }
+        if c == Control::ToggleRecord
+            && self.status().recording.is_some()
+            && let Some(m) = said.message.as_mut()
+        {
+            m.push_str(&format!(" ({} stops)", crate::input::key_of(Action::Record)));
         }
         self.take(said)
     }
