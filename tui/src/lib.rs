@@ -10,7 +10,6 @@ pub mod cli;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod exit;
-pub mod export;
 pub mod input;
 pub mod same_file;
 pub mod view;

@@ -458,7 +458,7 @@ fn import(x: &proofscope::cli::ImportArgs) -> Result<Exit> {
 }
 
 fn export(x: &proofscope::cli::ExportArgs) -> Result<Exit> {
-    proofscope::export::run(proofscope::export::ExportOpts {
+    proofscope_export::run(proofscope_export::ExportOpts {
         listen: x.listen.clone(),
         sockets: x.sockets.clone(),
         socket_dirs: if x.socket_dir.is_empty() {
@@ -478,7 +478,7 @@ fn export(x: &proofscope::cli::ExportArgs) -> Result<Exit> {
         },
         scan: x.scan,
         forget_after: x.forget_after,
-        host: x.host.clone().unwrap_or_else(proofscope::export::this_host),
+        host: x.host.clone().unwrap_or_else(proofscope_export::this_host),
         max_label_values: x.max_label_values as usize,
         capture: x.capture.opts(),
     })?;

@@ -291,7 +291,10 @@ impl App {
             && self.status().recording.is_some()
             && let Some(m) = said.message.as_mut()
         {
-            m.push_str(&format!(" ({} stops)", crate::input::key_of(Action::Record)));
+            m.push_str(&format!(
+                " ({} stops)",
+                crate::input::key_of(Action::Record)
+            ));
         }
         self.take(said)
     }

@@ -16,8 +16,6 @@ mod owned;
 mod process;
 mod watcher;
 
-pub use proofscope_engine::model::worker_name;
-
 use anyhow::{Context, Result};
 use metrics::Metrics;
 use probe_protocol::discovery;
