@@ -2,7 +2,7 @@
 //! (transport, pause, record), and what it said for the report. No terminal, no view.
 
 use crate::model::Model;
-use crate::source::{Control, LinkStatus, Said, Source};
+use crate::source::{ChildStatus, Control, LinkStatus, Said, Source};
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]
@@ -97,14 +97,9 @@ impl Controller {
         self.feed.lost_since()
     }
 
-    /// The prover the source started (`run`), as it stands.
-    pub fn child(&mut self) -> Option<crate::run::source::ChildStatus> {
-        self.feed.child()
-    }
-
-    /// Passes signal `sig` on; `true` when the run goes on until the source is done.
-    pub fn interrupt(&mut self, sig: i32) -> bool {
-        self.feed.interrupt(sig)
+    /// The prover the source started (`run`), as it stood after the last round.
+    pub fn child(&self) -> Option<ChildStatus> {
+        self.status().child
     }
 
     /// Stops the source; what the user should know.

@@ -1,7 +1,7 @@
 //! Keys → actions: one table ([`KEYS`]) from which the key handling, the help
 //! overlay and the footer are all made, so they cannot drift.
 
-use crate::view::Tab;
+use crate::panel::Tab;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use proofscope_engine::source::Control;
 
@@ -53,6 +53,15 @@ impl Action {
             _ => return None,
         })
     }
+}
+
+/// What typing the filter does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterKey {
+    Char(char),
+    Backspace,
+    Enter,
+    Escape,
 }
 
 /// When a binding does something.
@@ -379,8 +388,7 @@ pub fn mouse(m: crossterm::event::MouseEvent) -> Option<Pointer> {
 }
 
 /// A key while the filter is typed (`/`).
-pub fn filter_key(key: KeyEvent) -> Option<crate::view::FilterKey> {
-    use crate::view::FilterKey;
+pub fn filter_key(key: KeyEvent) -> Option<FilterKey> {
     if key.kind == KeyEventKind::Release {
         return None;
     }

@@ -11,5 +11,6 @@ pub mod cli;
 pub mod demo;
 pub mod exit;
 pub mod input;
+pub mod panel;
 pub mod same_file;
 pub mod view;

@@ -208,7 +208,7 @@ fn run_opts(report: &ReportArgs, memory: &MemoryArgs, live: Option<&LiveArgs>) -
         record,
         record_dir: live
             .and_then(|l| l.record_dir.clone())
-            .unwrap_or_else(proofscope_engine::source::record::default_record_dir),
+            .unwrap_or_else(proofscope_engine::tap::record::default_record_dir),
         capture: live.and_then(|l| l.capture.opts()),
     })
 }

@@ -7,7 +7,7 @@ mod common;
 use probe_protocol::{Event, FRAME_PREFIX_LEN, RecordingReader, decode_frame};
 use proofscope_engine::analysis::frames::who_of;
 use proofscope_engine::model::{Model, Retention};
-use proofscope_engine::source::record::Recorder;
+use proofscope_engine::tap::record::Recorder;
 use std::collections::HashMap;
 
 /// Every frame of a recording: its raw bytes and its events.

@@ -18,9 +18,9 @@ pub use trigger::{PhaseLimit, Trigger, parse_phase_limit};
 
 use crate::analysis::GapRule;
 use crate::analysis::settled::settled;
+use crate::file_name::{file_word, utc_stamp};
 use crate::model::{Model, Proof, ProofId, Session};
 use crate::report::{ProofReport, proof_report};
-use crate::source::record::{file_word, utc_stamp};
 use probe_protocol::{Event, encode_frame, encode_frames};
 use ring::FrameRing;
 use std::collections::HashMap;

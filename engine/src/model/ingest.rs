@@ -10,7 +10,7 @@ use super::early::Orphan;
 use super::ids::{NameId, ProofId, SpanId, StackId, ThreadId};
 use super::proof::{Proof, SpanTree, cost};
 use super::records::{DeviceSpan, DropReport, Goodbye, Mark, Span, ThreadInfo};
-use super::{Model, Session};
+use super::{Model, Origin, Session};
 use probe_protocol::markers::{self, Meaning};
 use probe_protocol::{Event, Hello, ProofBegin, ProofEnd};
 
@@ -134,6 +134,7 @@ impl Model {
             }
             None => {
                 self.sessions.push(Session {
+                    origin: Origin::of(&h),
                     hello: Some(h),
                     bytes: cost,
                     ..Session::default()

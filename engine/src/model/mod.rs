@@ -23,7 +23,7 @@ pub use ingest::{MAX_ARGS, cut};
 pub use proof::{Proof, SpanTree};
 pub use records::{Block, DeviceSpan, DropReport, Goodbye, Mark, Span, ThreadInfo};
 pub use series::{TimeSeries, Timed};
-pub use session::Session;
+pub use session::{Origin, Session};
 pub use worker::worker_name;
 
 /// How much the model keeps.

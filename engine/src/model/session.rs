@@ -12,9 +12,34 @@ use probe_protocol::{
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
+/// Where a session's stream was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// A prover's probe (live, or recorded).
+    #[default]
+    Probe,
+    /// A log imported (`import`, `replay LOG`): no process, no host, no telemetry; its times
+    /// the log's own.
+    Log,
+}
+
+impl Origin {
+    /// What a session's `Hello` says it came from: the importer marks the sessions it makes
+    /// (pid 0, its own clock), and this is the one place that reads the mark.
+    pub fn of(h: &Hello) -> Origin {
+        if h.pid == 0 && h.clock == crate::import::IMPORTED_CLOCK {
+            Origin::Log
+        } else {
+            Origin::Probe
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Session {
     pub(super) hello: Option<Hello>,
+    /// Set with the Hello.
+    pub(super) origin: Origin,
     /// Interned names by id. A map, not a dense vector: ids come from the stream, and a corrupt
     /// one must not make the viewer allocate gigabytes.
     pub(super) names: HashMap<NameId, String>,
@@ -98,12 +123,13 @@ impl Session {
         self.hello.as_ref()
     }
 
-    /// Whether the session was made from a log (`import`, `replay LOG`): no process, no host,
-    /// no telemetry; its times the log's own.
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    /// Whether the session was made from a log (see [`Origin::Log`]).
     pub fn from_log(&self) -> bool {
-        self.hello
-            .as_ref()
-            .is_some_and(|h| h.pid == 0 && h.clock == crate::import::IMPORTED_CLOCK)
+        self.origin == Origin::Log
     }
 
     /// The prover as the session names it.

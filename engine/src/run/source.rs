@@ -10,7 +10,7 @@ use super::stamps::{Joined, Stamper};
 use crate::import::feed::LogFeed;
 use crate::model::Model;
 use crate::source::live::LiveSource;
-use crate::source::{Control, LinkState, LinkStatus, Said, Source, Target, Transport};
+use crate::source::{ChildStatus, Control, LinkState, LinkStatus, Said, Source, Target, Transport};
 use anyhow::{Context, Result};
 use probe_protocol::{Event, Hello};
 use std::os::unix::net::UnixDatagram;
@@ -34,15 +34,6 @@ const SCAN_EVERY: Duration = Duration::from_millis(250);
 const DESCENDANT_SETTLE: Duration = Duration::from_millis(500);
 /// Messages from the relay taken per pump at most (the rest next time).
 const MSGS_PER_PUMP: usize = 4096;
-
-/// How the launched prover stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ChildStatus {
-    /// What the viewer should exit with, once the prover has: its code, or 128 + signal.
-    pub exit: Option<u8>,
-    /// The prover exited and everything it printed has been read.
-    pub drained: bool,
-}
 
 /// What starting the prover needs.
 #[derive(Debug)]
@@ -117,6 +108,8 @@ pub struct RunSource {
     preload_seen: Option<u32>,
     /// Every line has been placed and the log's last calls taken.
     log_done: bool,
+    /// How the prover stood after the last round.
+    child: ChildStatus,
 }
 
 impl RunSource {
@@ -157,6 +150,7 @@ impl RunSource {
             stamps_said: false,
             preload_seen: None,
             log_done: false,
+            child: ChildStatus::default(),
         })
     }
 
@@ -486,6 +480,7 @@ impl RunSource {
         if let (Some((status, why)), None) = (&self.failed, &said.message) {
             said.message = Some(format!("the prover did not start ({status}): {why}"));
         }
+        self.child = self.child_status();
     }
 
     /// Signals the prover (through the relay, which forwards it).
@@ -497,7 +492,7 @@ impl RunSource {
     }
 
     /// The prover, as it stands.
-    pub fn child_status(&mut self) -> ChildStatus {
+    fn child_status(&mut self) -> ChildStatus {
         // Its exit may be waiting in the channel.
         if self.exited.is_none() && self.failed.is_none() {
             self.drain_channel();
@@ -554,6 +549,10 @@ impl Source for RunSource {
     }
 
     fn control(&mut self, control: Control, model: &mut Model) -> Said {
+        if let Control::Signal(sig) = control {
+            self.signal(sig);
+            return Said::default();
+        }
         match self.live.as_mut() {
             Some(l) => l.control(control, model),
             None => Said::default(),
@@ -565,6 +564,7 @@ impl Source for RunSource {
             .live
             .as_ref()
             .map_or_else(LinkStatus::default, |l| l.status(model));
+        s.child = Some(self.child);
         let who = self.cmd.first().cloned().unwrap_or_default();
         if let Some((status, why)) = &self.failed {
             s.link = LinkState::Failed(format!("{who} did not start ({status}): {why}"));
@@ -593,15 +593,6 @@ impl Source for RunSource {
         if let Some(l) = self.live.as_mut() {
             l.relabel(label);
         }
-    }
-
-    fn child(&mut self) -> Option<ChildStatus> {
-        Some(self.child_status())
-    }
-
-    fn interrupt(&mut self, sig: i32) -> bool {
-        self.signal(sig);
-        true
     }
 
     fn finish(&mut self, model: &mut Model) -> Said {
@@ -647,6 +638,7 @@ impl Source for RunSource {
                 )
             });
         }
+        self.child = self.child_status();
         said
     }
 }

@@ -1,18 +1,18 @@
-//! A live prover as a [`Source`]: the transport thread's messages, the recorder (frames are
-//! written as they arrive), and the hold that keeps a paused view's events within the memory
-//! bound.
+//! A live prover as a [`Source`]: the transport thread's messages, the frame taps (recorder and
+//! black box: frames are handed on as they arrive), and the hold that keeps a paused view's
+//! events within the memory bound.
 
-use super::record::Recorder;
 use super::socket::{self, Connection, Target};
 use super::{Control, Held, LinkState, LinkStatus, Said, Source, SourceMsg};
 use crate::capture::BlackBox;
 use crate::hold::Hold;
 use crate::model::Model;
+use crate::tap::Taps;
 use anyhow::Result;
 use probe_protocol::{Event, encode_frames};
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// What a stopping viewer takes of what had already arrived, at most.
 const FINISH_DRAIN: Duration = Duration::from_millis(200);
@@ -23,15 +23,12 @@ pub struct LiveSource {
     /// Dropped to disconnect.
     live: Option<Connection>,
     link: LinkState,
-    recorder: Option<Recorder>,
-    /// Where `r` starts a new dated recording (`--record-dir`).
-    record_dir: PathBuf,
+    /// The recorder and the black box.
+    taps: Taps,
     paused: bool,
     /// Frames that arrived while the view was paused.
     hold: Hold,
     lost_since: Option<Instant>,
-    /// `--capture-dir`: the window around each anomalous proof, written to a file.
-    blackbox: Option<BlackBox>,
 }
 
 impl LiveSource {
@@ -43,22 +40,17 @@ impl LiveSource {
         model: &Model,
         blackbox: Option<BlackBox>,
     ) -> Result<LiveSource> {
+        let taps = Taps::new(record, record_dir, model, blackbox)?;
         let (tx, rx) = channel();
-        let mut a = LiveSource {
+        Ok(LiveSource {
             rx,
             live: Some(socket::connect(target, tx)?),
             link: LinkState::Idle,
-            recorder: None,
-            record_dir,
+            taps,
             paused: false,
             hold: Hold::default(),
             lost_since: None,
-            blackbox,
-        };
-        if let Some(p) = record {
-            a.recorder = Some(Recorder::create(&p, model.current())?);
-        }
-        Ok(a)
+        })
     }
 
     /// Follows another prover from here on (`run`: a process the prover started). What the
@@ -76,25 +68,6 @@ impl LiveSource {
         Ok(())
     }
 
-    /// `r`: a new dated recording in the record directory, from here on.
-    fn start_recording(&mut self, model: &Model) -> Result<String> {
-        let rec = Recorder::create_in(&self.record_dir, model.current(), SystemTime::now())?;
-        let path = rec.path.clone();
-        self.recorder = Some(rec);
-        Ok(path)
-    }
-
-    /// Closes the recording; its path, and an error message if closing failed.
-    fn stop_recording(&mut self) -> Option<(String, Option<String>)> {
-        let rec = self.recorder.take()?;
-        let path = rec.path.clone();
-        let err = rec
-            .finish()
-            .err()
-            .map(|e| format!("recording {path} failed: {e}"));
-        Some((path, err))
-    }
-
     /// Events made here rather than received (a child's log lines read by `run`, a `Hello`
     /// for a child with no probe): recorded and applied as a received frame would be.
     pub fn apply_local(&mut self, events: Vec<Event>, model: &mut Model, said: &mut Said) {
@@ -110,26 +83,11 @@ impl LiveSource {
             }
         };
         for raw in frames {
-            self.record(&raw, said);
             // The frames of one batch share its events' time span: a window takes them all.
-            if let Some(b) = &mut self.blackbox {
-                b.frame(&raw, &events);
-            }
+            let failed = self.taps.frame(&raw, &events);
+            said.fail(failed);
         }
         self.apply(events, model);
-    }
-
-    /// Writes a frame to the recording, if one is being made.
-    fn record(&mut self, raw: &[u8], said: &mut Said) {
-        if let Some(r) = self.recorder.as_mut()
-            && let Err(e) = r.frame(raw)
-        {
-            let why = format!("recording stopped: {e}");
-            said.message = Some(why.clone());
-            said.warnings.push(why.clone());
-            said.failed.get_or_insert(why);
-            self.stop_recording();
-        }
     }
 
     /// Ingests events, or holds them while the view is paused.
@@ -145,10 +103,8 @@ impl LiveSource {
         said.applied += 1;
         match msg {
             SourceMsg::Frame { raw, events } => {
-                self.record(&raw, said);
-                if let Some(b) = &mut self.blackbox {
-                    b.frame(&raw, &events);
-                }
+                let failed = self.taps.frame(&raw, &events);
+                said.fail(failed);
                 self.apply(events, model);
             }
             SourceMsg::Link(state) => {
@@ -178,13 +134,8 @@ impl LiveSource {
         if self.paused && !ended {
             return;
         }
-        let Some(b) = &mut self.blackbox else { return };
         let ended = ended || matches!(self.link, LinkState::Ended(_));
-        for outcome in b.scan(model, ended) {
-            let line = outcome.describe();
-            said.message = Some(line.clone());
-            said.warnings.push(line);
-        }
+        said.tell(self.taps.settle(model, ended));
     }
 
     /// Applies what was held while paused.
@@ -236,16 +187,7 @@ impl Source for LiveSource {
                     self.resume(model, &mut said);
                 }
             }
-            Control::ToggleRecord => {
-                said.message = Some(if let Some((path, err)) = self.stop_recording() {
-                    err.unwrap_or(format!("recording saved to {path}"))
-                } else {
-                    match self.start_recording(model) {
-                        Ok(path) => format!("recording to {path}"),
-                        Err(e) => format!("cannot record: {e:#}"),
-                    }
-                });
-            }
+            Control::ToggleRecord => said.message = Some(self.taps.toggle_recording(model)),
             _ => {}
         }
         said
@@ -254,12 +196,13 @@ impl Source for LiveSource {
     fn status(&self, _model: &Model) -> LinkStatus {
         LinkStatus {
             link: self.link.clone(),
-            recording: self.recorder.as_ref().map(|r| r.path.clone()),
+            recording: self.taps.recording().map(str::to_owned),
             transport: None,
             paused: self.paused.then_some(Held {
                 events: self.hold.events,
                 dropped: self.hold.dropped,
             }),
+            child: None,
         }
     }
 
@@ -284,11 +227,7 @@ impl Source for LiveSource {
         }
         self.resume(model, &mut said);
         self.paused = false;
-        self.judge(model, &mut said, true);
-        if let Some(e) = self.stop_recording().and_then(|(_, e)| e) {
-            said.message = Some(e.clone());
-            said.warnings.push(e);
-        }
+        said.tell(self.taps.finish(model));
         said
     }
 }

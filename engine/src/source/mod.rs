@@ -5,7 +5,6 @@
 //! source, not in the model or the app loop.
 
 pub mod live;
-pub mod record;
 pub mod replay;
 pub mod socket;
 pub mod tape;
@@ -34,6 +33,9 @@ pub enum Control {
     NextProof,
     /// A replay seeks to its last frame.
     Last,
+    /// A signal the viewer got, passed on to the prover the source started (`run`), whose
+    /// run then goes on until it exits.
+    Signal(i32),
 }
 
 /// Whether a replay's clock runs.
@@ -113,6 +115,24 @@ pub struct Said {
     pub failed: Option<String>,
 }
 
+impl Said {
+    /// Lines for the footer (the last one shown) and the report.
+    pub fn tell(&mut self, lines: Vec<String>) {
+        if let Some(last) = lines.last() {
+            self.message = Some(last.clone());
+        }
+        self.warnings.extend(lines);
+    }
+
+    /// Something the user asked for failed: told, and the run's first failure kept.
+    pub fn fail(&mut self, why: Option<String>) {
+        if let Some(why) = why {
+            self.failed.get_or_insert_with(|| why.clone());
+            self.tell(vec![why]);
+        }
+    }
+}
+
 /// A paused view: events the live source holds back for the resume, and those it dropped
 /// because the hold was full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -132,6 +152,17 @@ pub struct LinkStatus {
     pub transport: Option<Transport>,
     /// `Some` while paused (live: what is held back).
     pub paused: Option<Held>,
+    /// The prover the source started (`run`), as it stood after the last round.
+    pub child: Option<ChildStatus>,
+}
+
+/// How the launched prover stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChildStatus {
+    /// What the viewer should exit with, once the prover has: its code, or 128 + signal.
+    pub exit: Option<u8>,
+    /// The prover exited and everything it printed has been read.
+    pub drained: bool,
 }
 
 impl LinkStatus {
@@ -165,15 +196,6 @@ pub trait Source: std::fmt::Debug {
     }
     /// Names the source in the header (tests give recordings stable names).
     fn relabel(&mut self, _label: String) {}
-    /// The prover this source started (`run`): how it stands.
-    fn child(&mut self) -> Option<crate::run::source::ChildStatus> {
-        None
-    }
-    /// The viewer got signal `sig`: `true` when the source passed it on and the run goes on
-    /// until the source is done (`run` forwards it to its prover); `false`: stop now.
-    fn interrupt(&mut self, _sig: i32) -> bool {
-        false
-    }
     /// Stops: a recording is closed, pending captures written, a connection dropped; what
     /// the user should know.
     fn finish(&mut self, model: &mut Model) -> Said;

@@ -168,6 +168,7 @@ impl Source for ReplaySource {
                 let last = r.frame_count().saturating_sub(1);
                 return self.seek(last, model);
             }
+            Control::Signal(_) => {}
             Control::ToggleRecord => {
                 return Said {
                     message: Some("a replay is already a recording".into()),
@@ -191,6 +192,7 @@ impl Source for ReplaySource {
             recording: None,
             transport: Some(self.transport()),
             paused: r.paused.then_some(Held::default()),
+            child: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! Signals (SIGINT, SIGTERM) stop it like a condition does.
 
 use super::App;
+use proofscope_engine::source::Control;
 use proofscope_engine::source::LinkState;
 use std::time::{Duration, Instant};
 
@@ -46,14 +47,11 @@ fn should_stop_child(
     forwarded: &mut bool,
 ) -> Option<bool> {
     let child = app.session.child()?;
-    if proofscope_engine::signals::caught().is_some() && !*forwarded {
+    if let Some(sig) = proofscope_engine::signals::caught()
+        && !*forwarded
+    {
         *forwarded = true;
-        if !app
-            .session
-            .interrupt(proofscope_engine::signals::caught().unwrap_or(0))
-        {
-            return Some(true);
-        }
+        app.session.control(Control::Signal(sig));
     }
     let done = app.model().proofs_done_live();
     Some(

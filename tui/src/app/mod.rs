@@ -50,7 +50,7 @@ impl Default for RunOpts {
             retention: Retention::default(),
             rule: GapRule::default(),
             record: None,
-            record_dir: proofscope_engine::source::record::default_record_dir(),
+            record_dir: proofscope_engine::tap::record::default_record_dir(),
             capture: None,
         }
     }

@@ -12,7 +12,9 @@ pub mod session;
 mod state;
 mod stats;
 pub mod transport;
-pub use state::{FilterKey, Tab, ViewState};
+pub use crate::input::FilterKey;
+pub use crate::panel::Tab;
+pub use state::ViewState;
 pub use stats::{Comparison, Verdict};
 pub mod timeline;
 

@@ -3,47 +3,10 @@
 //! link's status.
 
 use super::order::{ProofOrder, listed};
-use crate::input::Action;
+use crate::input::{Action, FilterKey};
+use crate::panel::Tab;
 use proofscope_engine::analysis::GapRule;
 use proofscope_engine::model::{Model, Proof, ProofKey, Session};
-
-/// The right-hand panels, in tab order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Tab {
-    #[default]
-    Timeline,
-    Gaps,
-    Memory,
-    Gpu,
-    Stats,
-}
-
-impl Tab {
-    pub const ALL: [Tab; 5] = [Tab::Timeline, Tab::Gaps, Tab::Memory, Tab::Gpu, Tab::Stats];
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Tab::Timeline => "Timeline",
-            Tab::Gaps => "Gaps",
-            Tab::Memory => "Memory",
-            Tab::Gpu => "GPU",
-            Tab::Stats => "Stats",
-        }
-    }
-
-    pub fn next(self) -> Tab {
-        self.step(1)
-    }
-
-    pub fn prev(self) -> Tab {
-        self.step(Tab::ALL.len() - 1)
-    }
-
-    fn step(self, by: usize) -> Tab {
-        let i = Tab::ALL.iter().position(|t| *t == self).unwrap_or(0);
-        Tab::ALL[(i + by) % Tab::ALL.len()]
-    }
-}
 
 /// Most zoom: 1/4096 of a proof across the panel.
 const MAX_ZOOM: f64 = 4096.0;
@@ -246,15 +209,6 @@ impl ViewState {
             }
         }
     }
-}
-
-/// What typing the filter does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FilterKey {
-    Char(char),
-    Backspace,
-    Enter,
-    Escape,
 }
 
 impl ViewState {

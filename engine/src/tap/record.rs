@@ -5,6 +5,7 @@
 //! buffer), so that when a write fails (a full disk) the file can be cut back to its last
 //! whole frame: what was recorded stays readable to the end.
 
+use crate::file_name::{file_word, utc_stamp};
 use crate::model::Session;
 use anyhow::{Context, Result};
 use probe_protocol::{RecordingWriter, encode_frames};
@@ -99,27 +100,6 @@ fn dated_stem(prover: &str, now: SystemTime) -> String {
         "" => format!("proofscope-{stamp}"),
         p => format!("proofscope-{p}-{stamp}"),
     }
-}
-
-/// `20261202T141404Z`: a UTC time for a file name (sorts as time, no `:` for other systems).
-pub fn utc_stamp(t: SystemTime) -> String {
-    humantime::format_rfc3339_seconds(t)
-        .to_string()
-        .chars()
-        .filter(|c| !matches!(c, '-' | ':'))
-        .collect()
-}
-
-/// `s` as one word of a file name: runs of anything but ASCII letters and digits become one
-/// `-`, none at either end.
-pub fn file_word(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect::<String>()
-        .split('-')
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join("-")
 }
 
 /// Where `r` records without `--record-dir`: `$XDG_DATA_HOME/proofscope/recordings`, else
