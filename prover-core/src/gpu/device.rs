@@ -3,6 +3,7 @@
 
 use super::GpuError;
 use super::kernels::{self, Kernels};
+use super::launch::Grid;
 use super::staging::Stager;
 use super::tables::{self, K_MAX};
 use blstrs::Scalar;
@@ -73,9 +74,9 @@ pub struct Device {
     sizes: Mutex<HashMap<u32, Arc<SizeTables>>>,
     /// Page-locked buffers for uploads from pageable memory.
     pub stager: Stager,
+    /// Its SM count, which sizes every grid-stride launch.
+    pub grid: Grid,
 }
-
-const THREADS: u32 = 256;
 
 /// One launch of `ntt_pass`: stages s0 .. s0 + k, DIF or DIT, forward or inverse roots.
 #[derive(Debug, Clone, Copy)]
@@ -84,15 +85,6 @@ struct Pass {
     k: u32,
     dif: bool,
     inverse: bool,
-}
-
-pub(crate) fn grid_for(n: u64) -> LaunchConfig {
-    let blocks = n.div_ceil(THREADS as u64).clamp(1, 132 * 32) as u32;
-    LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (THREADS, 1, 1),
-        shared_mem_bytes: 0,
-    }
 }
 
 impl Device {
@@ -109,6 +101,7 @@ impl Device {
             .clone_htod(tables::limbs(&tables::local(true)))
             .map_err(GpuError::driver)?;
         let nvml_index = nvml_index(&ctx, index);
+        let grid = Grid::of(&ctx);
         Ok(Device {
             index,
             nvml_index,
@@ -121,6 +114,7 @@ impl Device {
             local_inv,
             sizes: Mutex::new(HashMap::new()),
             stager: Stager::new(nvml_index),
+            grid,
         })
     }
 
@@ -171,7 +165,7 @@ impl Device {
                     .arg(&count)
                     .arg(&t.lo)
                     .arg(&t.hi)
-                    .launch(grid_for(count))
+                    .launch(self.grid.elements(count))
             }
             .map_err(GpuError::driver)?;
             t.full = Some(full);
@@ -395,7 +389,7 @@ impl Device {
                 .arg(&br)
                 .arg(&p.lo)
                 .arg(&p.hi)
-                .launch(grid_for(1 << log))
+                .launch(self.grid.elements(1 << log))
         }
         .map_err(GpuError::driver)?;
         Ok(())
@@ -420,7 +414,7 @@ impl Device {
                 .arg(c)
                 .arg(&t.z_inv)
                 .arg(&n)
-                .launch(grid_for(n))
+                .launch(self.grid.elements(n))
         }
         .map_err(GpuError::driver)?;
         Ok(())
@@ -441,7 +435,7 @@ impl Device {
                 .arg(src)
                 .arg(dst)
                 .arg(&log)
-                .launch(grid_for(1 << log))
+                .launch(self.grid.elements(1 << log))
         }
         .map_err(GpuError::driver)?;
         Ok(())

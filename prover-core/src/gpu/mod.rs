@@ -5,7 +5,11 @@
 
 mod backend;
 mod device;
+mod group;
 mod kernels;
+mod launch;
+mod layout;
+mod levels;
 mod msm;
 pub mod msm_bench;
 mod set;
@@ -17,13 +21,12 @@ mod timing;
 pub use backend::GpuBackend;
 pub use backend::bench as backend_bench;
 pub use device::{Device, DeviceFr, NttOp};
+pub use group::{Accumulate, MsmGroup};
 pub use kernels::{nvrtc_version, precompile as precompile_kernels, source as kernel_source};
-pub use msm::{
-    Accumulate, DeviceBases, JAC_LIMBS, MsmBases, MsmGroup, MsmPlan, MsmScalars, combine_windows,
-    jac_to_g1,
-};
+pub use launch::Grid;
+pub use layout::{JAC_LIMBS, JAC2_LIMBS, g2_limbs, jac_to_g1, jac_to_g2};
+pub use msm::{DeviceBases, MsmBases, MsmPlan, MsmScalars, combine_windows};
 pub use set::GpuSet;
-pub use sums::{JAC2_LIMBS, g2_limbs, jac_to_g2};
 pub use tables::{g1_limbs, limbs};
 pub use timing::{GpuTimeline, TimedOp};
 

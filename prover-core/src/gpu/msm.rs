@@ -5,123 +5,16 @@
 //! live on the device (the H MSM takes the NTT output in place).
 
 use super::GpuError;
-use super::device::{Device, DeviceFr, grid_for};
-use super::kernels::Kernels;
+use super::device::{Device, DeviceFr};
+use super::group::{Accumulate, MsmGroup};
+use super::launch::BUCKET_BLOCKS_PER_SM;
+use super::levels::Partials;
 use super::tables;
 use super::timing::{GpuTimeline, TimedOp, finish, start_if, timed};
-use blst::{blst_fp, blst_p1};
 use blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
-use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg,
-};
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PinnedHostSlice, PushKernelArg};
 use group::Group;
 use std::sync::Arc;
-
-/// Words of one Jacobian point as the kernels write it (blst's `blst_p1`: x, y, z limbs).
-pub const JAC_LIMBS: usize = 18;
-
-/// How the first accumulation pass (from affine bases: most of an MSM's time) is launched,
-/// for G1. At ptxas -O3 the pass spilled 200 B at the narrow shape (128 registers) and 24 B at
-/// the wide one (168), sppark's accumulation shape (`__launch_bounds__(384)`), and wide was
-/// faster (2^24, bases resident, scalars page-locked: 198.1 against 218.4 ms). With the MSM
-/// module at -O1 and the field's sums as carry chains neither spills (128 and 122 registers),
-/// and narrow's 16 warps an SM beat wide's 12 at every size, in both rounds of one run on the
-/// H200 (145.1–145.2 against 148.4 ms at 2^24, 46.6 against 47.8 at 2^22; `bash
-/// tools/gpu-ptxas.sh`, docs/BENCHMARKS.md): narrow is the default again. G2 has one shape
-/// (its launch bounds already allow 255 registers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Accumulate {
-    /// 256 threads a block, 2 blocks an SM (at most 128 registers).
-    #[default]
-    Narrow,
-    /// 384 threads a block, 1 block an SM (at most 168 registers).
-    Wide,
-}
-
-/// The name `--msm-accumulate` takes.
-impl std::fmt::Display for Accumulate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let value = clap::ValueEnum::to_possible_value(self).ok_or(std::fmt::Error)?;
-        f.pad(value.get_name())
-    }
-}
-
-/// A group's kernels of the Pippenger passes: the MSM's, and batch addition's, which stops
-/// after the accumulation.
-#[derive(Debug, Clone, Copy)]
-pub struct GroupKernels<'k> {
-    pub accumulate_affine: &'k CudaFunction,
-    /// Threads of an `accumulate_affine` block (its launch bounds).
-    pub affine_threads: u32,
-    pub accumulate_xyzz: &'k CudaFunction,
-    pub window_reduce: &'k CudaFunction,
-    /// Each bucket's one sum as a Jacobian point (batch addition's end).
-    pub sums_to_jac: &'k CudaFunction,
-}
-
-/// A group the device's Pippenger passes run in (the MSM and batch addition): its kernels,
-/// and the layout and launch bounds they have.
-pub trait MsmGroup: Group + Copy {
-    /// u64 words of an XYZZ accumulator and of a Jacobian point on the device.
-    const XYZZ_WORDS: usize;
-    const JAC_WORDS: usize;
-    /// Threads of an XYZZ accumulation block and of a window-reduction block (the kernels'
-    /// launch bounds: a G2 accumulator is twice a G1 one).
-    const ACCUMULATE_THREADS: u32;
-    const REDUCE_THREADS: u32;
-    /// Names of batch addition's timed passes: the first (from affine bases), the later ones.
-    const SUMS_PASSES: [&'static str; 2];
-    /// The kernels, the affine pass at `shape` where the group has several.
-    fn kernels(k: &Kernels, shape: Accumulate) -> GroupKernels<'_>;
-    /// A Jacobian point as the kernels write it.
-    fn from_jac(words: &[u64]) -> Self;
-}
-
-impl MsmGroup for G1Projective {
-    const XYZZ_WORDS: usize = 24;
-    const JAC_WORDS: usize = JAC_LIMBS;
-    const ACCUMULATE_THREADS: u32 = 256;
-    /// MSM_REDUCE_THREADS in msm.cu.
-    const REDUCE_THREADS: u32 = 128;
-    const SUMS_PASSES: [&'static str; 2] = ["g1_sums", "g1_sums_xyzz"];
-    fn kernels(k: &Kernels, shape: Accumulate) -> GroupKernels<'_> {
-        let (accumulate_affine, affine_threads) = match shape {
-            Accumulate::Narrow => (&k.msm_accumulate_affine, 256),
-            Accumulate::Wide => (&k.msm_accumulate_affine_wide, 384),
-        };
-        GroupKernels {
-            accumulate_affine,
-            affine_threads,
-            accumulate_xyzz: &k.msm_accumulate_xyzz,
-            window_reduce: &k.msm_window_reduce,
-            sums_to_jac: &k.g1_sums_to_jac,
-        }
-    }
-    fn from_jac(words: &[u64]) -> Self {
-        jac_to_g1(words.try_into().expect("JAC_LIMBS words"))
-    }
-}
-
-impl MsmGroup for G2Projective {
-    const XYZZ_WORDS: usize = 48;
-    const JAC_WORDS: usize = super::sums::JAC2_LIMBS;
-    const ACCUMULATE_THREADS: u32 = 128;
-    /// G2_REDUCE_THREADS in msm.cu.
-    const REDUCE_THREADS: u32 = 64;
-    const SUMS_PASSES: [&'static str; 2] = ["g2_sums", "g2_sums_xyzz"];
-    fn kernels(k: &Kernels, _: Accumulate) -> GroupKernels<'_> {
-        GroupKernels {
-            accumulate_affine: &k.g2_accumulate_affine,
-            affine_threads: Self::ACCUMULATE_THREADS,
-            accumulate_xyzz: &k.g2_accumulate_xyzz,
-            window_reduce: &k.g2_window_reduce,
-            sums_to_jac: &k.g2_sums_to_jac,
-        }
-    }
-    fn from_jac(words: &[u64]) -> Self {
-        super::sums::jac_to_g2(words.try_into().expect("JAC2_LIMBS words"))
-    }
-}
 
 /// How one MSM is cut up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,20 +84,8 @@ impl MsmPlan {
     /// Passes over partial sums after the first, for buckets of at most `most` entries (n
     /// for an MSM of n points): each pass divides what a bucket holds by k.
     pub fn levels(&self, most: usize) -> u32 {
-        levels(most, self.k)
+        super::levels::levels(most, self.k)
     }
-}
-
-/// Passes over partial sums after the first accumulation, for buckets (or batch addition's
-/// lists) of at most `most` entries summed by runs of `k`: each pass divides by k.
-pub(super) fn levels(most: usize, k: u32) -> u32 {
-    let mut cap = most.div_ceil(k as usize);
-    let mut l = 0;
-    while cap > 1 {
-        cap = cap.div_ceil(k as usize);
-        l += 1;
-    }
-    l
 }
 
 /// As `prover gpu-bench` prints a plan.
@@ -219,21 +100,6 @@ impl std::fmt::Display for MsmPlan {
             self.accumulate
         )
     }
-}
-
-/// A Jacobian point in the kernels' layout as a blstrs point.
-pub fn jac_to_g1(l: &[u64; JAC_LIMBS]) -> G1Projective {
-    let fp = |i: usize| blst_fp {
-        l: [l[i], l[i + 1], l[i + 2], l[i + 3], l[i + 4], l[i + 5]],
-    };
-    let raw = blst_p1 {
-        x: fp(0),
-        y: fp(6),
-        z: fp(12),
-    };
-    // SAFETY: G1Projective is `#[repr(transparent)]` over blst_p1; the kernels write points of
-    // the curve (or Z = 0, blst's identity) in Montgomery form, fully reduced.
-    unsafe { std::mem::transmute::<blst_p1, G1Projective>(raw) }
 }
 
 /// Σ over windows of 2^(c·w) · (Σ of the window's `groups` parts), Horner from the top window.
@@ -267,14 +133,6 @@ struct Sorted {
     off: CudaSlice<u32>,
     /// Scalars uploaded for this MSM, kept as long as the MSM they were sorted for.
     _scalars: Option<CudaSlice<u64>>,
-}
-
-fn cfg(blocks: u64, threads: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (blocks.clamp(1, 132 * 64) as u32, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
-    }
 }
 
 /// Where the bases of an MSM are.
@@ -505,31 +363,6 @@ impl Device {
         Ok(sorted)
     }
 
-    pub(super) fn scan(
-        &self,
-        s: &Arc<CudaStream>,
-        input: &CudaSlice<u32>,
-        out: &mut CudaSlice<u32>,
-        m: u32,
-        div: u32,
-        from_offsets: bool,
-    ) -> Result<(), GpuError> {
-        let from = from_offsets as u32;
-        // SAFETY: `input` holds m (counts) or m + 1 (offsets) words, `out` m + 2; one block
-        // of 1024 threads as the kernel requires.
-        unsafe {
-            s.launch_builder(&self.kernels.msm_scan)
-                .arg(input)
-                .arg(out)
-                .arg(&m)
-                .arg(&div)
-                .arg(&from)
-                .launch(cfg(1, 1024))
-        }
-        .map_err(GpuError::driver)?;
-        Ok(())
-    }
-
     /// Digits, bucket counts, offsets and the counting sort of the entries.
     fn msm_sort(
         &self,
@@ -555,7 +388,7 @@ impl Device {
                     .arg(&windows)
                     .arg(&mut digits)
                     .arg(&mut counts)
-                    .launch(grid_for(n64))
+                    .launch(self.grid.elements(n64))
             }
             .map_err(GpuError::driver)
         })?;
@@ -580,7 +413,7 @@ impl Device {
                     .arg(&windows)
                     .arg(&mut cursor)
                     .arg(&mut sorted)
-                    .launch(grid_for(n64))
+                    .launch(self.grid.elements(n64))
             }
             .map_err(GpuError::driver)
         })?;
@@ -608,10 +441,9 @@ impl Device {
         let (k, m) = (plan.k, plan.slots());
         let mu = m as usize;
         let kernels = P::kernels(&self.kernels, plan.accumulate);
-        let threads = P::ACCUMULATE_THREADS;
         let affine_threads = kernels.affine_threads;
         // Upper bounds of what each pass produces: ⌈count/k⌉ summed ≤ total/k + slots.
-        let mut bound = entries.div_ceil(k as usize) + mu;
+        let bound = entries.div_ceil(k as usize) + mu;
         let mut off_cur = s.alloc_zeros::<u32>(mu + 2).map_err(GpuError::driver)?;
         // SAFETY: the pass writes items [0, off_cur[m]) before anything reads them.
         let mut items =
@@ -629,37 +461,32 @@ impl Device {
                     .arg(&m)
                     .arg(&k)
                     .arg(&mut items)
-                    .launch(cfg(
-                        bound.div_ceil(affine_threads as usize) as u64,
-                        affine_threads,
-                    ))
+                    .launch(
+                        self.grid
+                            .items(bound as u64, affine_threads, BUCKET_BLOCKS_PER_SM),
+                    )
             }
             .map_err(GpuError::driver)
         })?;
-        for _ in 0..plan.levels(most) {
-            bound = bound.div_ceil(k as usize) + mu;
-            let mut off_next = s.alloc_zeros::<u32>(mu + 2).map_err(GpuError::driver)?;
-            // SAFETY: written below off_next[m] ≤ bound before being read.
-            let mut next =
-                unsafe { s.alloc::<u64>(bound * P::XYZZ_WORDS) }.map_err(GpuError::driver)?;
-            timed(tl, "msm_buckets_xyzz", 0, s, || {
-                self.scan(s, &off_cur, &mut off_next, m, k, true)?;
-                // SAFETY: reads items within off_cur's ranges; writes below off_next[m].
-                unsafe {
-                    s.launch_builder(kernels.accumulate_xyzz)
-                        .arg(&items)
-                        .arg(&off_cur)
-                        .arg(&off_next)
-                        .arg(&m)
-                        .arg(&k)
-                        .arg(&mut next)
-                        .launch(cfg(bound.div_ceil(threads as usize) as u64, threads))
-                }
-                .map_err(GpuError::driver)
-            })?;
-            items = next;
-            off_cur = off_next;
-        }
+        let first = Partials {
+            items,
+            off: off_cur,
+            bound,
+        };
+        let Partials {
+            items,
+            off: off_cur,
+            ..
+        } = self.reduce_levels::<P>(
+            s,
+            kernels.accumulate_xyzz,
+            first,
+            m,
+            k,
+            plan.levels(most),
+            "msm_buckets_xyzz",
+            tl,
+        )?;
         let parts_len = (plan.windows() * plan.groups) as usize * P::JAC_WORDS;
         // SAFETY: every block writes its one point.
         let mut parts = unsafe { s.alloc::<u64>(parts_len) }.map_err(GpuError::driver)?;

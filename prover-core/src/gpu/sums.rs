@@ -6,56 +6,18 @@
 
 use super::GpuError;
 use super::device::Device;
-use super::msm::{DeviceBases, MsmGroup};
+use super::group::{Accumulate, MsmGroup};
+use super::launch::BUCKET_BLOCKS_PER_SM;
+use super::layout::g2_limbs;
+use super::levels::{Partials, levels};
+use super::msm::DeviceBases;
 use super::timing::{GpuTimeline, timed};
-use blst::{blst_fp, blst_fp2, blst_p2};
 use blstrs::{G1Projective, G2Affine, G2Projective};
-use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
 use std::sync::Arc;
-
-/// Words of one G2 Jacobian point as the kernels write it (blst's `blst_p2`).
-pub const JAC2_LIMBS: usize = 36;
 
 /// Points (then partial sums) one thread adds in an accumulation pass.
 const K: u32 = 32;
-
-fn cfg(items: usize, threads: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (
-            (items.div_ceil(threads as usize)).clamp(1, 132 * 64) as u32,
-            1,
-            1,
-        ),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
-
-/// A G2 Jacobian point in the kernels' layout as a blstrs point.
-pub fn jac_to_g2(l: &[u64; JAC2_LIMBS]) -> G2Projective {
-    let fp = |i: usize| blst_fp {
-        l: [l[i], l[i + 1], l[i + 2], l[i + 3], l[i + 4], l[i + 5]],
-    };
-    let fp2 = |i: usize| blst_fp2 {
-        fp: [fp(i), fp(i + 6)],
-    };
-    let raw = blst_p2 {
-        x: fp2(0),
-        y: fp2(12),
-        z: fp2(24),
-    };
-    // SAFETY: G2Projective is `#[repr(transparent)]` over blst_p2; the kernels write points of
-    // the curve (or Z = 0, blst's identity) in Montgomery form, fully reduced.
-    unsafe { std::mem::transmute::<blst_p2, G2Projective>(raw) }
-}
-
-/// The u64 words of G2 affine points as they lie in memory (24 a point).
-pub fn g2_limbs(v: &[G2Affine]) -> &[u64] {
-    // SAFETY: G2Affine is `#[repr(transparent)]` over blst_p2_affine, `#[repr(C)]` `{ x, y }`
-    // of blst_fp2 `{ fp: [blst_fp; 2] }`, each `{ l: [u64; 6] }`: n points are 24n u64s with
-    // the same alignment.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u64>(), v.len() * 24) }
-}
 
 /// One set of index lists and the device bases summed over it: B's G1 and G2 queries share
 /// their lists (one upload for both), L and A each sum theirs in G1.
@@ -209,9 +171,9 @@ impl Device {
         let s = &self.compute;
         // The shape batch addition was measured with (2026-12-04, and at ptxas -O1 on
         // 2026-12-05), which is also the MSM's default since.
-        let kernels = P::kernels(&self.kernels, super::msm::Accumulate::Narrow);
+        let kernels = P::kernels(&self.kernels, Accumulate::Narrow);
         // Upper bounds of what each pass produces: ⌈count/K⌉ summed ≤ total/K + lists.
-        let mut bound = total.div_ceil(K as usize) + lists.len();
+        let bound = total.div_ceil(K as usize) + lists.len();
         let mut off_cur = s
             .alloc_zeros::<u32>(lists.len() + 2)
             .map_err(GpuError::driver)?;
@@ -231,36 +193,33 @@ impl Device {
                     .arg(&m)
                     .arg(&K)
                     .arg(&mut items)
-                    .launch(cfg(bound, kernels.affine_threads))
+                    .launch(self.grid.items(
+                        bound as u64,
+                        kernels.affine_threads,
+                        BUCKET_BLOCKS_PER_SM,
+                    ))
             }
             .map_err(GpuError::driver)
         })?;
-        for _ in 0..super::msm::levels(most, K) {
-            bound = bound.div_ceil(K as usize) + lists.len();
-            let mut off_next = s
-                .alloc_zeros::<u32>(lists.len() + 2)
-                .map_err(GpuError::driver)?;
-            // SAFETY: written below off_next[m] ≤ bound before being read.
-            let mut next =
-                unsafe { s.alloc::<u64>(bound * P::XYZZ_WORDS) }.map_err(GpuError::driver)?;
-            timed(tl, P::SUMS_PASSES[1], 0, s, || {
-                self.scan(s, &off_cur, &mut off_next, m, K, true)?;
-                // SAFETY: reads items within off_cur's ranges; writes below off_next[m].
-                unsafe {
-                    s.launch_builder(kernels.accumulate_xyzz)
-                        .arg(&items)
-                        .arg(&off_cur)
-                        .arg(&off_next)
-                        .arg(&m)
-                        .arg(&K)
-                        .arg(&mut next)
-                        .launch(cfg(bound, P::ACCUMULATE_THREADS))
-                }
-                .map_err(GpuError::driver)
-            })?;
-            items = next;
-            off_cur = off_next;
-        }
+        let first = Partials {
+            items,
+            off: off_cur,
+            bound,
+        };
+        let Partials {
+            items,
+            off: off_cur,
+            ..
+        } = self.reduce_levels::<P>(
+            s,
+            kernels.accumulate_xyzz,
+            first,
+            m,
+            K,
+            levels(most, K),
+            P::SUMS_PASSES[1],
+            tl,
+        )?;
         // SAFETY: the kernel writes every list's point.
         let mut out =
             unsafe { s.alloc::<u64>(lists.len() * P::JAC_WORDS) }.map_err(GpuError::driver)?;
@@ -271,7 +230,10 @@ impl Device {
                 .arg(&off_cur)
                 .arg(&m)
                 .arg(&mut out)
-                .launch(cfg(lists.len(), 64))
+                .launch(
+                    self.grid
+                        .items(lists.len() as u64, 64, BUCKET_BLOCKS_PER_SM),
+                )
         }
         .map_err(GpuError::driver)?;
         Ok(out)
