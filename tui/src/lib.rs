@@ -7,6 +7,7 @@
 pub mod app;
 pub mod child;
 pub mod cli;
+pub mod commands;
 #[cfg(feature = "demo")]
 pub mod demo;
 pub mod exit;

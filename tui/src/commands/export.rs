@@ -1,0 +1,36 @@
+//! `proofscope export`: the Prometheus exporter (crate `proofscope-export`), from the command
+//! line's options.
+
+use crate::exit::Exit;
+use anyhow::Result;
+use probe_protocol::discovery as discover;
+use proofscope_engine::model::Retention;
+
+/// Runs the exporter until it is stopped.
+pub(crate) fn export(x: &crate::cli::ExportArgs) -> Result<Exit> {
+    proofscope_export::run(proofscope_export::ExportOpts {
+        listen: x.listen.clone(),
+        sockets: x.sockets.clone(),
+        socket_dirs: if x.socket_dir.is_empty() {
+            discover::socket_dirs()
+        } else {
+            x.socket_dir.clone()
+        },
+        rule: x.gap.rule(),
+        // Proofs are counted as they settle: the model keeps a few, for the analysis of the
+        // next ones and the releases that follow them — and every proof of one collector
+        // cycle, whose slow events (ProofBegin, ProofEnd) all come before its spans' edges: a
+        // fast prover on a loaded machine put more than 16 proofs in a cycle, and they were
+        // evicted before they could settle. The byte budget bounds what they cost.
+        retention: Retention {
+            max_proofs: 256,
+            max_bytes: (x.max_mib_per_prover as usize) << 20,
+        },
+        scan: x.scan,
+        forget_after: x.forget_after,
+        host: x.host.clone().unwrap_or_else(proofscope_export::this_host),
+        max_label_values: x.max_label_values as usize,
+        capture: x.capture.opts(),
+    })?;
+    Ok(Exit::Ok)
+}
