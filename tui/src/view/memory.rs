@@ -1,8 +1,10 @@
 //! Memory on the proof's time axis: live bytes and RSS, release markers, time spent freeing.
 
 use super::{ViewState, bold, dim};
+use probe_protocol::AllocSample;
+use proofscope_engine::analysis::releases::{ProofReleases, ReleaseGroup};
 use proofscope_engine::format::{bytes, dur};
-use proofscope_engine::model::Model;
+use proofscope_engine::model::{Block, Model, Proof, Session};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
@@ -30,8 +32,24 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let [summary, chart] =
         Layout::vertical([Constraint::Length(2), Constraint::Min(3)]).areas(area);
     let samples = s.alloc_samples().range(from, to.saturating_add(1));
-    // The proof's releases as the report counts them (one function, one definition): the
-    // chart shows the window, the line says what the proof freed and where.
+    Paragraph::new(super::fit_lines(
+        summary_lines(s, p, samples),
+        summary.width,
+    ))
+    .render(summary, buf);
+    if samples.is_empty() {
+        Paragraph::new("no allocator samples in this window")
+            .style(dim())
+            .render(chart, buf);
+        return;
+    }
+    let releases = s.releases().range(from, to.saturating_add(1));
+    render_chart(samples, releases, (from, to), a, chart, buf);
+}
+
+/// The two summary lines: the window's peaks, and what the proof freed and where — its
+/// releases as the report counts them (one function, one definition).
+fn summary_lines(s: &Session, p: &Proof, samples: &[AllocSample]) -> Vec<Line<'static>> {
     let rel = proofscope_engine::analysis::releases::proof_releases(
         s,
         p,
@@ -41,6 +59,34 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let count: usize = groups.iter().map(|g| g.1.count).sum();
     let freed: u64 = groups.iter().map(|g| g.1.bytes).sum();
     let freeing: u64 = groups.iter().map(|g| g.1.inside_ns).sum();
+    let top = top_freer(&groups);
+    let places = where_freed(&rel);
+    // A window without samples has no peak: saying "0 B" would be a measurement.
+    let peak = samples.iter().map(|x| x.live_bytes).max();
+    let rss = samples.iter().map(|x| x.rss_bytes).max().filter(|&r| r > 0);
+    let or_none =
+        |v: Option<u64>| v.map_or("no samples".to_owned(), |b| format!("peak {}", bytes(b)));
+    vec![
+        Line::from(vec![
+            Span::styled(format!("proof {}: ", p.id()), bold()),
+            Span::styled("live ", Style::default().fg(Color::Cyan)),
+            Span::raw(format!("{}  ", or_none(peak))),
+            Span::styled("rss ", Style::default().fg(Color::Magenta)),
+            Span::raw(or_none(rss)),
+        ]),
+        Line::from(vec![
+            Span::styled("releases ", Style::default().fg(Color::Red)),
+            Span::raw(format!(
+                "{} in {count} large frees{places}, {} inside free{top}",
+                bytes(freed),
+                dur(freeing),
+            )),
+        ]),
+    ]
+}
+
+/// `; 2.2 GB by main`: who freed the most, over every place.
+fn top_freer(groups: &[(&str, &ReleaseGroup)]) -> String {
     let mut by: Vec<(String, u64)> = Vec::new();
     for (who, b) in groups.iter().flat_map(|g| g.1.freed_by.iter()) {
         match by.iter_mut().find(|x| x.0 == *who) {
@@ -49,9 +95,12 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         }
     }
     by.sort_by_key(|x| std::cmp::Reverse(x.1));
-    let top = by
-        .first()
-        .map_or(String::new(), |(w, b)| format!("; {} by {w}", bytes(*b)));
+    by.first()
+        .map_or(String::new(), |(w, b)| format!("; {} by {w}", bytes(*b)))
+}
+
+/// ` (3 outside phases, 20 in phases)`: how many releases fell where.
+fn where_freed(rel: &ProofReleases) -> String {
     let places = [
         ("outside phases", &rel.in_outer_outside_phases),
         ("in phases", &rel.in_phases),
@@ -63,44 +112,24 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     .map(|(w, g)| format!("{} {w}", g.count))
     .collect::<Vec<_>>()
     .join(", ");
-    let places = if places.is_empty() {
+    if places.is_empty() {
         String::new()
     } else {
         format!(" ({places})")
-    };
-    let releases = s.releases().range(from, to.saturating_add(1));
-    // A window without samples has no peak: saying "0 B" would be a measurement.
-    let peak = samples.iter().map(|x| x.live_bytes).max();
-    let rss = samples.iter().map(|x| x.rss_bytes).max().filter(|&r| r > 0);
-    let or_none =
-        |v: Option<u64>| v.map_or("no samples".to_owned(), |b| format!("peak {}", bytes(b)));
-    Paragraph::new(super::fit_lines(
-        vec![
-            Line::from(vec![
-                Span::styled(format!("proof {}: ", p.id()), bold()),
-                Span::styled("live ", Style::default().fg(Color::Cyan)),
-                Span::raw(format!("{}  ", or_none(peak))),
-                Span::styled("rss ", Style::default().fg(Color::Magenta)),
-                Span::raw(or_none(rss)),
-            ]),
-            Line::from(vec![
-                Span::styled("releases ", Style::default().fg(Color::Red)),
-                Span::raw(format!(
-                    "{} in {count} large frees{places}, {} inside free{top}",
-                    bytes(freed),
-                    dur(freeing),
-                )),
-            ]),
-        ],
-        summary.width,
-    ))
-    .render(summary, buf);
-    if samples.is_empty() {
-        Paragraph::new("no allocator samples in this window")
-            .style(dim())
-            .render(chart, buf);
-        return;
     }
+}
+
+/// Live bytes, RSS and release marks over `(from, to)`. The x axis is in the proof's offsets
+/// from `a`, as the timeline's is (also when panned). The summary's coloured words are the
+/// legend: a legend box would sit over the proof's end, where the ghost is.
+fn render_chart(
+    samples: &[AllocSample],
+    releases: &[Block],
+    (from, to): (u64, u64),
+    a: u64,
+    chart: Rect,
+    buf: &mut Buffer,
+) {
     // The unit follows the magnitude: 90 MB, not 0.09 GB.
     let top_bytes = samples
         .iter()
@@ -125,20 +154,9 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     let top = top_bytes as f64 / scale;
     let marks: Vec<(f64, f64)> = releases.iter().map(|r| (t(r.ts), top * 0.98)).collect();
     let span = (to - from) as f64 / 1e9;
-    let (live_name, rss_name) = (format!("live {unit}"), format!("rss {unit}"));
     let datasets = vec![
-        Dataset::default()
-            .name(live_name)
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(Style::default().fg(Color::Cyan))
-            .data(&live),
-        Dataset::default()
-            .name(rss_name)
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(Style::default().fg(Color::Magenta))
-            .data(&rss_pts),
+        super::series(format!("live {unit}"), Color::Cyan, &live),
+        super::series(format!("rss {unit}"), Color::Magenta, &rss_pts),
         Dataset::default()
             .name("release")
             .marker(Marker::Dot)
@@ -146,9 +164,6 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             .style(Style::default().fg(Color::Red))
             .data(&marks),
     ];
-    // The x axis is in the proof's offsets, as the timeline's is (also when panned). The
-    // summary's coloured words are the legend: a legend box would sit over the proof's end,
-    // where the ghost is.
     Chart::new(datasets)
         .legend_position(None)
         .x_axis(Axis::default().bounds([0.0, span.max(1e-9)]).labels(vec![

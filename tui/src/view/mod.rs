@@ -219,6 +219,20 @@ fn monochrome(area: Rect, buf: &mut Buffer) {
     }
 }
 
+/// One line of a chart: points joined, in braille, in its colour.
+fn series<'a>(
+    name: impl Into<Line<'a>>,
+    color: Color,
+    data: &'a [(f64, f64)],
+) -> ratatui::widgets::Dataset<'a> {
+    ratatui::widgets::Dataset::default()
+        .name(name)
+        .marker(ratatui::symbols::Marker::Braille)
+        .graph_type(ratatui::widgets::GraphType::Line)
+        .style(Style::default().fg(color))
+        .data(data)
+}
+
 fn render_tabs(tab: Tab, area: Rect, buf: &mut Buffer) {
     let titles: Vec<Line> = Tab::ALL.iter().map(|t| Line::from(t.title())).collect();
     let sel = Tab::ALL.iter().position(|t| *t == tab).unwrap_or(0);

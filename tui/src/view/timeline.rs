@@ -295,7 +295,44 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
     if axis.width < 4 || area.height < 3 {
         return;
     }
-    // Title: what this proof is.
+    render_title(s, p, b - a, area, buf);
+    render_axis(&axis, a, area, buf);
+    let gaps = proof_gaps(p, &state.rule, s.now());
+    let outer_gaps = gaps.iter().find(|g| g.span.id == outer.id);
+    let y0 = area.y + 2;
+    label(buf, area, y0, s.name(outer.name), bold());
+    render_outer_row(&axis, (a, b), outer_gaps, y0, buf);
+    let worst = worst_flagged(s, p, &outer, outer_gaps);
+    let plan = RowPlan::new(s, p, &outer, state, area, worst.is_some());
+    render_phase_rows(&plan, &axis, state, area, buf);
+    let mut y = plan.bottom - plan.reserved;
+    if let Some(og) = outer_gaps {
+        render_unaccounted(s, &outer, og, b - a, state, area, y, buf);
+    }
+    y += 1;
+    if let Some((finding, key)) = &worst {
+        let w = area.width as usize;
+        buf.set_string(
+            area.x,
+            y,
+            proofscope_engine::format::fit(finding, w),
+            warn(),
+        );
+        buf.set_string(
+            area.x,
+            y + 1,
+            proofscope_engine::format::fit(key, w),
+            bold(),
+        );
+        y += 2;
+    }
+    if plan.legend {
+        render_legend(s.name(outer.name), area, y, buf);
+    }
+}
+
+/// The title line: what this proof is, and how long it took.
+fn render_title(s: &Session, p: &Proof, len: u64, area: Rect, buf: &mut Buffer) {
     let mut title = vec![TSpan::styled(format!("proof {} ", p.id()), bold())];
     if let Some(pb) = p.begin() {
         // Constraints only where known: 0 is "unknown" (a proof from a log).
@@ -314,7 +351,7 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             title.push(TSpan::styled(" SYNTHETIC SRS", warn()));
         }
     }
-    title.push(TSpan::styled(format!("  {}", dur(b - a)), bold()));
+    title.push(TSpan::styled(format!("  {}", dur(len)), bold()));
     if let Some(e) = p.end() {
         title.push(TSpan::raw(format!("  {}", e.verification.as_str())));
     }
@@ -323,11 +360,14 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
         area.width.saturating_sub(1),
     ))
     .render(Rect { height: 1, ..area }, buf);
-    // Axis line: ticks at round offsets from the proof's start, labelled where they fit.
+}
+
+/// The axis line: ticks at round offsets from the proof's start `a`, labelled where they fit.
+fn render_axis(axis: &Axis, a: u64, area: Rect, buf: &mut Buffer) {
     let y_axis = area.y + 1;
     label(buf, area, y_axis, "", dim());
     let mut free_from = axis.x;
-    for t in ticks(from - a, to - a, axis.width) {
+    for t in ticks(axis.from - a, axis.to - a, axis.width) {
         let col = axis.col(a + t).round() as u16;
         let x = axis.x + col.min(axis.width.saturating_sub(1));
         let text = if t == 0 {
@@ -340,173 +380,208 @@ pub fn render(model: &Model, state: &ViewState, area: Rect, buf: &mut Buffer) {
             free_from = x + text.chars().count() as u16 + 1;
         }
     }
-    // Outer span row with its unaccounted segments.
-    let y0 = area.y + 2;
-    let gaps = proof_gaps(p, &state.rule, s.now());
-    let outer_gaps = gaps.iter().find(|g| g.span.id == outer.id);
-    label(buf, area, y0, s.name(outer.name), bold());
+}
+
+/// The outer span's row over `(a, b)`, with its unaccounted segments.
+fn render_outer_row(
+    axis: &Axis,
+    (a, b): (u64, u64),
+    outer_gaps: Option<&proofscope_engine::analysis::SpanGaps>,
+    y0: u16,
+    buf: &mut Buffer,
+) {
     if let Some(c) = axis.cols(a, b) {
         fill(buf, y0, c, "▔", dim());
     }
-    if let Some(og) = outer_gaps {
-        for g in &og.gaps {
-            let wide = axis.col(g.at.end) - axis.col(g.at.start) >= 0.5;
-            if !(wide || g.flagged) {
-                continue; // invisible at this zoom; the summary line counts it
-            }
-            let Some(c) = axis.cols(g.at.start, g.at.end) else {
-                continue;
-            };
-            // Flagged and not differ in glyph as well as colour (NO_COLOR, colour blindness).
-            let (glyph, style) = if g.flagged {
-                (FLAGGED, Style::default().fg(Color::Red))
-            } else {
-                (UNFLAGGED, Style::default().fg(Color::Yellow))
-            };
-            fill(buf, y0, c, glyph, style);
-            let text = dur(g.at.len()).to_string();
-            let tw = text.chars().count() as u16;
-            let bold = style.add_modifier(ratatui::style::Modifier::BOLD);
-            if c.1 - c.0 >= tw + 2 {
-                let x = c.0 + (c.1 - c.0 - tw) / 2;
-                buf.set_string(x, y0, &text, bold);
-            } else if g.flagged && c.0 > axis.x + tw {
-                // Too narrow to hold its length: the length beside it, over the outer bar.
-                buf.set_string(c.0 - tw - 1, y0, format!("{text} "), bold);
-            }
+    let Some(og) = outer_gaps else { return };
+    for g in &og.gaps {
+        let wide = axis.col(g.at.end) - axis.col(g.at.start) >= 0.5;
+        if !(wide || g.flagged) {
+            continue; // invisible at this zoom; the summary line counts it
         }
-    }
-    // Phase rows, between the outer row and the lines kept at the bottom: the unaccounted
-    // summary always, the legend when there is room for it and a few rows.
-    let bottom = area.y + area.height;
-    let legend = area.height >= 12;
-    let worst = worst_flagged(s, p, &outer, outer_gaps);
-    let reserved = 1 + u16::from(legend) + 2 * u16::from(worst.is_some());
-    let avail = bottom.saturating_sub(y0 + 1 + reserved) as usize;
-    // Collapsed (the default), the phases come first: their summary sub-rows only if all fit.
-    let all = if state.expand {
-        rows(s, p, &outer, Detail::Each)
-    } else {
-        let summary = rows(s, p, &outer, Detail::Summary);
-        if summary.len() <= avail {
-            summary
+        let Some(c) = axis.cols(g.at.start, g.at.end) else {
+            continue;
+        };
+        // Flagged and not differ in glyph as well as colour (NO_COLOR, colour blindness).
+        let (glyph, style) = if g.flagged {
+            (FLAGGED, Style::default().fg(Color::Red))
         } else {
-            rows(s, p, &outer, Detail::None)
-        }
-    };
-    let scroll = state.scroll.min(all.len().saturating_sub(avail));
-    let fits = all.len() <= avail;
-    // A line says what is above or below when not everything fits.
-    let shown = if fits {
-        all.len()
-    } else {
-        avail.saturating_sub(1)
-    };
-    for (i, r) in all.iter().skip(scroll).take(shown).enumerate() {
-        let y = y0 + 1 + i as u16;
-        label(buf, area, y, &r.label, if r.sub { dim() } else { r.style });
-        let mut bar = None;
-        for &(sa, sb) in &r.spans {
-            if let Some(c) = axis.cols(sa, sb) {
-                fill(buf, y, c, if r.sub { "▬" } else { "█" }, r.style);
-                bar = Some(c);
-            }
-        }
-        // A phase's duration beside its bar: after it, else before it, else over its end.
-        if !r.sub
-            && let (Some((c0, c1)), [(sa, sb)]) = (bar, r.spans.as_slice())
-        {
-            let text = match &r.note {
-                Some(n) => format!("{} ({n})", dur(sb - sa)),
-                None => dur(sb - sa),
-            };
-            let len = text.chars().count() as u16 + 1;
-            let right = axis.x + axis.width;
-            let (x, text) = if right.saturating_sub(c1) >= len {
-                (c1, format!(" {text}"))
-            } else if c0.saturating_sub(axis.x) >= len {
-                (c0 - len, format!("{text} "))
-            } else {
-                (right.saturating_sub(len), format!(" {text}"))
-            };
-            buf.set_string(
-                x,
-                y,
-                &text,
-                r.style.add_modifier(ratatui::style::Modifier::BOLD),
-            );
+            (UNFLAGGED, Style::default().fg(Color::Yellow))
+        };
+        fill(buf, y0, c, glyph, style);
+        let text = dur(g.at.len()).to_string();
+        let tw = text.chars().count() as u16;
+        let bold = style.add_modifier(ratatui::style::Modifier::BOLD);
+        if c.1 - c.0 >= tw + 2 {
+            let x = c.0 + (c.1 - c.0 - tw) / 2;
+            buf.set_string(x, y0, &text, bold);
+        } else if g.flagged && c.0 > axis.x + tw {
+            // Too narrow to hold its length: the length beside it, over the outer bar.
+            buf.set_string(c.0 - tw - 1, y0, format!("{text} "), bold);
         }
     }
-    if !fits {
-        let y = y0 + 1 + shown as u16;
-        let below = all.len() - scroll - shown;
+}
+
+/// The phase rows between the outer row and the lines kept at the bottom (the unaccounted
+/// summary always, the worst gap's two lines, the legend when there is room for it).
+struct RowPlan {
+    rows: Vec<Row>,
+    /// First row shown, and how many.
+    scroll: usize,
+    shown: usize,
+    /// Every row is on screen (else a line says what is above and below).
+    fits: bool,
+    y0: u16,
+    bottom: u16,
+    reserved: u16,
+    legend: bool,
+}
+
+impl RowPlan {
+    fn new(
+        s: &Session,
+        p: &Proof,
+        outer: &Span,
+        state: &ViewState,
+        area: Rect,
+        worst: bool,
+    ) -> RowPlan {
+        let y0 = area.y + 2;
+        let bottom = area.y + area.height;
+        let legend = area.height >= 12;
+        let reserved = 1 + u16::from(legend) + 2 * u16::from(worst);
+        let avail = bottom.saturating_sub(y0 + 1 + reserved) as usize;
+        // Collapsed (the default), the phases come first: their summary sub-rows only if all fit.
+        let rows = if state.expand {
+            rows(s, p, outer, Detail::Each)
+        } else {
+            let summary = rows(s, p, outer, Detail::Summary);
+            if summary.len() <= avail {
+                summary
+            } else {
+                rows(s, p, outer, Detail::None)
+            }
+        };
+        let scroll = state.scroll.min(rows.len().saturating_sub(avail));
+        let fits = rows.len() <= avail;
+        let shown = if fits {
+            rows.len()
+        } else {
+            avail.saturating_sub(1)
+        };
+        RowPlan {
+            rows,
+            scroll,
+            shown,
+            fits,
+            y0,
+            bottom,
+            reserved,
+            legend,
+        }
+    }
+}
+
+fn render_phase_rows(plan: &RowPlan, axis: &Axis, state: &ViewState, area: Rect, buf: &mut Buffer) {
+    let rows = plan.rows.iter().skip(plan.scroll).take(plan.shown);
+    for (i, r) in rows.enumerate() {
+        render_phase_row(r, axis, area, plan.y0 + 1 + i as u16, buf);
+    }
+    if !plan.fits {
+        let y = plan.y0 + 1 + plan.shown as u16;
+        let below = plan.rows.len() - plan.scroll - plan.shown;
         buf.set_string(
             area.x,
             y,
             format!(
-                "… {scroll} rows above, {below} below (PgUp/PgDn; e: {} threads)",
+                "… {} rows above, {below} below (PgUp/PgDn; e: {} threads)",
+                plan.scroll,
                 if state.expand { "collapse" } else { "expand" }
             ),
             dim(),
         );
     }
-    // The outer span's unaccounted time: always on screen.
-    let y_sum = bottom - reserved;
-    if let Some(og) = outer_gaps {
-        let total = (b - a).max(1);
-        let flagged = og.gaps.iter().filter(|g| g.flagged).count();
-        let text = format!(
-            "unaccounted {} ({:.1}% of {}), {flagged} of {} gap{} flagged (≥ {})",
-            dur(og.unaccounted_ns),
-            og.unaccounted_ns as f64 / total as f64 * 100.0,
-            s.name(outer.name),
-            og.gaps.len(),
-            if og.gaps.len() == 1 { "" } else { "s" },
-            dur(state.rule.threshold(total)),
-        );
-        let style = if flagged > 0 { warn() } else { dim() };
-        let w = area.width as usize;
-        buf.set_string(
-            area.x,
-            y_sum,
-            proofscope_engine::format::fit(&text, w),
-            style,
-        );
+}
+
+/// One phase (or thread) row: its bars, and a phase's duration beside its bar — after it, else
+/// before it, else over its end.
+fn render_phase_row(r: &Row, axis: &Axis, area: Rect, y: u16, buf: &mut Buffer) {
+    label(buf, area, y, &r.label, if r.sub { dim() } else { r.style });
+    let mut bar = None;
+    for &(sa, sb) in &r.spans {
+        if let Some(c) = axis.cols(sa, sb) {
+            fill(buf, y, c, if r.sub { "▬" } else { "█" }, r.style);
+            bar = Some(c);
+        }
     }
-    let mut y = y_sum + 1;
-    if let Some((finding, key)) = &worst {
-        let w = area.width as usize;
-        buf.set_string(
-            area.x,
-            y,
-            proofscope_engine::format::fit(finding, w),
-            warn(),
-        );
-        buf.set_string(
-            area.x,
-            y + 1,
-            proofscope_engine::format::fit(key, w),
-            bold(),
-        );
-        y += 2;
-    }
-    if legend {
-        let outer_name = s.name(outer.name);
-        let wide = format!(
-            "█ phase  ▬ its threads / GPU streams  ▔ {outer_name}  {UNFLAGGED} unaccounted  {FLAGGED} flagged"
-        );
-        let text = if wide.chars().count() <= area.width as usize {
-            wide
-        } else {
-            format!("█ phase ▬ threads ▔ {outer_name} {UNFLAGGED} unaccounted {FLAGGED} flagged")
-        };
-        buf.set_string(
-            area.x,
-            y,
-            proofscope_engine::format::fit(&text, area.width as usize),
-            dim(),
-        );
-    }
+    let (false, Some((c0, c1)), [(sa, sb)]) = (r.sub, bar, r.spans.as_slice()) else {
+        return;
+    };
+    let text = match &r.note {
+        Some(n) => format!("{} ({n})", dur(sb - sa)),
+        None => dur(sb - sa),
+    };
+    let len = text.chars().count() as u16 + 1;
+    let right = axis.x + axis.width;
+    let (x, text) = if right.saturating_sub(c1) >= len {
+        (c1, format!(" {text}"))
+    } else if c0.saturating_sub(axis.x) >= len {
+        (c0 - len, format!("{text} "))
+    } else {
+        (right.saturating_sub(len), format!(" {text}"))
+    };
+    buf.set_string(
+        x,
+        y,
+        &text,
+        r.style.add_modifier(ratatui::style::Modifier::BOLD),
+    );
+}
+
+/// The outer span's unaccounted time, always on screen.
+#[allow(clippy::too_many_arguments)]
+fn render_unaccounted(
+    s: &Session,
+    outer: &Span,
+    og: &proofscope_engine::analysis::SpanGaps,
+    len: u64,
+    state: &ViewState,
+    area: Rect,
+    y: u16,
+    buf: &mut Buffer,
+) {
+    let total = len.max(1);
+    let flagged = og.gaps.iter().filter(|g| g.flagged).count();
+    let text = format!(
+        "unaccounted {} ({:.1}% of {}), {flagged} of {} gap{} flagged (≥ {})",
+        dur(og.unaccounted_ns),
+        og.unaccounted_ns as f64 / total as f64 * 100.0,
+        s.name(outer.name),
+        og.gaps.len(),
+        if og.gaps.len() == 1 { "" } else { "s" },
+        dur(state.rule.threshold(total)),
+    );
+    let style = if flagged > 0 { warn() } else { dim() };
+    let w = area.width as usize;
+    buf.set_string(area.x, y, proofscope_engine::format::fit(&text, w), style);
+}
+
+/// The key to the chart's glyphs, short where the panel is narrow.
+fn render_legend(outer_name: &str, area: Rect, y: u16, buf: &mut Buffer) {
+    let wide = format!(
+        "█ phase  ▬ its threads / GPU streams  ▔ {outer_name}  {UNFLAGGED} unaccounted  {FLAGGED} flagged"
+    );
+    let text = if wide.chars().count() <= area.width as usize {
+        wide
+    } else {
+        format!("█ phase ▬ threads ▔ {outer_name} {UNFLAGGED} unaccounted {FLAGGED} flagged")
+    };
+    buf.set_string(
+        area.x,
+        y,
+        proofscope_engine::format::fit(&text, area.width as usize),
+        dim(),
+    );
 }
 
 /// Unaccounted time under the threshold, and over it.
