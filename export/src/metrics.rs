@@ -14,7 +14,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::{Metric, Registry, Unit};
 use proofscope_engine::analysis::DiagnosisKind;
 use proofscope_engine::report::{ProofReleases, ProofReport, ReleaseGroup};
 use std::sync::atomic::AtomicU64;
@@ -171,10 +171,50 @@ pub struct Metrics {
     pub proofs_missed: Counter,
 }
 
+/// The unit a family's name ends with (OpenMetrics writes it as a suffix).
+#[derive(Debug, Clone, Copy)]
+enum Suffix {
+    None,
+    Seconds,
+    Bytes,
+    Joules,
+    Watts,
+    /// Prometheus's convention is the singular `_ratio`; `Unit::Ratios` writes `_ratios`.
+    Ratio,
+}
+
+impl Suffix {
+    fn unit(self) -> Option<Unit> {
+        Some(match self {
+            Suffix::None => return None,
+            Suffix::Seconds => Unit::Seconds,
+            Suffix::Bytes => Unit::Bytes,
+            Suffix::Joules => Unit::Joules,
+            Suffix::Watts => Unit::Other("watts".into()),
+            Suffix::Ratio => Unit::Other("ratio".into()),
+        })
+    }
+}
+
+/// Registers one family as `proofscope_<name>[_<unit>]`.
+fn add(r: &mut Registry, name: &str, suffix: Suffix, help: &str, metric: impl Metric) {
+    match suffix.unit() {
+        Some(unit) => r.register_with_unit(name, help, unit, metric),
+        None => r.register(name, help, metric),
+    }
+}
+
+/// The table of families: `field => name, unit suffix, help;` — each registered from the
+/// [`Metrics`] field of that name.
+macro_rules! families {
+    ($r:expr, $m:expr, { $($field:ident => $name:literal, $suffix:ident, $help:literal;)* }) => {
+        $( add($r, $name, Suffix::$suffix, $help, $m.$field.clone()); )*
+    };
+}
+
 impl Metrics {
-    /// Registers every family under the `proofscope_` prefix.
-    pub fn register(registry: &mut Registry) -> Metrics {
-        let m = Metrics {
+    fn new() -> Metrics {
+        Metrics {
             proofs: Family::default(),
             proof_duration: Family::new_with_constructor(duration_histogram_with_exemplars),
             captures: Family::default(),
@@ -200,142 +240,40 @@ impl Metrics {
             scrape_duration: FGauge::default(),
             scrapes: Counter::default(),
             proofs_missed: Counter::default(),
-        };
+        }
+    }
+
+    /// Registers every family under the `proofscope_` prefix.
+    pub fn register(registry: &mut Registry) -> Metrics {
+        let m = Metrics::new();
         let r = registry.sub_registry_with_prefix("proofscope");
-        r.register(
-            "proofs",
-            "Proofs completed, by verification result",
-            m.proofs.clone(),
-        );
-        r.register_with_unit(
-            "proof_duration",
-            "Duration of each proof's outer span (the wrapper timer)",
-            Unit::Seconds,
-            m.proof_duration.clone(),
-        );
-        r.register(
-            "captures",
-            "Black-box captures of anomalous proofs (export --capture-dir), by what became of them",
-            m.captures.clone(),
-        );
-        r.register_with_unit(
-            "phase_duration",
-            "Duration of each phase (a child span of the outer span) of completed proofs",
-            Unit::Seconds,
-            m.phase_duration.clone(),
-        );
-        r.register_with_unit(
-            "proof_unaccounted",
-            "Time of each proof's outer span that no phase covers",
-            Unit::Seconds,
-            m.unaccounted.clone(),
-        );
-        r.register(
-            "gaps_flagged",
-            "Unaccounted gaps over the gap rule, by the leading finding of their diagnosis",
-            m.gaps_flagged.clone(),
-        );
-        r.register(
-            "releases",
-            "Large releases (blocks at or above the large-block threshold) around proofs, by place",
-            m.releases.clone(),
-        );
-        r.register_with_unit(
-            "release",
-            "Bytes of large releases around proofs, by place",
-            Unit::Bytes,
-            m.release_bytes.clone(),
-        );
-        r.register_with_unit(
-            "release_inside_free",
-            "Time spent inside free by large releases around proofs, by place",
-            Unit::Seconds,
-            m.release_seconds.clone(),
-        );
-        r.register_with_unit(
-            "gpu_utilization",
-            "Share of time a kernel ran on the GPU (NVML, latest sample)",
-            // Prometheus's convention is the singular `_ratio`; Unit::Ratios writes `_ratios`.
-            Unit::Other("ratio".into()),
-            m.gpu_utilization.clone(),
-        );
-        r.register_with_unit(
-            "gpu_memory_used",
-            "GPU memory used (NVML, latest sample)",
-            Unit::Bytes,
-            m.gpu_memory_used.clone(),
-        );
-        r.register_with_unit(
-            "gpu_power",
-            "GPU power draw (NVML, latest sample)",
-            Unit::Other("watts".into()),
-            m.gpu_power.clone(),
-        );
-        r.register_with_unit(
-            "gpu_energy",
-            "GPU energy used while the prover was watched (NVML counter differences)",
-            Unit::Joules,
-            m.gpu_energy.clone(),
-        );
-        r.register_with_unit(
-            "heap_live",
-            "Heap bytes live in the prover (its counting allocator or the preload library)",
-            Unit::Bytes,
-            m.heap_live.clone(),
-        );
-        r.register_with_unit(
-            "rss",
-            "Resident set size of the prover",
-            Unit::Bytes,
-            m.rss.clone(),
-        );
-        r.register(
-            "dropped_events",
-            "Events the prover's probe dropped (full buffers or a slow exporter), by kind",
-            m.dropped.clone(),
-        );
-        r.register(
-            "prover_up",
-            "1 while the exporter receives the worker's stream; 0 once it is gone or unreachable (kept for --forget-after)",
-            m.up.clone(),
-        );
-        r.register(
-            "prover_info",
-            "The prover a worker runs now: its name, version and pid (1 while it is known)",
-            m.prover_info.clone(),
-        );
-        r.register(
-            "gpu_info",
-            "A GPU a worker uses: its model (1 while the worker is up)",
-            m.gpu_info.clone(),
-        );
-        r.register(
-            "exporter_labels_capped",
-            "Label values exported as `other` because the label had its maximum of distinct values (--max-label-values)",
-            m.labels_capped.clone(),
-        );
-        r.register(
-            "prover_reconnects",
-            "Times the stream of a prover was lost and found again",
-            m.reconnects.clone(),
-        );
-        r.register(
-            "exporter_provers",
-            "Provers the exporter watches now",
-            m.provers.clone(),
-        );
-        r.register_with_unit(
-            "exporter_scrape_duration",
-            "How long the previous scrape took to encode",
-            Unit::Seconds,
-            m.scrape_duration.clone(),
-        );
-        r.register("exporter_scrapes", "Scrapes served", m.scrapes.clone());
-        r.register(
-            "exporter_proofs_missed",
-            "Proofs that left a prover's model before they could be counted (should stay 0)",
-            m.proofs_missed.clone(),
-        );
+        families!(r, m, {
+            proofs => "proofs", None, "Proofs completed, by verification result";
+            proof_duration => "proof_duration", Seconds, "Duration of each proof's outer span (the wrapper timer)";
+            captures => "captures", None, "Black-box captures of anomalous proofs (export --capture-dir), by what became of them";
+            phase_duration => "phase_duration", Seconds, "Duration of each phase (a child span of the outer span) of completed proofs";
+            unaccounted => "proof_unaccounted", Seconds, "Time of each proof's outer span that no phase covers";
+            gaps_flagged => "gaps_flagged", None, "Unaccounted gaps over the gap rule, by the leading finding of their diagnosis";
+            releases => "releases", None, "Large releases (blocks at or above the large-block threshold) around proofs, by place";
+            release_bytes => "release", Bytes, "Bytes of large releases around proofs, by place";
+            release_seconds => "release_inside_free", Seconds, "Time spent inside free by large releases around proofs, by place";
+            gpu_utilization => "gpu_utilization", Ratio, "Share of time a kernel ran on the GPU (NVML, latest sample)";
+            gpu_memory_used => "gpu_memory_used", Bytes, "GPU memory used (NVML, latest sample)";
+            gpu_power => "gpu_power", Watts, "GPU power draw (NVML, latest sample)";
+            gpu_energy => "gpu_energy", Joules, "GPU energy used while the prover was watched (NVML counter differences)";
+            heap_live => "heap_live", Bytes, "Heap bytes live in the prover (its counting allocator or the preload library)";
+            rss => "rss", Bytes, "Resident set size of the prover";
+            dropped => "dropped_events", None, "Events the prover's probe dropped (full buffers or a slow exporter), by kind";
+            up => "prover_up", None, "1 while the exporter receives the worker's stream; 0 once it is gone or unreachable (kept for --forget-after)";
+            prover_info => "prover_info", None, "The prover a worker runs now: its name, version and pid (1 while it is known)";
+            gpu_info => "gpu_info", None, "A GPU a worker uses: its model (1 while the worker is up)";
+            labels_capped => "exporter_labels_capped", None, "Label values exported as `other` because the label had its maximum of distinct values (--max-label-values)";
+            reconnects => "prover_reconnects", None, "Times the stream of a prover was lost and found again";
+            provers => "exporter_provers", None, "Provers the exporter watches now";
+            scrape_duration => "exporter_scrape_duration", Seconds, "How long the previous scrape took to encode";
+            scrapes => "exporter_scrapes", None, "Scrapes served";
+            proofs_missed => "exporter_proofs_missed", None, "Proofs that left a prover's model before they could be counted (should stay 0)";
+        });
         r.register(
             "exporter_build",
             "The exporter's version",
