@@ -196,40 +196,12 @@ fn gpu_avg(r: &Report) -> Option<f64> {
 
 /// Compares session A (before) with B (after).
 pub fn diff(a: &Report, b: &Report) -> Diff {
+    // One generator for every interval, drawn from in this order: the figures are the same
+    // on every run.
     let mut rng = fastrand::Rng::with_seed(0x5eed);
     let (pa, pb) = (complete(a), complete(b));
     let secs = |ns: u64| ns as f64 / 1e9;
-    // Phases in the order they typically start (their median offset into the proof).
-    let mut offsets: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
-    for ph in pa.iter().chain(pb.iter()).flat_map(|p| &p.phases) {
-        offsets
-            .entry(ph.name.clone())
-            .or_default()
-            .push(ph.start_offset_ns);
-    }
-    let mut names: Vec<(u64, String)> = offsets
-        .into_iter()
-        .map(|(n, mut v)| {
-            v.sort_unstable();
-            (crate::analysis::stats::percentile(&v, 50.0), n)
-        })
-        .collect();
-    names.sort();
-    let names: Vec<String> = names.into_iter().map(|(_, n)| n).collect();
-    // A phase run by several threads in one proof counts once per proof: its longest run.
-    let per_proof = |ps: &[&ProofReport], name: &str| -> Vec<f64> {
-        ps.iter()
-            .filter_map(|p| {
-                p.phases
-                    .iter()
-                    .filter(|ph| ph.name == name)
-                    .map(|ph| ph.duration_ns)
-                    .max()
-                    .map(secs)
-            })
-            .collect()
-    };
-    let phases = names
+    let phases = phase_order(&pa, &pb)
         .into_iter()
         .map(|n| {
             let c = change(&per_proof(&pa, &n), &per_proof(&pb, &n), &mut rng);
@@ -251,20 +223,76 @@ pub fn diff(a: &Report, b: &Report) -> Diff {
     );
     let share = |p: &ProofReport| p.unaccounted_ns as f64 / p.duration_ns.max(1) as f64 * 100.0;
     let unaccounted_pct = change(&of(&pa, &share), &of(&pb, &share), &mut rng);
-    let busy = |ps: &[&ProofReport]| -> Vec<f64> {
-        ps.iter()
-            .filter(|p| !p.gpu_use.is_empty())
-            .map(|p| {
-                let u = &p.gpu_use;
-                u.iter().map(|g| g.device_busy_share).sum::<f64>() / u.len() as f64 * 100.0
-            })
-            .collect()
-    };
-    let gpu_busy_pct = change(&busy(&pa), &busy(&pb), &mut rng);
+    let gpu_busy_pct = change(&gpu_busy(&pa), &gpu_busy(&pb), &mut rng);
+    let releases = release_changes(&pa, &pb);
+    let gaps = gap_changes(&pa, &pb);
+    Diff {
+        a: a.source.clone(),
+        b: b.source.clone(),
+        proofs_a: pa.len(),
+        proofs_b: pb.len(),
+        phases,
+        prove_s,
+        unaccounted_s,
+        unaccounted_pct,
+        flagged_gaps: gaps,
+        releases,
+        gpu_util_avg_pct: (gpu_avg(a), gpu_avg(b)),
+        gpu_busy_pct,
+        per_minute: (per_minute(a), per_minute(b)),
+    }
+}
 
-    // Flagged gaps by (span, place, kind): in how many proofs of each side.
+/// Phases in the order they typically start (their median offset into the proof).
+fn phase_order(pa: &[&ProofReport], pb: &[&ProofReport]) -> Vec<String> {
+    let mut offsets: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+    for ph in pa.iter().chain(pb.iter()).flat_map(|p| &p.phases) {
+        offsets
+            .entry(ph.name.clone())
+            .or_default()
+            .push(ph.start_offset_ns);
+    }
+    let mut names: Vec<(u64, String)> = offsets
+        .into_iter()
+        .map(|(n, mut v)| {
+            v.sort_unstable();
+            (crate::analysis::stats::percentile(&v, 50.0), n)
+        })
+        .collect();
+    names.sort();
+    names.into_iter().map(|(_, n)| n).collect()
+}
+
+/// Phase `name`'s duration in each proof, seconds. A phase run by several threads in one
+/// proof counts once per proof: its longest run.
+fn per_proof(ps: &[&ProofReport], name: &str) -> Vec<f64> {
+    ps.iter()
+        .filter_map(|p| {
+            p.phases
+                .iter()
+                .filter(|ph| ph.name == name)
+                .map(|ph| ph.duration_ns)
+                .max()
+                .map(|ns| ns as f64 / 1e9)
+        })
+        .collect()
+}
+
+/// The GPUs' mean busy share in each proof that measured it, percent.
+fn gpu_busy(ps: &[&ProofReport]) -> Vec<f64> {
+    ps.iter()
+        .filter(|p| !p.gpu_use.is_empty())
+        .map(|p| {
+            let u = &p.gpu_use;
+            u.iter().map(|g| g.device_busy_share).sum::<f64>() / u.len() as f64 * 100.0
+        })
+        .collect()
+}
+
+/// Flagged gaps by (span, place, kind): in how many proofs of each side.
+fn gap_changes(pa: &[&ProofReport], pb: &[&ProofReport]) -> Vec<GapChange> {
     let mut gaps: BTreeMap<(String, String, String), GapChange> = BTreeMap::new();
-    for (side, ps) in [(0, &pa), (1, &pb)] {
+    for (side, ps) in [(0, pa), (1, pb)] {
         for p in ps.iter() {
             let mut seen = std::collections::BTreeSet::new();
             for g in p.gaps.iter().filter(|g| g.flagged) {
@@ -294,13 +322,18 @@ pub fn diff(a: &Report, b: &Report) -> Diff {
             }
         }
     }
-    let (ra, rb) = (place_totals(&pa), place_totals(&pb));
+    gaps.into_values().collect()
+}
+
+/// Large releases by place on each side: bytes, time inside free, the threads that freed most.
+fn release_changes(pa: &[&ProofReport], pb: &[&ProofReport]) -> Vec<PlaceChange> {
+    let (ra, rb) = (place_totals(pa), place_totals(pb));
     let top = |m: &BTreeMap<String, usize>| {
         let mut v: Vec<(&String, &usize)> = m.iter().collect();
         v.sort_by_key(|(t, n)| (std::cmp::Reverse(**n), (*t).clone()));
         v.into_iter().take(3).map(|(t, _)| t.clone()).collect()
     };
-    let releases = PLACES
+    PLACES
         .iter()
         .zip(ra.iter().zip(&rb))
         .map(|(place, (x, y))| PlaceChange {
@@ -312,22 +345,7 @@ pub fn diff(a: &Report, b: &Report) -> Diff {
             threads_a: top(&x.2),
             threads_b: top(&y.2),
         })
-        .collect();
-    Diff {
-        a: a.source.clone(),
-        b: b.source.clone(),
-        proofs_a: pa.len(),
-        proofs_b: pb.len(),
-        phases,
-        prove_s,
-        unaccounted_s,
-        unaccounted_pct,
-        flagged_gaps: gaps.into_values().collect(),
-        releases,
-        gpu_util_avg_pct: (gpu_avg(a), gpu_avg(b)),
-        gpu_busy_pct,
-        per_minute: (per_minute(a), per_minute(b)),
-    }
+        .collect()
 }
 
 impl Diff {
@@ -480,6 +498,14 @@ pub fn text(d: &Diff) -> String {
     for (name, c) in &d.phases {
         line(&mut o, name, c);
     }
+    gaps_text(&mut o, d);
+    releases_text(&mut o, d);
+    gpu_text(&mut o, d);
+    o
+}
+
+/// The flagged gaps that came, went or stayed.
+fn gaps_text(o: &mut String, d: &Diff) {
     let _ = writeln!(o, "\n-- flagged gaps (proofs with one) --");
     if d.flagged_gaps.is_empty() {
         let _ = writeln!(o, "none on either side");
@@ -497,6 +523,10 @@ pub fn text(d: &Diff) -> String {
         );
         let _ = writeln!(o, "      {}", g.example);
     }
+}
+
+/// Large releases by place, A → B.
+fn releases_text(o: &mut String, d: &Diff) {
     let _ = writeln!(o, "\n-- large releases by place (all proofs) --");
     for r in &d.releases {
         if r.bytes_a == 0 && r.bytes_b == 0 {
@@ -521,6 +551,10 @@ pub fn text(d: &Diff) -> String {
             threads(&r.threads_b),
         );
     }
+}
+
+/// The GPUs' utilisation and busy share, A → B.
+fn gpu_text(o: &mut String, d: &Diff) {
     let pct = |v: Option<f64>| v.map_or("-".to_owned(), |x| format!("{x:.0}%"));
     let _ = writeln!(
         o,
@@ -541,7 +575,6 @@ pub fn text(d: &Diff) -> String {
                 .unwrap_or_default()
         );
     }
-    o
 }
 
 /// The diff as one JSON document (the fields of [`Diff`], times in seconds).

@@ -180,65 +180,80 @@ async fn accept_loop(
             }
             Err(e) => return e,
         };
-        let slot = match slots.clone().try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(_) => {
-                let closed = open.lock().is_ok_and(|mut o| o.close_idlest());
-                let taken = if closed {
-                    tokio::time::timeout(TAKE_OVER, slots.clone().acquire_owned())
-                        .await
-                        .ok()
-                        .and_then(Result::ok)
-                } else {
-                    None
-                };
-                let Some(slot) = taken else {
-                    said.say(&format!(
-                        "{} connections open, every one answering: closing a new one",
-                        limits.connections
-                    ));
-                    drop(stream);
-                    continue;
-                };
-                said.say(&format!(
-                    "{} connections open: closing the one idle longest for a new one",
-                    limits.connections
-                ));
-                slot
-            }
+        let Some(slot) = take_slot(&slots, &open, limits.connections, &mut said).await else {
+            drop(stream);
+            continue;
         };
-        let answer = answer.clone();
-        let stop = Arc::new(tokio::sync::Notify::new());
-        let id = open.lock().map(|mut o| o.add(stop.clone())).unwrap_or(0);
-        let open = open.clone();
-        tokio::spawn(async move {
-            let _slot = slot;
-            let marks = open.clone();
-            let service = service_fn(move |req| {
-                let mark = |busy| {
-                    if let Ok(mut o) = marks.lock() {
-                        o.set_busy(id, busy);
-                    }
-                };
-                mark(true);
-                let a = answer(&asked(&req));
-                mark(false);
-                async move { Ok::<_, std::convert::Infallible>(response(a)) }
-            });
-            let conn = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_timeout)
-                .max_buf_size(limits.header_bytes.max(8192))
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::select! {
-                _ = tokio::time::timeout(limits.connection_lifetime, conn) => {}
-                _ = stop.notified() => {}
-            }
-            if let Ok(mut o) = open.lock() {
-                o.conns.remove(&id);
-            }
-        });
+        serve_connection(stream, slot, answer.clone(), open.clone(), limits);
     }
+}
+
+/// A slot for a new connection: a free one, else the one of the connection idle longest
+/// (closed for it); none when every connection is answering.
+async fn take_slot(
+    slots: &Arc<tokio::sync::Semaphore>,
+    open: &Arc<Mutex<Open>>,
+    connections: usize,
+    said: &mut RateLimited,
+) -> Option<tokio::sync::OwnedSemaphorePermit> {
+    if let Ok(slot) = slots.clone().try_acquire_owned() {
+        return Some(slot);
+    }
+    let closed = open.lock().is_ok_and(|mut o| o.close_idlest());
+    let taken = if closed {
+        tokio::time::timeout(TAKE_OVER, slots.clone().acquire_owned())
+            .await
+            .ok()
+            .and_then(Result::ok)
+    } else {
+        None
+    };
+    said.say(&if taken.is_some() {
+        format!("{connections} connections open: closing the one idle longest for a new one")
+    } else {
+        format!("{connections} connections open, every one answering: closing a new one")
+    });
+    taken
+}
+
+/// Serves one connection on its own task, holding `slot` until it closes (its lifetime is
+/// up, or a newer connection took it over while idle).
+fn serve_connection(
+    stream: tokio::net::TcpStream,
+    slot: tokio::sync::OwnedSemaphorePermit,
+    answer: Arc<dyn Fn(&Asked) -> Answer + Send + Sync>,
+    open: Arc<Mutex<Open>>,
+    limits: Limits,
+) {
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let id = open.lock().map(|mut o| o.add(stop.clone())).unwrap_or(0);
+    tokio::spawn(async move {
+        let _slot = slot;
+        let marks = open.clone();
+        let service = service_fn(move |req| {
+            let mark = |busy| {
+                if let Ok(mut o) = marks.lock() {
+                    o.set_busy(id, busy);
+                }
+            };
+            mark(true);
+            let a = answer(&asked(&req));
+            mark(false);
+            async move { Ok::<_, std::convert::Infallible>(response(a)) }
+        });
+        let conn = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_timeout)
+            .max_buf_size(limits.header_bytes.max(8192))
+            .serve_connection(TokioIo::new(stream), service);
+        tokio::select! {
+            _ = tokio::time::timeout(limits.connection_lifetime, conn) => {}
+            _ = stop.notified() => {}
+        }
+        if let Ok(mut o) = open.lock() {
+            o.conns.remove(&id);
+        }
+    });
 }
 
 /// Errors `accept` recovers from: out of descriptors or memory, or a connection the peer

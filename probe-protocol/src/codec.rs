@@ -137,50 +137,22 @@ fn encode_body(out: &mut Vec<u8>, cur: &mut Cursor, ev: &Event) -> Result<(), En
             cur.put_span(out, s.span)?;
             cur.put_ts(out, s.ts)?;
         }
-        Event::Marker(m) => {
-            cur.put_ts(out, m.ts)?;
-            uints(out, &[u64::from(m.name), u64::from(m.thread)]);
-            cur.put_opt_span(out, m.span)?;
-            match &m.text {
-                Some(t) => write_str(out, t),
-                None => write_nil(out),
-            }
-        }
+        Event::Marker(m) => encode_marker(out, cur, m)?,
         Event::AllocSample(s) => {
             cur.put_ts(out, s.ts)?;
             let c = [s.live_bytes, s.peak_bytes, s.allocs, s.frees];
             uints(out, &c);
             uints(out, &[s.alloc_bytes, s.free_bytes, s.rss_bytes]);
         }
-        Event::Alloc(b) | Event::Release(b) => {
-            cur.put_ts(out, b.ts)?;
-            uints(out, &[b.bytes, b.inside_ns, u64::from(b.thread)]);
-            cur.put_opt_span(out, b.span)?;
-            if let Some(s) = b.stack {
-                write_uint(out, u64::from(s));
-            }
-        }
+        Event::Alloc(b) | Event::Release(b) => encode_block(out, cur, b)?,
         Event::GpuSample(g) => encode_gpu_sample(out, cur, g)?,
-        Event::GpuSpan(g) => {
-            cur.put_ts(out, g.start)?;
-            let len = g.end.saturating_sub(g.start);
-            uints(
-                out,
-                &[
-                    len,
-                    u64::from(g.device),
-                    u64::from(g.stream),
-                    u64::from(g.name),
-                ],
-            );
-            cur.put_opt_span(out, g.span)?;
-        }
+        Event::GpuSpan(g) => encode_gpu_span(out, cur, g)?,
         Event::Dropped(d) => {
             cur.put_ts(out, d.ts)?;
             write_map_len(out, d.counts.len() as u32);
-            for (k, n) in &d.counts {
-                uints(out, &[u64::from(k.tag()), *n]);
-            }
+            d.counts
+                .iter()
+                .for_each(|(k, n)| uints(out, &[u64::from(k.tag()), *n]));
         }
         Event::Heartbeat { ts } | Event::LiveStart { ts } => cur.put_ts(out, *ts)?,
         Event::HistoryGap(h) => {
@@ -218,6 +190,47 @@ fn encode_body(out: &mut Vec<u8>, cur: &mut Cursor, ev: &Event) -> Result<(), En
         }
     }
     Ok(())
+}
+
+fn encode_marker(out: &mut Vec<u8>, cur: &mut Cursor, m: &Marker) -> Result<(), EncodeError> {
+    use msgpack::*;
+    cur.put_ts(out, m.ts)?;
+    write_uint(out, u64::from(m.name));
+    write_uint(out, u64::from(m.thread));
+    cur.put_opt_span(out, m.span)?;
+    match &m.text {
+        Some(t) => write_str(out, t),
+        None => write_nil(out),
+    }
+    Ok(())
+}
+
+fn encode_block(out: &mut Vec<u8>, cur: &mut Cursor, b: &BlockEvent) -> Result<(), EncodeError> {
+    use msgpack::*;
+    cur.put_ts(out, b.ts)?;
+    for v in [b.bytes, b.inside_ns, u64::from(b.thread)] {
+        write_uint(out, v);
+    }
+    cur.put_opt_span(out, b.span)?;
+    if let Some(s) = b.stack {
+        write_uint(out, u64::from(s));
+    }
+    Ok(())
+}
+
+fn encode_gpu_span(out: &mut Vec<u8>, cur: &mut Cursor, g: &GpuSpan) -> Result<(), EncodeError> {
+    use msgpack::*;
+    cur.put_ts(out, g.start)?;
+    let len = g.end.saturating_sub(g.start);
+    for v in [
+        len,
+        u64::from(g.device),
+        u64::from(g.stream),
+        u64::from(g.name),
+    ] {
+        write_uint(out, v);
+    }
+    cur.put_opt_span(out, g.span)
 }
 
 fn encode_span_begin(
@@ -394,16 +407,7 @@ fn decode_body(
             span: cur.get_opt_span(r)?,
             text: r.read_opt_str("marker text")?.map(str::to_owned),
         })),
-        EventKind::AllocSample => Event::AllocSample(AllocSample {
-            ts: cur.get_ts(r)?,
-            live_bytes: r.read_u64("live bytes")?,
-            peak_bytes: r.read_u64("peak bytes")?,
-            allocs: r.read_u64("alloc count")?,
-            frees: r.read_u64("free count")?,
-            alloc_bytes: r.read_u64("allocated bytes")?,
-            free_bytes: r.read_u64("freed bytes")?,
-            rss_bytes: r.read_u64("rss bytes")?,
-        }),
+        EventKind::AllocSample => Event::AllocSample(decode_alloc_sample(r, cur)?),
         EventKind::Alloc | EventKind::Release => {
             let with_stack = n > needed;
             let b = decode_block(r, cur, with_stack)?;
@@ -430,40 +434,65 @@ fn decode_body(
             reason: r.read_str("goodbye reason")?.to_owned(),
         },
         EventKind::StackDef => decode_stack(r)?,
-        EventKind::ThreadSched => Event::ThreadSched(ThreadSched {
-            ts: r.read_u64("sched timestamp")?,
-            thread: r.read_u32("thread id")?,
-            cpu_ns: r.read_u64("on-CPU ns")?,
-            runq_ns: r.read_u64("run-queue ns")?,
-            timeslices: r.read_u64("timeslices")?,
-        }),
-        EventKind::OutputWrite => Event::OutputWrite(OutputWrite {
-            ts: r.read_u64("write timestamp")?,
-            thread: r.read_u32("thread id")?,
-            stream: {
-                let at = r.pos();
-                let fd = r.read_u64("output stream (1 or 2)")?;
-                OutputStream::of_fd(fd).ok_or(DecodeError::OutOfRange {
-                    offset: at,
-                    what: "output stream (1 or 2)",
-                    value: i128::from(fd),
-                })?
-            },
-            offset: r.read_u64("stream offset")?,
-            bytes: r.read_u64("bytes written")?,
-        }),
-        EventKind::GpuProcess => Event::GpuProcess(GpuProcess {
-            ts: r.read_u64("GPU process timestamp")?,
-            device: r.read_u32("device index")?,
-            context: r.read_bool("context held")?,
-            used_bytes: r.read_opt_u64("process memory used")?,
-        }),
+        EventKind::ThreadSched => Event::ThreadSched(decode_thread_sched(r)?),
+        EventKind::OutputWrite => Event::OutputWrite(decode_output_write(r)?),
+        EventKind::GpuProcess => Event::GpuProcess(decode_gpu_process(r)?),
         EventKind::Subscribe => Event::Subscribe(Subscribe {
             history: r.read_bool("history flag")?,
             client: r.read_str("client name")?.to_owned(),
         }),
     };
     Ok((ev, needed))
+}
+
+fn decode_alloc_sample(r: &mut Reader<'_>, cur: &mut Cursor) -> Result<AllocSample, DecodeError> {
+    Ok(AllocSample {
+        ts: cur.get_ts(r)?,
+        live_bytes: r.read_u64("live bytes")?,
+        peak_bytes: r.read_u64("peak bytes")?,
+        allocs: r.read_u64("alloc count")?,
+        frees: r.read_u64("free count")?,
+        alloc_bytes: r.read_u64("allocated bytes")?,
+        free_bytes: r.read_u64("freed bytes")?,
+        rss_bytes: r.read_u64("rss bytes")?,
+    })
+}
+
+fn decode_thread_sched(r: &mut Reader<'_>) -> Result<ThreadSched, DecodeError> {
+    Ok(ThreadSched {
+        ts: r.read_u64("sched timestamp")?,
+        thread: r.read_u32("thread id")?,
+        cpu_ns: r.read_u64("on-CPU ns")?,
+        runq_ns: r.read_u64("run-queue ns")?,
+        timeslices: r.read_u64("timeslices")?,
+    })
+}
+
+fn decode_output_write(r: &mut Reader<'_>) -> Result<OutputWrite, DecodeError> {
+    Ok(OutputWrite {
+        ts: r.read_u64("write timestamp")?,
+        thread: r.read_u32("thread id")?,
+        stream: {
+            let at = r.pos();
+            let fd = r.read_u64("output stream (1 or 2)")?;
+            OutputStream::of_fd(fd).ok_or(DecodeError::OutOfRange {
+                offset: at,
+                what: "output stream (1 or 2)",
+                value: i128::from(fd),
+            })?
+        },
+        offset: r.read_u64("stream offset")?,
+        bytes: r.read_u64("bytes written")?,
+    })
+}
+
+fn decode_gpu_process(r: &mut Reader<'_>) -> Result<GpuProcess, DecodeError> {
+    Ok(GpuProcess {
+        ts: r.read_u64("GPU process timestamp")?,
+        device: r.read_u32("device index")?,
+        context: r.read_bool("context held")?,
+        used_bytes: r.read_opt_u64("process memory used")?,
+    })
 }
 
 fn decode_stack(r: &mut Reader<'_>) -> Result<Event, DecodeError> {

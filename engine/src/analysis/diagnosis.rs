@@ -335,55 +335,7 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
     let mut parts = Vec::new();
     let r = &d.releases;
     if r.count > 0 {
-        let share = r.inside_ns as f64 / len as f64 * 100.0;
-        let whose = if r.on_proving_thread_ns * 2 >= r.inside_ns && r.inside_ns > 0 {
-            format!("on the proving thread {thread}")
-        } else {
-            format!("on {}", r.threads.join(", "))
-        };
-        // Waits under a hundredth of the gap say nothing a reader needs.
-        let pct = |x: u64| x as f64 / len as f64 * 100.0;
-        let between = r.cpu_wait_between_ns;
-        let outside = r.cpu_wait_ns.saturating_sub(between);
-        let waits = if r.cpu_wait_ns * 100 >= len {
-            let mut w = format!(
-                ", and waiting for a CPU {} between them ({:.0}%)",
-                dur(between),
-                pct(between)
-            );
-            if outside * 100 >= len {
-                w += &format!(
-                    " and {} before or after them ({:.0}%)",
-                    dur(outside),
-                    pct(outside)
-                );
-            }
-            w
-        } else {
-            String::new()
-        };
-        let verdict = if is_synchronous(r, len) {
-            ": a synchronous release of large buffers (move the drops off this thread)"
-        } else {
-            ""
-        };
-        let by = match r.freed_by.as_slice() {
-            [] => String::new(),
-            [(w, _)] => format!(" by {w}"),
-            [(w, b), rest @ ..] => format!(
-                " ({} by {w}; {} more call site{})",
-                bytes(*b),
-                rest.len(),
-                if rest.len() == 1 { "" } else { "s" }
-            ),
-        };
-        parts.push(format!(
-            "{} freed{by} in {} large release{} taking {} {whose} ({share:.0}% of the gap){waits}{verdict}",
-            bytes(r.bytes),
-            r.count,
-            if r.count == 1 { "" } else { "s" },
-            dur(r.inside_ns),
-        ));
+        parts.push(releases_sentence(r, len, thread));
     }
     // A stated cause (an importer's inference from a log's timers) says what measurement
     // could not; with releases measured in the gap, they speak instead.
@@ -428,6 +380,60 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
         }
     }
     parts.join("; ")
+}
+
+/// The releases' part: what was freed, by whom, how long it took on which thread, the waits
+/// for a CPU around them, and the verdict.
+fn releases_sentence(r: &ReleaseEvidence, len: u64, thread: &str) -> String {
+    let share = r.inside_ns as f64 / len as f64 * 100.0;
+    let whose = if r.on_proving_thread_ns * 2 >= r.inside_ns && r.inside_ns > 0 {
+        format!("on the proving thread {thread}")
+    } else {
+        format!("on {}", r.threads.join(", "))
+    };
+    // Waits under a hundredth of the gap say nothing a reader needs.
+    let pct = |x: u64| x as f64 / len as f64 * 100.0;
+    let between = r.cpu_wait_between_ns;
+    let outside = r.cpu_wait_ns.saturating_sub(between);
+    let waits = if r.cpu_wait_ns * 100 >= len {
+        let mut w = format!(
+            ", and waiting for a CPU {} between them ({:.0}%)",
+            dur(between),
+            pct(between)
+        );
+        if outside * 100 >= len {
+            w += &format!(
+                " and {} before or after them ({:.0}%)",
+                dur(outside),
+                pct(outside)
+            );
+        }
+        w
+    } else {
+        String::new()
+    };
+    let verdict = if is_synchronous(r, len) {
+        ": a synchronous release of large buffers (move the drops off this thread)"
+    } else {
+        ""
+    };
+    let by = match r.freed_by.as_slice() {
+        [] => String::new(),
+        [(w, _)] => format!(" by {w}"),
+        [(w, b), rest @ ..] => format!(
+            " ({} by {w}; {} more call site{})",
+            bytes(*b),
+            rest.len(),
+            if rest.len() == 1 { "" } else { "s" }
+        ),
+    };
+    format!(
+        "{} freed{by} in {} large release{} taking {} {whose} ({share:.0}% of the gap){waits}{verdict}",
+        bytes(r.bytes),
+        r.count,
+        if r.count == 1 { "" } else { "s" },
+        dur(r.inside_ns),
+    )
 }
 
 #[cfg(test)]

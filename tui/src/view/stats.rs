@@ -149,7 +149,6 @@ fn compared(a: &[PhaseStats], c: &Comparison, area: Rect, buf: &mut Buffer) {
             names.push(&s.name);
         }
     }
-    let find = |v: &'_ [PhaseStats], n: &str| v.iter().find(|s| s.name == n).cloned();
     let scale = a
         .iter()
         .chain(&c.stats)
@@ -158,46 +157,11 @@ fn compared(a: &[PhaseStats], c: &Comparison, area: Rect, buf: &mut Buffer) {
         .unwrap_or(1)
         .max(1);
     let fixed = 14 + 6 + 10 + 10 + 9 + 5;
-    let bar_w = area.width.saturating_sub(fixed).max(4) as u64;
-    let bar = |s: &Option<PhaseStats>, style: Style, glyph: &str| {
-        let n = s.as_ref().map_or(0, |s| (s.p50_ns * bar_w).div_ceil(scale)) as usize;
-        Line::from(Span::styled(glyph.repeat(n), style))
+    let bars = Bars {
+        width: area.width.saturating_sub(fixed).max(4) as u64,
+        scale,
     };
-    let two =
-        |f: &dyn Fn(&PhaseStats) -> String, x: &Option<PhaseStats>, y: &Option<PhaseStats>| {
-            Text::from(vec![
-                Line::styled(x.as_ref().map_or("-".into(), f), A_STYLE),
-                Line::styled(y.as_ref().map_or("-".into(), f), B_STYLE),
-            ])
-        };
-    let rows = names.iter().map(|n| {
-        let (x, y) = (find(a, n), find(&c.stats, n));
-        let verdict = c
-            .verdicts
-            .iter()
-            .find(|(p, _)| p == n)
-            .map_or("", |(_, v)| v.glyph());
-        let change = match (&x, &y) {
-            (Some(x), Some(y)) if x.p50_ns > 0 => {
-                let pct = (y.p50_ns as f64 / x.p50_ns as f64 - 1.0) * 100.0;
-                let sign = if pct < 0.0 { "−" } else { "+" };
-                format!("{sign}{:.1}% {verdict}", pct.abs())
-            }
-            _ => String::new(),
-        };
-        Row::new(vec![
-            Cell::from(n.to_string()),
-            Cell::from(two(&|s| s.count.to_string(), &x, &y)),
-            Cell::from(two(&|s| dur(s.p50_ns), &x, &y)),
-            Cell::from(two(&|s| dur(s.p95_ns), &x, &y)),
-            Cell::from(change),
-            Cell::from(Text::from(vec![
-                bar(&x, A_STYLE, "█"),
-                bar(&y, B_STYLE, "▒"),
-            ])),
-        ])
-        .height(2)
-    });
+    let rows = names.iter().map(|n| compared_row(n, a, c, &bars));
     let [legend, area] =
         ratatui::layout::Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
     Paragraph::new(super::fit_line(
@@ -227,4 +191,56 @@ fn compared(a: &[PhaseStats], c: &Comparison, area: Rect, buf: &mut Buffer) {
     )
     .header(header)
     .render(area, buf);
+}
+
+/// The p50 bars' width and the p50 they are scaled to.
+struct Bars {
+    width: u64,
+    scale: u64,
+}
+
+impl Bars {
+    fn bar(&self, s: &Option<PhaseStats>, style: Style, glyph: &str) -> Line<'static> {
+        let n = s
+            .as_ref()
+            .map_or(0, |s| (s.p50_ns * self.width).div_ceil(self.scale)) as usize;
+        Line::from(Span::styled(glyph.repeat(n), style))
+    }
+}
+
+/// Phase `n`'s two rows: A's figures over B's, the change of the p50 with diff's verdict.
+fn compared_row(n: &str, a: &[PhaseStats], c: &Comparison, bars: &Bars) -> Row<'static> {
+    let find = |v: &'_ [PhaseStats]| v.iter().find(|s| s.name == n).cloned();
+    let (x, y) = (find(a), find(&c.stats));
+    let two = |f: &dyn Fn(&PhaseStats) -> String| {
+        Text::from(vec![
+            Line::styled(x.as_ref().map_or("-".into(), f), A_STYLE),
+            Line::styled(y.as_ref().map_or("-".into(), f), B_STYLE),
+        ])
+    };
+    let verdict = c
+        .verdicts
+        .iter()
+        .find(|(p, _)| p == n)
+        .map_or("", |(_, v)| v.glyph());
+    let change = match (&x, &y) {
+        (Some(x), Some(y)) if x.p50_ns > 0 => {
+            let pct = (y.p50_ns as f64 / x.p50_ns as f64 - 1.0) * 100.0;
+            let sign = if pct < 0.0 { "−" } else { "+" };
+            format!("{sign}{:.1}% {verdict}", pct.abs())
+        }
+        _ => String::new(),
+    };
+    Row::new(vec![
+        Cell::from(n.to_string()),
+        Cell::from(two(&|s| s.count.to_string())),
+        Cell::from(two(&|s| dur(s.p50_ns))),
+        Cell::from(two(&|s| dur(s.p95_ns))),
+        Cell::from(change),
+        Cell::from(Text::from(vec![
+            bars.bar(&x, A_STYLE, "█"),
+            bars.bar(&y, B_STYLE, "▒"),
+        ])),
+    ])
+    .height(2)
 }

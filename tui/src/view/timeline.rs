@@ -124,113 +124,113 @@ fn rows(s: &Session, p: &Proof, outer: &Span, detail: Detail) -> Vec<Row> {
             note: None,
         });
         let phase_row = out.len() - 1;
-        // Parallel work under this phase: children on other threads than the phase's, one row
-        // per thread; GPU spans one row per (device, stream).
-        let mut per_thread: std::collections::BTreeMap<ThreadId, Vec<(u64, u64)>> =
-            Default::default();
-        for c in p.children(ph.id).filter(|c| c.thread != ph.thread) {
-            per_thread
-                .entry(c.thread)
-                .or_default()
-                .push((c.start, c.end_or(s.now())));
-        }
-        // Sorted by when each thread started its part.
-        let mut threads: Vec<(ThreadId, Vec<(u64, u64)>)> = per_thread.into_iter().collect();
-        threads.sort_by_key(|(t, spans)| (spans.iter().map(|x| x.0).min(), *t));
         let mut notes = Vec::new();
-        match detail {
-            Detail::Each => {
-                for (t, spans) in threads {
-                    out.push(Row {
-                        label: format!(" └{}", s.thread_name(t)),
-                        spans,
-                        style: Style::default().fg(color),
-                        sub: true,
-                        note: None,
-                    });
-                }
-            }
-            Detail::Summary if !threads.is_empty() => {
-                let label = match threads.as_slice() {
-                    [(t, _)] => format!(" └{}", s.thread_name(*t)),
-                    many => format!(" └{} threads", many.len()),
-                };
-                out.push(Row {
-                    label,
-                    spans: threads.into_iter().flat_map(|(_, v)| v).collect(),
-                    style: Style::default().fg(color),
-                    sub: true,
-                    note: None,
-                });
-            }
-            Detail::None if !threads.is_empty() => {
-                notes.push(format!(
-                    "{} thread{}",
-                    threads.len(),
-                    if threads.len() == 1 { "" } else { "s" }
-                ));
-            }
-            _ => {}
-        }
-        let mut per_stream: std::collections::BTreeMap<(u32, u32), Vec<(u64, u64)>> =
-            Default::default();
-        let descendants: Vec<SpanId> = std::iter::once(ph.id)
-            .chain(p.children(ph.id).map(|c| c.id))
-            .collect();
-        for g in p
-            .gpu_spans()
-            .iter()
-            .filter(|g| g.span.is_some_and(|x| descendants.contains(&x)))
-        {
-            per_stream
-                .entry((g.device, g.stream))
-                .or_default()
-                .push((g.start, g.end));
-        }
-        match detail {
-            Detail::Each => {
-                for ((d, st), spans) in per_stream {
-                    out.push(Row {
-                        label: format!(" └gpu{d}.s{st}"),
-                        spans,
-                        style: Style::default().fg(Color::Yellow),
-                        sub: true,
-                        note: None,
-                    });
-                }
-            }
-            Detail::Summary if !per_stream.is_empty() => {
-                let label = match per_stream.len() {
-                    1 => per_stream
-                        .keys()
-                        .next()
-                        .map(|(d, st)| format!(" └gpu{d}.s{st}"))
-                        .unwrap_or_default(),
-                    n => format!(" └{n} GPU streams"),
-                };
-                out.push(Row {
-                    label,
-                    spans: per_stream.into_values().flatten().collect(),
-                    style: Style::default().fg(Color::Yellow),
-                    sub: true,
-                    note: None,
-                });
-            }
-            Detail::None if !per_stream.is_empty() => {
-                notes.push(format!(
-                    "{} GPU stream{}",
-                    per_stream.len(),
-                    if per_stream.len() == 1 { "" } else { "s" }
-                ));
-            }
-            _ => {}
-        }
+        let threads = Parallel {
+            groups: other_threads(s, p, ph),
+            style: Style::default().fg(color),
+            noun: "thread",
+            nouns: "threads",
+        };
+        threads.rows(detail, &mut out, &mut notes);
+        let streams = Parallel {
+            groups: gpu_streams(p, ph),
+            style: Style::default().fg(Color::Yellow),
+            noun: "GPU stream",
+            nouns: "GPU streams",
+        };
+        streams.rows(detail, &mut out, &mut notes);
         if !notes.is_empty() {
             out[phase_row].note = Some(notes.join(", "));
         }
     }
     out.extend(beside(s, p, outer));
     out
+}
+
+/// A phase's parallel work of one kind (its other threads, or its GPU streams): labelled
+/// groups of spans.
+struct Parallel {
+    groups: Vec<(String, Vec<(u64, u64)>)>,
+    style: Style,
+    noun: &'static str,
+    nouns: &'static str,
+}
+
+impl Parallel {
+    /// Its rows at `detail`: one row a group, one summary row, or a note on the phase's row.
+    fn rows(self, detail: Detail, out: &mut Vec<Row>, notes: &mut Vec<String>) {
+        let row = |label, spans| Row {
+            label,
+            spans,
+            style: self.style,
+            sub: true,
+            note: None,
+        };
+        match detail {
+            Detail::Each => {
+                out.extend(self.groups.into_iter().map(|(l, spans)| row(l, spans)));
+            }
+            Detail::Summary if !self.groups.is_empty() => {
+                let label = match self.groups.as_slice() {
+                    [(one, _)] => one.clone(),
+                    many => format!(" └{} {}", many.len(), self.nouns),
+                };
+                out.push(row(
+                    label,
+                    self.groups.into_iter().flat_map(|(_, v)| v).collect(),
+                ));
+            }
+            Detail::None if !self.groups.is_empty() => {
+                let n = self.groups.len();
+                notes.push(format!(
+                    "{n} {}",
+                    if n == 1 { self.noun } else { self.nouns }
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The phase's children on other threads than its own, by thread, sorted by when each thread
+/// started its part.
+fn other_threads(s: &Session, p: &Proof, ph: &Span) -> Vec<(String, Vec<(u64, u64)>)> {
+    let mut per_thread: std::collections::BTreeMap<ThreadId, Vec<(u64, u64)>> = Default::default();
+    for c in p.children(ph.id).filter(|c| c.thread != ph.thread) {
+        per_thread
+            .entry(c.thread)
+            .or_default()
+            .push((c.start, c.end_or(s.now())));
+    }
+    let mut threads: Vec<(ThreadId, Vec<(u64, u64)>)> = per_thread.into_iter().collect();
+    threads.sort_by_key(|(t, spans)| (spans.iter().map(|x| x.0).min(), *t));
+    threads
+        .into_iter()
+        .map(|(t, spans)| (format!(" └{}", s.thread_name(t)), spans))
+        .collect()
+}
+
+/// The GPU spans under the phase (or its children), by (device, stream).
+fn gpu_streams(p: &Proof, ph: &Span) -> Vec<(String, Vec<(u64, u64)>)> {
+    let mut per_stream: std::collections::BTreeMap<(u32, u32), Vec<(u64, u64)>> =
+        Default::default();
+    let descendants: Vec<SpanId> = std::iter::once(ph.id)
+        .chain(p.children(ph.id).map(|c| c.id))
+        .collect();
+    for g in p
+        .gpu_spans()
+        .iter()
+        .filter(|g| g.span.is_some_and(|x| descendants.contains(&x)))
+    {
+        per_stream
+            .entry((g.device, g.stream))
+            .or_default()
+            .push((g.start, g.end));
+    }
+    per_stream
+        .into_iter()
+        .map(|((d, st), spans)| (format!(" └gpu{d}.s{st}"), spans))
+        .collect()
 }
 
 /// Rows for the proofs in flight beside this one (batches that overlap): when each ran its
