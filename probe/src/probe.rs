@@ -69,45 +69,7 @@ impl Probe {
         crate::fork::watch();
         let clock = Clock::start();
         let inv = nvml::inventory();
-        let hello = Hello {
-            protocol_major: PROTOCOL_MAJOR,
-            protocol_minor: PROTOCOL_MINOR,
-            prover_name: config.prover_name.clone(),
-            prover_version: config.prover_version.clone(),
-            pid: std::process::id(),
-            hostname: system::hostname(),
-            session_start_unix_ns: clock.unix_start_ns(),
-            clock: clock.source().description().into(),
-            backend: info.backend,
-            backend_reason: info.backend_reason,
-            gpus: inv.gpus.clone(),
-            gpu_unavailable_reason: inv.unavailable_reason.clone(),
-            gpu_driver_version: inv.driver_version.clone(),
-            cpu_count: system::cpu_count(),
-            total_ram_bytes: system::total_ram_bytes(),
-            large_block_threshold: config.large_block,
-            alloc_sample_interval_ns: config.alloc_sample.as_nanos() as u64,
-            gpu_sample_interval_ns: config
-                .gpu_sample
-                .filter(|_| !inv.gpus.is_empty())
-                .map_or(0, |d| d.as_nanos() as u64),
-            history_budget_bytes: config.history_bytes as u64,
-            // A prover that says nothing of its command line still has one (the exporter names
-            // a worker by it).
-            command_line: if info.command_line.is_empty() {
-                std::env::args().collect()
-            } else {
-                info.command_line
-            },
-            cpu_model: system::cpu_model(),
-            os: system::os(),
-            instance: config.instance.clone(),
-            stack_threshold: if config.stack_block == u64::MAX {
-                0
-            } else {
-                config.stack_block
-            },
-        };
+        let hello = hello(&config, info, &clock, &inv);
         let socket = config.socket_path();
         let default_dir = config.socket == SocketChoice::Default;
         let record = config.record.clone();
@@ -128,23 +90,7 @@ impl Probe {
         };
         // From here on, an error drops `probe`, which undoes what was started.
         if let Some(path) = record {
-            let file = std::fs::File::create(&path).map_err(|source| ProbeError::Record {
-                path: path.clone(),
-                source,
-            })?;
-            // The header reaches the file now: a prover killed before its first frame still
-            // leaves a recording that says what it is.
-            let writer = RecordingWriter::new(std::io::BufWriter::with_capacity(1 << 20, file))
-                .and_then(|mut w| w.flush().map(|()| w))
-                .map_err(|source| ProbeError::Record { path, source })?;
-            let q = SubQueue::new("recording".into(), config::DEFAULT_RECORDER_BYTES);
-            session.arrivals.arrive(Arrival {
-                queue: q.clone(),
-                history: true,
-            });
-            probe.recorder = Some(spawn_named("probe-recorder", "recorder", move || {
-                recorder::run(q, writer)
-            })?);
+            probe.recorder = Some(start_recording(&session, path)?);
         }
         if let Some(path) = socket {
             probe.server = Some(Server::start(session.clone(), path, default_dir)?);
@@ -260,4 +206,72 @@ pub fn wait_drained(timeout: std::time::Duration) -> bool {
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
     true
+}
+
+/// The session's `Hello`: who the prover is, on what, and how the probe samples.
+fn hello(config: &ProbeConfig, info: SessionInfo, clock: &Clock, inv: &nvml::Inventory) -> Hello {
+    Hello {
+        protocol_major: PROTOCOL_MAJOR,
+        protocol_minor: PROTOCOL_MINOR,
+        prover_name: config.prover_name.clone(),
+        prover_version: config.prover_version.clone(),
+        pid: std::process::id(),
+        hostname: system::hostname(),
+        session_start_unix_ns: clock.unix_start_ns(),
+        clock: clock.source().description().into(),
+        backend: info.backend,
+        backend_reason: info.backend_reason,
+        gpus: inv.gpus.clone(),
+        gpu_unavailable_reason: inv.unavailable_reason.clone(),
+        gpu_driver_version: inv.driver_version.clone(),
+        cpu_count: system::cpu_count(),
+        total_ram_bytes: system::total_ram_bytes(),
+        large_block_threshold: config.large_block,
+        alloc_sample_interval_ns: config.alloc_sample.as_nanos() as u64,
+        gpu_sample_interval_ns: config
+            .gpu_sample
+            .filter(|_| !inv.gpus.is_empty())
+            .map_or(0, |d| d.as_nanos() as u64),
+        history_budget_bytes: config.history_bytes as u64,
+        // A prover that says nothing of its command line still has one (the exporter names
+        // a worker by it).
+        command_line: if info.command_line.is_empty() {
+            std::env::args().collect()
+        } else {
+            info.command_line
+        },
+        cpu_model: system::cpu_model(),
+        os: system::os(),
+        instance: config.instance.clone(),
+        stack_threshold: if config.stack_block == u64::MAX {
+            0
+        } else {
+            config.stack_block
+        },
+    }
+}
+
+/// `--record`/`PROOFSCOPE_RECORD`: the file, its header written at once, and the thread that
+/// writes every frame after it (a subscriber with the whole history).
+fn start_recording(
+    session: &Arc<Session>,
+    path: std::path::PathBuf,
+) -> Result<std::thread::JoinHandle<Option<String>>, ProbeError> {
+    let file = std::fs::File::create(&path).map_err(|source| ProbeError::Record {
+        path: path.clone(),
+        source,
+    })?;
+    // The header reaches the file now: a prover killed before its first frame still
+    // leaves a recording that says what it is.
+    let writer = RecordingWriter::new(std::io::BufWriter::with_capacity(1 << 20, file))
+        .and_then(|mut w| w.flush().map(|()| w))
+        .map_err(|source| ProbeError::Record { path, source })?;
+    let q = SubQueue::new("recording".into(), config::DEFAULT_RECORDER_BYTES);
+    session.arrivals.arrive(Arrival {
+        queue: q.clone(),
+        history: true,
+    });
+    spawn_named("probe-recorder", "recorder", move || {
+        recorder::run(q, writer)
+    })
 }

@@ -213,6 +213,12 @@ fn ntt_sections(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
             format!("2^{log}")
         );
     }
+    transfer_section(gpu, args)?;
+    h_section(gpu, args)
+}
+
+/// Host ↔ device bandwidth of 2^h_log elements, page-locked and pageable.
+fn transfer_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
     let [pu, pd, gu, gd, reg] = bench::transfers(gpu, args.h_log, args.reps.min(6))?;
     let mb = (32u64 << args.h_log) as f64 / 1e6;
     crate::outln!(
@@ -225,6 +231,12 @@ fn ntt_sections(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
     crate::outln!(
         "  pageable:                                   up {gu:.1} GB/s, down {gd:.1} GB/s"
     );
+    Ok(())
+}
+
+/// The whole H computation of one circuit, three ways of holding its vectors.
+fn h_section(gpu: &GpuBackend, args: &GpuBenchArgs) -> Result<()> {
+    let mb = (32u64 << args.h_log) as f64 / 1e6;
     let reps = args.reps.clamp(3, 8);
     let [staged, locked, pooled] = bench::h(gpu, args.h_log, reps)?;
     let device = locked.device_ms();

@@ -642,6 +642,36 @@ fn epilogue(
         .collect()
 }
 
+/// The backend's units (one a GPU), the circuits each takes of `k`, and their threads' names.
+fn units_of(
+    backend: &dyn Backend,
+    k: usize,
+) -> (Vec<&dyn Backend>, Vec<std::ops::Range<usize>>, Vec<String>) {
+    let units: Vec<&dyn Backend> = (0..backend.unit_count().max(1))
+        .map(|i| backend.unit(i).unwrap_or(backend))
+        .collect();
+    let ranges = split_ranges(k, units.len());
+    let threads = units
+        .iter()
+        .take(ranges.len())
+        .map(|u| u.thread_name())
+        .collect();
+    (units, ranges, threads)
+}
+
+/// Runs `f` while the prover's stages hold the devices (when it runs in stages).
+fn holding_devices<R>(stages: Option<&dyn Stages>, f: impl FnOnce() -> R) -> R {
+    if let Some(st) = stages {
+        let _s = span!("wait_devices");
+        st.take_devices();
+    }
+    let r = f();
+    if let Some(st) = stages {
+        st.free_devices();
+    }
+    r
+}
+
 /// Proves one batch.
 pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
     let k = req.circuits.len();
@@ -672,23 +702,10 @@ pub fn prove_batch(req: BatchRequest<'_>) -> Result<BatchOutput, ProveError> {
     })?;
     let q = Queries::of(params, w.n_inputs, w.nb_inputs);
 
-    let units: Vec<&dyn Backend> = (0..req.backend.unit_count().max(1))
-        .map(|i| req.backend.unit(i).unwrap_or(req.backend))
-        .collect();
-    let ranges = split_ranges(k, units.len());
-    let device_threads: Vec<String> = units
-        .iter()
-        .take(ranges.len())
-        .map(|u| u.thread_name())
-        .collect();
-    if let Some(st) = req.stages {
-        let _s = span!("wait_devices");
-        st.take_devices();
-    }
-    let done = device_phases(params, &units, &ranges, &mut w, &q, root, req.g2_tail);
-    if let Some(st) = req.stages {
-        st.free_devices();
-    }
+    let (units, ranges, device_threads) = units_of(req.backend, k);
+    let done = holding_devices(req.stages, || {
+        device_phases(params, &units, &ranges, &mut w, &q, root, req.g2_tail)
+    });
     let (prepared, g2, dev, prep_times) = done?;
     timer.phases.extend(prep_times);
     timer.phases.extend(dev.times.iter().copied());
