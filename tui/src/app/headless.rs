@@ -17,6 +17,8 @@ pub struct Until {
 pub const RECONNECT_WINDOW: Duration = Duration::from_secs(10);
 /// One wait for the live source.
 const WAIT: Duration = Duration::from_millis(100);
+/// How long the frames a demo prover sent before it exited have to arrive.
+const EXIT_DRAIN: Duration = Duration::from_secs(2);
 /// What had already arrived when the run stops is taken for at most this long.
 const DRAIN: Duration = Duration::from_millis(200);
 
@@ -76,7 +78,21 @@ fn should_stop(app: &mut App, until: Until, t0: Instant) -> bool {
         || matches!(app.status().link, LinkState::Failed(_))
         || (said_goodbye && until.duration.is_none())
         || (gone_too_long && until.duration.is_none())
-        || app.demo.as_mut().is_some_and(|d| d.status().is_some())
+        || demo_gone(app)
+}
+
+/// The demo prover exited and its stream is over — its goodbye read, or its link down (the
+/// transport says so after the last frame) — or [`EXIT_DRAIN`] has passed since its exit was
+/// seen. A run that stopped at the exit alone lost the last proof's end when the viewer was
+/// slower than the prover (1 run in 20, the test suite beside it).
+fn demo_gone(app: &mut App) -> bool {
+    if !app.demo.as_mut().is_some_and(|d| d.status().is_some()) {
+        return false;
+    }
+    let since = *app.demo_exited_at.get_or_insert_with(Instant::now);
+    let goodbye = app.model().current().is_some_and(|s| s.goodbye().is_some());
+    let link_down = !matches!(app.status().link, LinkState::Live(_));
+    goodbye || link_down || since.elapsed() >= EXIT_DRAIN
 }
 
 /// Why nothing arrived: the demo prover's exit, else the link's last word.

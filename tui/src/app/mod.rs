@@ -65,6 +65,8 @@ pub struct App {
     /// Something changed since the last draw.
     dirty: bool,
     demo_exit_seen: bool,
+    /// When a headless run first saw the demo prover exited (its last frames are read after).
+    pub(crate) demo_exited_at: Option<std::time::Instant>,
 }
 
 impl App {
@@ -78,6 +80,7 @@ impl App {
             demo: None,
             dirty: true,
             demo_exit_seen: false,
+            demo_exited_at: None,
         }
     }
 
