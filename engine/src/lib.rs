@@ -18,6 +18,7 @@ pub mod import;
 pub mod model;
 pub mod report;
 pub mod run;
+pub mod settle;
 pub mod signals;
 pub mod source;
 pub mod tap;

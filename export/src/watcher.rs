@@ -13,11 +13,11 @@ use super::metrics::{
 use super::owned::Owned;
 use probe_protocol::{Event, EventKind};
 use proofscope_engine::analysis::GapRule;
-use proofscope_engine::analysis::settled::settled;
 use proofscope_engine::capture::{BlackBox, CaptureOpts};
 use proofscope_engine::model::worker_name;
 use proofscope_engine::model::{Model, Retention};
-use proofscope_engine::report::{ProofReport, proof_report};
+use proofscope_engine::report::ProofReport;
+use proofscope_engine::settle::Settler;
 use proofscope_engine::source::LinkState;
 use proofscope_engine::source::SourceMsg;
 use proofscope_engine::source::socket::{self, Target};
@@ -104,11 +104,9 @@ impl Drop for Watcher {
     }
 }
 
-/// Where a session stands for the exporter.
+/// Where a session stands for the exporter's drop counts.
 #[derive(Debug, Default, Clone, Copy)]
 struct Progress {
-    /// Proofs up to this id are counted (or given up, in progress when the session ended).
-    counted: u64,
     /// Dropped reports up to this session time are counted (a reconnect replays history).
     dropped_until: u64,
 }
@@ -124,6 +122,8 @@ struct State {
     /// Each session's worker name, claimed at its Hello.
     names: HashMap<(u32, u64), ProverLabels>,
     progress: HashMap<(u32, u64), Progress>,
+    /// How far the counting of settled proofs got in each session.
+    settler: Settler,
     /// Latest energy reading counted, per GPU: (sample time, millijoules).
     energy: HashMap<u32, (u64, u64)>,
     live: Arc<AtomicBool>,
@@ -146,6 +146,7 @@ impl State {
             owned: Owned::default(),
             names: HashMap::new(),
             progress: HashMap::new(),
+            settler: Settler::default(),
             energy: HashMap::new(),
             live,
             was_live: false,
@@ -423,30 +424,16 @@ impl State {
     /// `ended`: the stream ended, so every completed proof is settled.
     fn settle(&mut self, ended: bool) {
         let mut observed = Vec::new();
-        let mut missed = 0;
-        for s in self.model.sessions() {
-            let key = s.key();
-            let Some(l) = self.names.get(&key).cloned() else {
-                continue;
-            };
-            let counted = self.progress.get(&key).map_or(0, |p| p.counted);
-            let st = settled(s, counted, ended);
-            missed += st.missed;
-            for r in &st.ready {
-                let Some(p) = s.proof(r.id) else { continue };
-                let Some(report) = proof_report(s, p, r.next_start, &self.rule) else {
-                    continue;
-                };
-                let capture = self
-                    .blackbox
+        let (names, cap, blackbox) = (&self.names, &self.cap, &mut self.blackbox);
+        let missed = self
+            .settler
+            .round(&self.model, &self.rule, ended, |s, p, report| {
+                let Some(l) = names.get(&s.key()) else { return };
+                let capture = blackbox
                     .as_mut()
-                    .and_then(|b| b.consider(s, p, &report, &l.worker));
-                observed.push(observe(&report, p.failed(), &l, &self.cap, capture));
-            }
-            if st.upto > counted {
-                self.progress.entry(key).or_default().counted = st.upto;
-            }
-        }
+                    .and_then(|b| b.consider(s, p, report, &l.worker));
+                observed.push(observe(report, p.failed(), l, cap, capture));
+            });
         self.m.proofs_missed.inc_by(missed);
         for o in observed {
             self.hold(o);

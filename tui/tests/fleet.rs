@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{BIN, Running};
+use common::{BIN, Running, replay_json};
 
 use common::example;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -1020,23 +1020,6 @@ fn captures_in(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default();
     v.sort();
     v
-}
-
-/// `proofscope replay FILE --format json`, parsed.
-fn replay_json(file: &Path) -> serde_json::Value {
-    let out = Command::new(BIN)
-        .arg("replay")
-        .arg(file)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "replay {}: {}",
-        file.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// Every proof of a JSON report, by id.

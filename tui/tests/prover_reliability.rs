@@ -6,10 +6,9 @@
 
 mod common;
 
-use common::{BIN, cache};
+use common::{BIN, cache, replay_json};
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -65,21 +64,6 @@ fn wait_for(rx: &mpsc::Receiver<(Instant, String)>, secs: u64, what: impl Fn(&st
             Err(e) => panic!("waited {secs} s for a line: {e}"),
         }
     }
-}
-
-fn replay_json(file: &Path) -> serde_json::Value {
-    let out = Command::new(BIN)
-        .arg("replay")
-        .arg(file)
-        .args(["--headless", "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "replay failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]

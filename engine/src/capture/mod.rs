@@ -17,13 +17,12 @@ pub use store::{PREFIX, Store, Written};
 pub use trigger::{PhaseLimit, Trigger, parse_phase_limit};
 
 use crate::analysis::GapRule;
-use crate::analysis::settled::settled;
 use crate::file_name::{file_word, utc_stamp};
 use crate::model::{Model, Proof, ProofId, Session};
-use crate::report::{ProofReport, proof_report};
+use crate::report::ProofReport;
+use crate::settle::Settler;
 use probe_protocol::{Event, encode_frame, encode_frames};
 use ring::FrameRing;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -125,8 +124,8 @@ pub struct BlackBox {
     rule: GapRule,
     ring: FrameRing,
     pending: Vec<Pending>,
-    /// The viewer's progress per session: proofs up to this id judged.
-    judged: HashMap<(u32, u64), u64>,
+    /// How far the judging got in each session.
+    settler: Settler,
 }
 
 impl BlackBox {
@@ -136,7 +135,7 @@ impl BlackBox {
             ring: FrameRing::new(opts.history_bytes),
             opts,
             pending: Vec::new(),
-            judged: HashMap::new(),
+            settler: Settler::default(),
         }
     }
 
@@ -178,22 +177,13 @@ impl BlackBox {
     /// The viewer's round: judges every proof settled since the last, then writes the
     /// captures that are due. `ended`: the stream ended.
     pub fn scan(&mut self, model: &Model, ended: bool) -> Vec<Outcome> {
-        for s in model.sessions() {
-            let Some(h) = s.hello() else { continue };
-            let worker = crate::model::worker_name(h);
-            let key = s.key();
-            let done = self.judged.get(&key).copied().unwrap_or(0);
-            let st = settled(s, done, ended);
-            for r in &st.ready {
-                let Some(p) = s.proof(r.id) else { continue };
-                if let Some(report) = proof_report(s, p, r.next_start, &self.rule) {
-                    self.consider(s, p, &report, &worker);
-                }
-            }
-            if st.upto > done {
-                self.judged.insert(key, st.upto);
-            }
-        }
+        let mut settler = std::mem::take(&mut self.settler);
+        let rule = self.rule;
+        settler.round(model, &rule, ended, |s, p, report| {
+            let worker = s.hello().map(crate::model::worker_name).unwrap_or_default();
+            self.consider(s, p, report, &worker);
+        });
+        self.settler = settler;
         self.flush(model, ended)
     }
 

@@ -10,7 +10,7 @@
 mod calls;
 mod emit;
 pub mod feed;
-mod lines;
+pub mod lines;
 mod place;
 mod runs;
 

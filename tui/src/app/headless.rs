@@ -86,7 +86,7 @@ fn should_stop(app: &mut App, until: Until, t0: Instant) -> bool {
 /// seen. A run that stopped at the exit alone lost the last proof's end when the viewer was
 /// slower than the prover (1 run in 20, the test suite beside it).
 fn demo_gone(app: &mut App) -> bool {
-    if !app.demo.as_mut().is_some_and(|d| d.status().is_some()) {
+    if app.demo.as_mut().is_none_or(|d| d.status().is_none()) {
         return false;
     }
     let since = *app.demo_exited_at.get_or_insert_with(Instant::now);

@@ -5,6 +5,7 @@ use probe_protocol::{
 };
 use proofscope::app::{App, RunOpts};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 pub fn recording(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -203,6 +204,23 @@ pub fn busy_session_of(
 
 /// The `proofscope` binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_proofscope");
+
+/// `proofscope replay FILE --format json`, parsed; the replay must succeed.
+pub fn replay_json(file: &Path) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .arg("replay")
+        .arg(file)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "replay {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
 
 /// Parameters are cached across test runs here (the first run generates them).
 pub fn cache() -> PathBuf {
