@@ -2,7 +2,7 @@
 //! (transport, pause, record), and what it said for the report. No terminal, no view.
 
 use crate::model::Model;
-use crate::source::{ChildStatus, Control, LinkStatus, Said, Source};
+use crate::source::{ChildStatus, Control, LinkState, LinkStatus, Said, Source};
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]
@@ -17,6 +17,9 @@ pub struct Controller {
     warnings: crate::warnings::Warnings,
     /// The first failure the source reported (Said::failed).
     failed: Option<String>,
+    /// A name given to the source after it started ([`Controller::relabel`]): the header's
+    /// replay shows it instead of the file's path.
+    shown_as: Option<String>,
 }
 
 impl Controller {
@@ -27,6 +30,7 @@ impl Controller {
             label,
             warnings: crate::warnings::Warnings::default(),
             failed: None,
+            shown_as: None,
         }
     }
 
@@ -55,7 +59,7 @@ impl Controller {
     /// Names the source in the header and the report (tests use stable names).
     pub fn relabel(&mut self, label: &str) {
         self.label = label.to_owned();
-        self.feed.relabel(label.to_owned());
+        self.shown_as = Some(label.to_owned());
     }
 
     /// Keeps what the source said for the report; the rest is for the caller (the footer).
@@ -86,7 +90,11 @@ impl Controller {
     }
 
     pub fn status(&self) -> LinkStatus {
-        self.feed.status(&self.model)
+        let mut status = self.feed.status(&self.model);
+        if let (Some(name), LinkState::Replay { file, .. }) = (&self.shown_as, &mut status.link) {
+            file.clone_from(name);
+        }
+        status
     }
 
     pub fn is_finite(&self) -> bool {
@@ -94,7 +102,7 @@ impl Controller {
     }
 
     pub fn lost_since(&self) -> Option<Instant> {
-        self.feed.lost_since()
+        self.status().lost_since
     }
 
     /// The prover the source started (`run`), as it stood after the last round.

@@ -565,6 +565,8 @@ impl Source for RunSource {
             .as_ref()
             .map_or_else(LinkStatus::default, |l| l.status(model));
         s.child = Some(self.child);
+        // `run` knows how its prover ended (its exit), not by a link lost for a while.
+        s.lost_since = None;
         let who = self.cmd.first().cloned().unwrap_or_default();
         if let Some((status, why)) = &self.failed {
             s.link = LinkState::Failed(format!("{who} did not start ({status}): {why}"));
@@ -587,12 +589,6 @@ impl Source for RunSource {
 
     fn is_finite(&self) -> bool {
         false
-    }
-
-    fn relabel(&mut self, label: String) {
-        if let Some(l) = self.live.as_mut() {
-            l.relabel(label);
-        }
     }
 
     fn finish(&mut self, model: &mut Model) -> Said {

@@ -203,15 +203,12 @@ impl Source for LiveSource {
                 dropped: self.hold.dropped,
             }),
             child: None,
+            lost_since: self.lost_since,
         }
     }
 
     fn is_finite(&self) -> bool {
         false
-    }
-
-    fn lost_since(&self) -> Option<Instant> {
-        self.lost_since
     }
 
     fn finish(&mut self, model: &mut Model) -> Said {

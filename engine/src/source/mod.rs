@@ -154,6 +154,8 @@ pub struct LinkStatus {
     pub paused: Option<Held>,
     /// The prover the source started (`run`), as it stood after the last round.
     pub child: Option<ChildStatus>,
+    /// Since when the prover has been lost without a goodbye (live).
+    pub lost_since: Option<Instant>,
 }
 
 /// How the launched prover stands.
@@ -190,12 +192,6 @@ pub trait Source: std::fmt::Debug {
     fn status(&self, model: &Model) -> LinkStatus;
     /// A file and its end (replays): headless runs read it through at full speed.
     fn is_finite(&self) -> bool;
-    /// Since when the prover has been lost without a goodbye (live).
-    fn lost_since(&self) -> Option<Instant> {
-        None
-    }
-    /// Names the source in the header (tests give recordings stable names).
-    fn relabel(&mut self, _label: String) {}
     /// Stops: a recording is closed, pending captures written, a connection dropped; what
     /// the user should know.
     fn finish(&mut self, model: &mut Model) -> Said;

@@ -193,15 +193,12 @@ impl Source for ReplaySource {
             transport: Some(self.transport()),
             paused: r.paused.then_some(Held::default()),
             child: None,
+            lost_since: None,
         }
     }
 
     fn is_finite(&self) -> bool {
         true
-    }
-
-    fn relabel(&mut self, label: String) {
-        self.replay.file = label;
     }
 
     fn finish(&mut self, _model: &mut Model) -> Said {
