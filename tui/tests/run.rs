@@ -152,7 +152,14 @@ fn check_sync(v: &Value, out: &Output) {
                 sentence.contains("`Assignment::~Assignment()` (c2.cpp:"),
                 "the destructor's stack: {sentence}"
             );
-            assert!(d["releases"]["bytes"].as_u64().unwrap() >= 1 << 30, "{d}");
+            // Most of the destructors' 1.2 GB (4 circuits × 3 vectors × 96 MiB): on a loaded
+            // machine the first frees can come before the last timer's write is stamped
+            // (10 of the 12 in the gap, once in CI), and so inside the last phase.
+            let tail = 12u64 * (96 << 20);
+            assert!(
+                d["releases"]["bytes"].as_u64().unwrap() >= tail * 3 / 4,
+                "{d}"
+            );
             flagged += 1;
         }
     }
