@@ -20,13 +20,13 @@ use proofscope_engine::report::ProofReport;
 use proofscope_engine::settle::Settler;
 use proofscope_engine::source::LinkState;
 use proofscope_engine::source::SourceMsg;
-use proofscope_engine::source::socket::{self, Target};
+use proofscope_engine::source::Target;
+use proofscope_engine::source::link::{Link, Next};
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -156,21 +156,19 @@ impl State {
     }
 
     fn run(&mut self, path: PathBuf, stop: &AtomicBool) {
-        let (tx, rx) = mpsc::channel();
-        let source = match socket::connect(Target::Socket(path), tx) {
-            Ok(s) => s,
-            Err(_) => return,
+        let Ok(mut link) = Link::connect(Target::Socket(path)) else {
+            return;
         };
         while !stop.load(Ordering::Relaxed) {
-            match rx.recv_timeout(Duration::from_millis(200)) {
-                Ok(msg) => self.handle(msg),
-                Err(RecvTimeoutError::Timeout) => self.settle(false),
-                Err(RecvTimeoutError::Disconnected) => break,
+            match link.next(Duration::from_millis(200)) {
+                Next::Msg(msg) => self.handle(msg),
+                Next::Idle => self.settle(false),
+                Next::Closed => break,
             }
         }
-        // What the source had already read still counts.
-        drop(source);
-        while let Ok(msg) = rx.try_recv() {
+        // What the link had already read still counts.
+        link.close();
+        while let Some(msg) = link.try_next() {
             self.handle(msg);
         }
         self.settle(true);

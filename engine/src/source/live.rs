@@ -2,7 +2,8 @@
 //! black box: frames are handed on as they arrive), and the hold that keeps a paused view's
 //! events within the memory bound.
 
-use super::socket::{self, Connection, Target};
+use super::link::{Link, Next};
+use super::socket::Target;
 use super::{Control, Held, LinkState, LinkStatus, Said, Source, SourceMsg};
 use crate::capture::BlackBox;
 use crate::hold::Hold;
@@ -11,7 +12,6 @@ use crate::tap::Taps;
 use anyhow::Result;
 use probe_protocol::{Event, encode_frames};
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 /// What a stopping viewer takes of what had already arrived, at most.
@@ -19,16 +19,12 @@ const FINISH_DRAIN: Duration = Duration::from_millis(200);
 
 #[derive(Debug)]
 pub struct LiveSource {
-    rx: Receiver<SourceMsg>,
-    /// Dropped to disconnect.
-    live: Option<Connection>,
-    link: LinkState,
+    link: Link,
     /// The recorder and the black box.
     taps: Taps,
     paused: bool,
     /// Frames that arrived while the view was paused.
     hold: Hold,
-    lost_since: Option<Instant>,
 }
 
 impl LiveSource {
@@ -41,15 +37,11 @@ impl LiveSource {
         blackbox: Option<BlackBox>,
     ) -> Result<LiveSource> {
         let taps = Taps::new(record, record_dir, model, blackbox)?;
-        let (tx, rx) = channel();
         Ok(LiveSource {
-            rx,
-            live: Some(socket::connect(target, tx)?),
-            link: LinkState::Idle,
+            link: Link::connect(target)?,
             taps,
             paused: false,
             hold: Hold::default(),
-            lost_since: None,
         })
     }
 
@@ -57,14 +49,9 @@ impl LiveSource {
     /// old connection delivered is applied first; the recording goes on, the new stream after
     /// the old, as a replay reads two sessions one after the other.
     pub fn retarget(&mut self, target: Target, model: &mut Model, said: &mut Said) -> Result<()> {
-        while let Ok(msg) = self.rx.try_recv() {
+        for msg in self.link.retarget(target)? {
             self.handle(msg, model, said);
         }
-        let (tx, rx) = channel();
-        self.live = Some(socket::connect(target, tx)?);
-        self.rx = rx;
-        self.link = LinkState::Idle;
-        self.lost_since = None;
         Ok(())
     }
 
@@ -107,15 +94,8 @@ impl LiveSource {
                 said.fail(failed);
                 self.apply(events, model);
             }
-            SourceMsg::Link(state) => {
-                match &state {
-                    LinkState::Disconnected(_) => {
-                        self.lost_since.get_or_insert_with(Instant::now);
-                    }
-                    _ => self.lost_since = None,
-                }
-                self.link = state;
-            }
+            // The link keeps its state as the message passes.
+            SourceMsg::Link(_) => {}
             SourceMsg::Notice(note) => {
                 said.message = Some(note.clone());
                 said.warnings.push(note);
@@ -134,7 +114,7 @@ impl LiveSource {
         if self.paused && !ended {
             return;
         }
-        let ended = ended || matches!(self.link, LinkState::Ended(_));
+        let ended = ended || matches!(self.link.state(), LinkState::Ended(_));
         said.tell(self.taps.settle(model, ended));
     }
 
@@ -159,10 +139,8 @@ impl Source for LiveSource {
         let t0 = Instant::now();
         let mut said = Said::default();
         while t0.elapsed() < budget {
-            match self.rx.try_recv() {
-                Ok(m) => self.handle(m, model, &mut said),
-                Err(_) => break,
-            }
+            let Some(m) = self.link.try_next() else { break };
+            self.handle(m, model, &mut said);
         }
         self.judge(model, &mut said, false);
         said
@@ -170,9 +148,8 @@ impl Source for LiveSource {
 
     fn wait(&mut self, model: &mut Model, wait: Duration) -> Said {
         let mut said = Said::default();
-        match self.rx.recv_timeout(wait) {
-            Ok(m) => self.handle(m, model, &mut said),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        if let Next::Msg(m) = self.link.next(wait) {
+            self.handle(m, model, &mut said);
         }
         self.judge(model, &mut said, false);
         said
@@ -195,7 +172,7 @@ impl Source for LiveSource {
 
     fn status(&self, _model: &Model) -> LinkStatus {
         LinkStatus {
-            link: self.link.clone(),
+            link: self.link.state().clone(),
             recording: self.taps.recording().map(str::to_owned),
             transport: None,
             paused: self.paused.then_some(Held {
@@ -203,7 +180,7 @@ impl Source for LiveSource {
                 dropped: self.hold.dropped,
             }),
             child: None,
-            lost_since: self.lost_since,
+            lost_since: self.link.lost_since(),
         }
     }
 
@@ -216,10 +193,10 @@ impl Source for LiveSource {
         // What had arrived counts, and the captures still waiting for the proofs after
         // theirs are written with what there is: disconnected first (a flooding prover would
         // keep the channel full for ever), then what is left taken, for at most FINISH_DRAIN.
-        self.live.take();
+        self.link.close();
         let t = Instant::now();
         while t.elapsed() < FINISH_DRAIN {
-            let Ok(m) = self.rx.try_recv() else { break };
+            let Some(m) = self.link.try_next() else { break };
             self.handle(m, model, &mut said);
         }
         self.resume(model, &mut said);
