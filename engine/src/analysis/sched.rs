@@ -110,6 +110,11 @@ pub fn cpu_wait_outside(
     let near = series.range(from, to);
     let ran = running_instants(session, idx, thread, (from, to), busy, gap);
     let mut wait = 0;
+    // Where the last stretch filled ends: a thread waits once at a time, so a later pair's
+    // wait never reaches back over an earlier pair's (both could claim the time between the
+    // last sign of running before a sample and the sample: counted twice, frees and waits
+    // came to 1.15 of a gap under load).
+    let mut filled_to = 0;
     for w in near.windows(2) {
         let (s0, s1) = (w[0].ts, w[1].ts);
         let mut left = w[1].runq_ns.saturating_sub(w[0].runq_ns).min(MAX_WAIT_NS);
@@ -121,11 +126,17 @@ pub fn cpu_wait_outside(
         let ends = ran[first..last].iter().copied().chain([s1]);
         let mut before = first.checked_sub(1).map(|k| ran[k]);
         for end in ends {
-            let room = end - before.unwrap_or(end.saturating_sub(left)).min(end);
-            let x = left.min(room);
+            let start = before
+                .unwrap_or(end.saturating_sub(left))
+                .max(filled_to)
+                .min(end);
+            let x = left.min(end - start);
             wait += outside(Interval::new(end - x, end), within, busy);
             left -= x;
             before = Some(end);
+            if x > 0 {
+                filled_to = end;
+            }
             if left == 0 {
                 break;
             }
@@ -333,6 +344,30 @@ mod tests {
         assert_eq!(
             cpu_wait_outside(s, &idx, ThreadId(1), (gap, first_half), &[]) / MS,
             200
+        );
+    }
+
+    /// A thread waits once at a time: a later pair's wait does not reach back over an earlier
+    /// pair's (it did, and frees and waits came to more than the gap under load).
+    #[test]
+    fn waits_of_two_sample_pairs_never_overlap() {
+        let mut f = Fixture::new();
+        let main = f.thread(1, "main");
+        f.proof(1, "cpu", "prove", main, 0, 3000 * MS);
+        // 50 ms runnable up to 1100 ms, then 150 more by 1200 ms: with no sign of running
+        // between, the first ends at 1100 (1050–1100), the second can only be 1100–1200.
+        f.sched(1000 * MS, ThreadId(1), 0, 0);
+        f.sched(1100 * MS, ThreadId(1), 0, 50 * MS);
+        f.sched(1200 * MS, ThreadId(1), 0, 200 * MS);
+        let m = f.model();
+        let s = session(&m);
+        let p = s.proof(ProofId(1)).unwrap();
+        let idx = ProofIndex::new(s, p);
+        let gap = Interval::new(1000 * MS, 1200 * MS);
+        let wait = cpu_wait_outside(s, &idx, ThreadId(1), (gap, gap), &[]) / MS;
+        assert_eq!(
+            wait, 150,
+            "50 ms and then 100 ms, the rest would lie over the first"
         );
     }
 }
