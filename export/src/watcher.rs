@@ -104,13 +104,6 @@ impl Drop for Watcher {
     }
 }
 
-/// Where a session stands for the exporter's drop counts.
-#[derive(Debug, Default, Clone, Copy)]
-struct Progress {
-    /// Dropped reports up to this session time are counted (a reconnect replays history).
-    dropped_until: u64,
-}
-
 struct State {
     n: usize,
     m: Metrics,
@@ -121,7 +114,9 @@ struct State {
     owned: Owned,
     /// Each session's worker name, claimed at its Hello.
     names: HashMap<(u32, u64), ProverLabels>,
-    progress: HashMap<(u32, u64), Progress>,
+    /// Per session: its dropped reports up to this session time are counted (a reconnect
+    /// replays history).
+    dropped_until: HashMap<(u32, u64), u64>,
     /// How far the counting of settled proofs got in each session.
     settler: Settler,
     /// Latest energy reading counted, per GPU: (sample time, millijoules).
@@ -145,7 +140,7 @@ impl State {
             model: Model::new(shared.retention),
             owned: Owned::default(),
             names: HashMap::new(),
-            progress: HashMap::new(),
+            dropped_until: HashMap::new(),
             settler: Settler::default(),
             energy: HashMap::new(),
             live,
@@ -328,11 +323,11 @@ impl State {
         let Some(l) = self.names.get(&s.key()).cloned() else {
             return;
         };
-        let p = self.progress.entry(s.key()).or_default();
-        if d.ts <= p.dropped_until && p.dropped_until > 0 {
+        let until = self.dropped_until.entry(s.key()).or_default();
+        if d.ts <= *until && *until > 0 {
             return;
         }
-        p.dropped_until = d.ts;
+        *until = d.ts;
         for (kind, n) in &d.counts {
             let k = KindLabels {
                 worker: l.worker.clone(),

@@ -31,13 +31,10 @@ impl Grid {
         Grid { sms }
     }
 
-    /// A grid of `sms` SMs (tests, and hosts that want another cap).
-    pub fn with_sms(sms: u32) -> Grid {
+    /// A grid of `sms` SMs, as a device of that many would have.
+    #[cfg(test)]
+    fn with_sms(sms: u32) -> Grid {
         Grid { sms: sms.max(1) }
-    }
-
-    pub fn sms(self) -> u32 {
-        self.sms
     }
 
     /// `blocks` of `threads`, capped at `per_sm` blocks an SM: the kernel strides over the rest.
