@@ -310,7 +310,7 @@ fn gap_changes(pa: &[&ProofReport], pb: &[&ProofReport]) -> Vec<GapChange> {
                     example: String::new(),
                 });
                 if side == 1 || e.example.is_empty() {
-                    e.example = g.diagnosis.sentence.clone();
+                    e.example = g.diagnosis.sentence();
                 }
                 if seen.insert(key) {
                     if side == 0 {

@@ -34,7 +34,7 @@ fn cpp_c2_sync_shows_the_ghost_on_the_proving_thread() {
         }
         let flagged: Vec<_> = p.gaps.iter().filter(|g| g.flagged).collect();
         assert_eq!(flagged.len(), 1, "proof {}: {:?}", p.id, p.gaps);
-        let d = &flagged[0].diagnosis.sentence;
+        let d = &flagged[0].diagnosis.sentence();
         assert!(
             d.contains("604.0 MB freed in 20 large releases")
                 && d.contains("on the proving thread main"),
@@ -120,7 +120,7 @@ fn cpp_cuda_sync_times_its_kernels_in_their_phases_and_shows_the_ghost() {
         assert_cuda_proof(p);
         let flagged: Vec<_> = p.gaps.iter().filter(|g| g.flagged).collect();
         assert_eq!(flagged.len(), 1, "proof {}: {:?}", p.id, p.gaps);
-        let d = &flagged[0].diagnosis.sentence;
+        let d = &flagged[0].diagnosis.sentence();
         assert!(
             d.contains("freed in 8 large releases")
                 && d.contains("on the proving thread main")

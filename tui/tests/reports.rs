@@ -172,10 +172,10 @@ fn sync_and_async_releases_are_where_the_story_says() {
                 );
                 assert!(
                     tail.diagnosis
-                        .sentence
+                        .sentence()
                         .contains("on the proving thread main"),
                     "{}",
-                    tail.diagnosis.sentence
+                    tail.diagnosis.sentence()
                 );
                 assert_eq!(rel.after_outer.count, 0);
             } else {
@@ -265,10 +265,10 @@ fn h200_ghost_recordings_tell_the_story_at_scale() {
             assert!(inside * 100 >= tail.duration_ns * 95, "{tail:?}");
             assert!(
                 tail.diagnosis
-                    .sentence
+                    .sentence()
                     .contains("synchronous release of large buffers"),
                 "{}",
-                tail.diagnosis.sentence
+                tail.diagnosis.sentence()
             );
             // The largest gap of the proof by far.
             assert!(p.gaps.iter().all(|g| g.duration_ns <= tail.duration_ns));
@@ -388,9 +388,9 @@ fn the_ghost_with_stacks_names_who_freed_the_vectors() {
         .expect("the ghost's tail is flagged");
     let who = "`drop_in_place<ProvingVectors>` ← `release<ProvingVectors>` (dealloc.rs:";
     assert!(
-        tail.diagnosis.sentence.contains(&format!("freed by {who}")),
+        tail.diagnosis.sentence().contains(&format!("freed by {who}")),
         "{}",
-        tail.diagnosis.sentence
+        tail.diagnosis.sentence()
     );
     let by = &tail.diagnosis.releases.freed_by;
     assert!(
@@ -439,7 +439,7 @@ fn no_flagged_gap_of_any_recording_is_left_without_evidence() {
                     proofscope_engine::analysis::DiagnosisKind::NoEvidence,
                     "{name} proof {}: {}",
                     p.id,
-                    g.diagnosis.sentence
+                    g.diagnosis.sentence()
                 );
             }
         }

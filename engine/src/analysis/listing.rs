@@ -32,7 +32,7 @@ impl ListedGap {
     /// ([`super::settled::is_settled`]), else only what is known so far.
     pub fn shown(&self, settled: bool) -> String {
         if settled {
-            self.diagnosis.sentence.clone()
+            self.diagnosis.sentence()
         } else {
             self.diagnosis.so_far()
         }

@@ -179,7 +179,7 @@ fn gaps<W: Write>(ev: &mut Events<'_, W>, pid: u64, s: &Session, rule: &GapRule)
             "pid": pid, "tid": GAP_TID + lane, "ts": us(g.at.start), "dur": us(g.at.len()),
             "args": {"proof": p.id(), "flagged": g.flagged, "place": g.place.as_str(),
                      "share_of_span": g.at.len() as f64 / l.span_len as f64,
-                     "kind": d.kind.as_str(), "diagnosis": d.sentence}
+                     "kind": d.kind.as_str(), "diagnosis": d.sentence()}
         }))?;
     }
     Ok(())

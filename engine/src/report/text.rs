@@ -454,7 +454,7 @@ fn gap_lines(o: &mut String, p: &ProofReport) {
             dur(g.start_offset_ns),
             g.share_of_span * 100.0
         );
-        let _ = writeln!(o, "      {}", g.diagnosis.sentence);
+        let _ = writeln!(o, "      {}", g.diagnosis.sentence());
     }
     let small = &p.small_gaps;
     if small.count > 0 {
@@ -676,6 +676,6 @@ fn flagged_gaps(o: &mut String, s: &super::SessionReport) {
             dur(g.start_offset_ns),
             g.share_of_span * 100.0
         );
-        let _ = writeln!(o, "      {}", g.diagnosis.sentence);
+        let _ = writeln!(o, "      {}", g.diagnosis.sentence());
     }
 }

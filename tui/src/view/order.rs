@@ -65,7 +65,7 @@ pub fn matches(s: &Session, p: &Proof, needle: &str, rule: &GapRule) -> bool {
         || gap_listing(s, p, rule)
             .0
             .iter()
-            .any(|l| has(&l.diagnosis.sentence))
+            .any(|l| has(&l.diagnosis.sentence()))
 }
 
 /// The proofs the list shows, in its order.
