@@ -312,6 +312,7 @@ fn report(t0: u64, t1: u64, bytes: usize, release: bool) {
         release,
         stack_seq: capture_stack(bytes as u64),
     });
+    crate::sched_stamp::stamp();
 }
 
 /// Queues a large block for the collector (and notes the peak); a full queue drops it and
@@ -450,4 +451,5 @@ fn report_external_large(bytes: u64, inside_ns: u64, release: bool) {
         release,
         stack_seq: capture_stack(bytes),
     });
+    crate::sched_stamp::stamp();
 }

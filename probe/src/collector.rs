@@ -60,6 +60,8 @@ struct Batch {
 struct LossesSeen {
     alloc: (u64, u64),
     output: u64,
+    /// Scheduler readings the program's threads dropped ([`crate::sched_stamp`]).
+    sched: u64,
     slow: KindCounts,
 }
 
@@ -153,6 +155,7 @@ impl Collector {
             losses_seen: LossesSeen {
                 alloc: alloc::dropped(),
                 output: output::dropped(),
+                sched: crate::sched_stamp::dropped(),
                 slow: KindCounts::ZERO,
             },
             raw: Vec::new(),
@@ -250,6 +253,7 @@ impl Collector {
         self.take_large_blocks(conv, &mut batch);
         let moved = !batch.data.is_empty();
         self.take_output_writes(&mut batch);
+        self.take_sched_stamps(&mut batch);
         self.sample_allocator(now, &mut batch);
         self.report_losses(now, &mut batch);
         self.define_new_names(&mut batch);
@@ -401,6 +405,26 @@ impl Collector {
         }
     }
 
+    /// Scheduler counters the program's threads read as they were seen running
+    /// ([`crate::sched_stamp`]), on the session clock, beside the collector's own samples.
+    fn take_sched_stamps(&mut self, batch: &mut Batch) {
+        let mut stamps = Vec::new();
+        crate::sched_stamp::drain(|r| stamps.push(r));
+        for r in stamps {
+            let thread = self.threads.id_of(r.os_tid, None, &mut batch.defs);
+            batch
+                .data
+                .push(Event::ThreadSched(probe_protocol::ThreadSched {
+                    ts: self.session.clock.monotonic_to_ns(r.mono_ns),
+                    thread,
+                    cpu_ns: r.cpu_ns,
+                    runq_ns: r.runq_ns,
+                    timeslices: r.timeslices,
+                }));
+            self.threads.seen(thread, self.next_pos(batch));
+        }
+    }
+
     fn sample_allocator(&mut self, now: u64, batch: &mut Batch) {
         let at = Instant::now();
         if !self.cadence.due(at) {
@@ -444,6 +468,9 @@ impl Collector {
         let dw = output::dropped();
         lost[EventKind::OutputWrite] += dw - self.losses_seen.output;
         self.losses_seen.output = dw;
+        let ds = crate::sched_stamp::dropped();
+        lost[EventKind::ThreadSched] += ds - self.losses_seen.sched;
+        self.losses_seen.sched = ds;
         let slow = self.session.slow.dropped();
         lost += &slow.since(&self.losses_seen.slow);
         self.losses_seen.slow = slow;

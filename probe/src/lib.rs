@@ -40,6 +40,7 @@ mod proof;
 mod recorder;
 mod ring;
 mod sched;
+mod sched_stamp;
 mod server;
 mod session;
 mod slot_tls;

@@ -64,6 +64,7 @@ pub fn report_output_write(fd: u8, offset: u64, bytes: u64) {
     if q.push(w).is_err() {
         DROPPED.fetch_add(1, Ordering::Relaxed);
     }
+    crate::sched_stamp::stamp();
 }
 
 /// Takes every queued write.

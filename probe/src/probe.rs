@@ -97,6 +97,7 @@ impl Probe {
         }
         alloc::enable_events(large_block, stack_block);
         crate::output::enable();
+        crate::sched_stamp::enable();
         let s2 = session.clone();
         let handle = spawn_named("probe-collector", "collector", move || {
             Collector::new(s2).run()
@@ -153,6 +154,7 @@ impl Probe {
         state::set_enabled(false);
         alloc::disable_events();
         crate::output::disable();
+        crate::sched_stamp::disable();
         session.control.request_stop(reason);
         if let Some(t) = self.nvml.take() {
             t.thread().unpark();

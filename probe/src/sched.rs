@@ -115,7 +115,7 @@ fn read(f: &File) -> Option<(u64, u64, u64)> {
     parse(std::str::from_utf8(&buf[..n]).ok()?)
 }
 
-fn parse(s: &str) -> Option<(u64, u64, u64)> {
+pub(crate) fn parse(s: &str) -> Option<(u64, u64, u64)> {
     let mut it = s.split_whitespace().map(|v| v.parse::<u64>().ok());
     Some((it.next()??, it.next()??, it.next()??))
 }

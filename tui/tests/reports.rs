@@ -388,7 +388,9 @@ fn the_ghost_with_stacks_names_who_freed_the_vectors() {
         .expect("the ghost's tail is flagged");
     let who = "`drop_in_place<ProvingVectors>` ← `release<ProvingVectors>` (dealloc.rs:";
     assert!(
-        tail.diagnosis.sentence().contains(&format!("freed by {who}")),
+        tail.diagnosis
+            .sentence()
+            .contains(&format!("freed by {who}")),
         "{}",
         tail.diagnosis.sentence()
     );

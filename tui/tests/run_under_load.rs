@@ -5,7 +5,7 @@
 //! the viewer itself) stopped for 250 ms of every 300 ms while the prover runs. Every proof's
 //! release — the 604 MB its call frees on `main` as it returns — is placed in the outer span
 //! outside the phases, on `main`, within 1 % of what the program freed; every flagged tail is
-//! diagnosed by it, covering 75–100 % of the gap (`MIN_COVER`). Under `--dealloc async` no
+//! diagnosed by it, covering 80–100 % of the gap (`MIN_COVER`). Under `--dealloc async` no
 //! proof is flagged.
 //!
 //! Before log lines were stamped where the prover wrote them, (b) scattered the same free
@@ -28,13 +28,13 @@ const CALLS: usize = 20;
 /// vectors, 32 MiB each (c2.cpp's defaults).
 const FREED_PER_CALL: f64 = (18u64 * (32 << 20)) as f64;
 /// The least share of a flagged tail its diagnosis covers: the time inside the frees on the
-/// proving thread, and its waits for a CPU in the gap outside them (its scheduler samples: the
-/// preload samples the threads that write the log). The issue asks for 80 %; measured with the
-/// cores oversubscribed four times: 0.85–1.00 over 120 proofs, and 0.79 in 2 proofs of ~160 in
-/// this test's runs — what is left is time the thread was neither on a CPU nor waiting for one
-/// by its counters (blocked, or a wait not yet counted), which the diagnosis does not claim.
+/// proving thread, and its waits for a CPU in the gap outside them (its scheduler counters,
+/// read by the collector and by the thread itself as its large frees return and as it writes
+/// its log) — the issue's 80 %. Measured with this test's load (2026-12-06, build VM): plain
+/// 199 flagged tails, 0.86–1.00; linked 99, 0.99–1.00. With the collector's samples alone a
+/// wait that ended after its last sample of the program was in none: 0.74–0.79 in 4 of ~400.
 /// The frees alone covered 59–100 %.
-const MIN_COVER: f64 = 0.75;
+const MIN_COVER: f64 = 0.80;
 
 /// Busy threads and a memory balloon until dropped.
 struct Load {

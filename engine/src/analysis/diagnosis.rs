@@ -511,7 +511,11 @@ mod tests {
             "{}",
             d.sentence()
         );
-        assert!(d.sentence().contains("synchronous release"), "{}", d.sentence());
+        assert!(
+            d.sentence().contains("synchronous release"),
+            "{}",
+            d.sentence()
+        );
         assert_eq!(d.kind, DiagnosisKind::SynchronousRelease);
     }
 
@@ -559,7 +563,11 @@ mod tests {
             "{}",
             d.sentence()
         );
-        assert!(d.sentence().contains("code no span covers"), "{}", d.sentence());
+        assert!(
+            d.sentence().contains("code no span covers"),
+            "{}",
+            d.sentence()
+        );
         // Blocked until a span on another thread ended: named.
         let (mut f, outer) = fixture(3000);
         f.span(
