@@ -35,6 +35,22 @@ pub struct ReleaseEvidence {
     pub freed_by: Vec<(String, u64)>,
 }
 
+impl ReleaseEvidence {
+    /// Whether these frees are the gapped thread's own (most of their time on it): only then
+    /// are they its cause. Frees of another thread that merely overlap the gap are said as
+    /// what happened meanwhile — a detached thread's 50 MB free, slow *because* the gapped
+    /// thread held the address space while pinning memory, took the blame for 94 % of that
+    /// gap (issue 44).
+    pub fn are_own(&self) -> bool {
+        self.count > 0 && self.inside_ns > 0 && self.on_proving_thread_ns * 2 >= self.inside_ns
+    }
+
+    /// Frees in the gap, none of them the gapped thread's own cause.
+    fn only_meanwhile(&self) -> bool {
+        self.count > 0 && !self.are_own()
+    }
+}
+
 /// A cause the prover (or an importer) stated in a `cause:<kind>` marker inside the gap.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct StatedCause {
@@ -112,7 +128,7 @@ impl Diagnosis {
     /// or what the thread was doing.
     pub fn headline(&self) -> String {
         let r = &self.releases;
-        if r.count > 0 {
+        if r.are_own() {
             let sync = if self.kind == DiagnosisKind::SynchronousRelease {
                 "synchronous release: "
             } else {
@@ -334,7 +350,7 @@ fn stated_cause(
 /// The finding `sentence` leads with, in the same order of precedence.
 fn kind(d: &Diagnosis, len: u64) -> DiagnosisKind {
     let r = &d.releases;
-    if r.count > 0 {
+    if r.are_own() {
         if is_synchronous(r, len) {
             DiagnosisKind::SynchronousRelease
         } else {
@@ -362,18 +378,17 @@ fn kind(d: &Diagnosis, len: u64) -> DiagnosisKind {
 fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
     let mut parts = Vec::new();
     let r = &d.releases;
-    if r.count > 0 {
+    let own = r.are_own();
+    if own {
         parts.push(releases_sentence(r, len, thread));
     }
     // A stated cause (an importer's inference from a log's timers) says what measurement
-    // could not; with releases measured in the gap, they speak instead.
-    if let (Some(c), 0) = (&d.stated, r.count) {
+    // could not; with the thread's own releases measured in the gap, they speak instead.
+    if let (Some(c), false) = (&d.stated, own) {
         parts.push(c.sentence.clone());
     }
     // Scheduling evidence leads unless the GPU's says more (a GPU phase's gap).
-    if let (Some(s), None) = (&d.sched, d.gpu_util_pct)
-        && d.releases.count == 0
-    {
+    if let (Some(s), None, false) = (&d.sched, d.gpu_util_pct, own) {
         parts.push(sched_sentence(s));
     }
     if let Some(u) = d.gpu_util_pct {
@@ -385,9 +400,7 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
             ));
         }
     }
-    if let (Some(s), Some(_)) = (&d.sched, d.gpu_util_pct)
-        && d.releases.count == 0
-    {
+    if let (Some(s), Some(_), false) = (&d.sched, d.gpu_util_pct, own) {
         parts.push(sched_sentence(s));
     }
     if d.dropped > 0 {
@@ -407,7 +420,37 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
             ));
         }
     }
+    if r.only_meanwhile() {
+        parts.push(meanwhile_sentence(r, thread));
+    }
     parts.join("; ")
+}
+
+/// Who freed them, from their stacks: " by `f`", or the largest and how many more.
+fn freed_by(r: &ReleaseEvidence) -> String {
+    match r.freed_by.as_slice() {
+        [] => String::new(),
+        [(w, _)] => format!(" by {w}"),
+        [(w, b), rest @ ..] => format!(
+            " ({} by {w}; {} more call site{})",
+            bytes(*b),
+            rest.len(),
+            if rest.len() == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+/// Other threads' frees during the gap, as context: what they freed, where and how long.
+fn meanwhile_sentence(r: &ReleaseEvidence, thread: &str) -> String {
+    format!(
+        "meanwhile {}{} freed in {} large release{} taking {} on {} (not on {thread})",
+        bytes(r.bytes),
+        freed_by(r),
+        r.count,
+        if r.count == 1 { "" } else { "s" },
+        dur(r.inside_ns),
+        r.threads.join(", "),
+    )
 }
 
 /// The releases' part: what was freed, by whom, how long it took on which thread, the waits
@@ -445,16 +488,7 @@ fn releases_sentence(r: &ReleaseEvidence, len: u64, thread: &str) -> String {
     } else {
         ""
     };
-    let by = match r.freed_by.as_slice() {
-        [] => String::new(),
-        [(w, _)] => format!(" by {w}"),
-        [(w, b), rest @ ..] => format!(
-            " ({} by {w}; {} more call site{})",
-            bytes(*b),
-            rest.len(),
-            if rest.len() == 1 { "" } else { "s" }
-        ),
-    };
+    let by = freed_by(r);
     format!(
         "{} freed{by} in {} large release{} taking {} {whose} ({share:.0}% of the gap){waits}{verdict}",
         bytes(r.bytes),
@@ -527,7 +561,35 @@ mod tests {
         assert_eq!(d.releases.on_proving_thread_ns, 0);
         assert!(d.sentence().contains("on dealloc"), "{}", d.sentence());
         assert!(!d.sentence().contains("synchronous"), "{}", d.sentence());
-        assert_eq!(d.kind, DiagnosisKind::Releases);
+        // Context, said after the thread's own (here: none), never the verdict.
+        assert!(
+            d.sentence().starts_with("no evidence: uninstrumented work or waiting on main; meanwhile 1.1 GB freed in 1 large release taking 100.0 ms on dealloc (not on main)"),
+            "{}",
+            d.sentence()
+        );
+        assert_eq!(d.kind, DiagnosisKind::NoEvidence);
+        assert_eq!(d.headline(), "no evidence");
+    }
+
+    /// The gapped thread's own evidence leads; another thread's frees in the gap are what
+    /// happened meanwhile (issue 44: a detached thread's free, slow because main pinned
+    /// memory meanwhile, got 94 % of main's gap as its verdict).
+    #[test]
+    fn the_gapped_threads_own_evidence_leads_and_other_frees_are_context() {
+        let (mut f, _) = fixture(3000);
+        with_sched(&mut f, 90, 5, 990);
+        f.release(1100 * MS, 50 << 20, 300 * MS, ThreadId(2), None);
+        let d = diagnose_in(&f.model(), Interval::new(1000 * MS, 1500 * MS));
+        assert_eq!(
+            d.kind,
+            DiagnosisKind::RunningUninstrumented,
+            "{}",
+            d.sentence()
+        );
+        let s = d.sentence();
+        let meanwhile = s.find("meanwhile 52.4 MB freed").expect(&s);
+        let own = s.find("ran on a CPU").expect(&s);
+        assert!(own < meanwhile, "{s}");
     }
 
     /// Samples of main every 10 ms across a 500 ms gap, with the given shares.
