@@ -228,3 +228,47 @@ fn a_file_of_zeros_after_its_header_gives_a_short_report_in_bounded_memory() {
         "{report}"
     );
 }
+
+/// A live "prover" that sends its `Hello` and then empty frames as fast as the socket takes
+/// them: the viewer's connection thread used to queue one warning a frame for the reader
+/// without bound (3.9 GB after 20 s at `--max-mib 32`); the channel is bounded in bytes now
+/// and the peer is held back by the socket (27 MB over 20 s).
+#[test]
+fn a_live_peer_flooding_empty_frames_is_read_in_bounded_memory() {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("prover-4242.sock");
+    let rec = std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../recordings/cpu-sha256-sync.psrec"),
+    )
+    .unwrap();
+    // The recording's header (magic, version) and then its first frame: the Hello.
+    let at = 12;
+    let len = u32::from_le_bytes(rec[at..at + 4].try_into().unwrap()) as usize;
+    let hello = rec[at..at + 4 + len].to_vec();
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let peer = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        let mut subscribe = [0u8; 256];
+        let _ = c.read(&mut subscribe);
+        c.write_all(&hello).unwrap();
+        let zeros = vec![0u8; 1 << 20];
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < std::time::Duration::from_secs(10) {
+            if c.write_all(&zeros).is_err() {
+                break;
+            }
+        }
+    });
+    let mut c = Command::new(BIN);
+    c.arg("attach")
+        .arg(&sock)
+        .args(["--headless", "--duration", "6", "-o", "/dev/null"])
+        .args(["--max-mib", &BUDGET_MIB.to_string()]);
+    let (rss, code) = peak_rss_of(c);
+    peer.join().unwrap();
+    assert_eq!(code, 0);
+    assert!(rss < 96 << 20, "peak RSS {} MiB", rss >> 20);
+}

@@ -3,14 +3,15 @@
 //! source and the exporter's watchers both read a prover through it, so the socket, its
 //! channel and its draining on close are written once.
 
+use super::flow::{FlowRx, channel};
 use super::socket::{self, Connection, Target};
 use super::{LinkState, SourceMsg};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]
 pub struct Link {
-    rx: Receiver<SourceMsg>,
+    rx: FlowRx,
     /// Dropped to disconnect.
     conn: Option<Connection>,
     state: LinkState,
@@ -53,7 +54,7 @@ impl Link {
 
     /// The next message if one is waiting.
     pub fn try_next(&mut self) -> Option<SourceMsg> {
-        let msg = self.rx.try_recv().ok()?;
+        let msg = self.rx.try_recv()?;
         Some(self.seen(msg))
     }
 

@@ -4,6 +4,7 @@
 //! state, the replay transport, the recorder, the hold of a paused live view — lives in the
 //! source, not in the model or the app loop.
 
+pub mod flow;
 pub mod link;
 pub mod live;
 pub mod replay;

@@ -8,6 +8,7 @@
 
 use super::LinkState;
 use super::SourceMsg;
+use super::flow::FlowTx;
 use probe_protocol::discovery;
 use probe_protocol::{
     DecodeError, Event, FrameReader, ReadError, ReadErrorKind, Subscribe, encode_frame,
@@ -17,7 +18,6 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 const BACKOFF_START: Duration = Duration::from_millis(100);
@@ -110,12 +110,7 @@ fn identity_at(path: &Path) -> Option<Identity> {
     None
 }
 
-fn session(
-    path: &Path,
-    tx: &Sender<SourceMsg>,
-    stop: &AtomicBool,
-    seen: &mut Option<Identity>,
-) -> Outcome {
+fn session(path: &Path, tx: &FlowTx, stop: &AtomicBool, seen: &mut Option<Identity>) -> Outcome {
     let mut frames = match subscribe(path, true) {
         Ok(f) => f,
         Err(why) => return Outcome::Lost(why, false),
@@ -212,19 +207,19 @@ fn replacement(old: &Path, lost: Option<&Identity>) -> Option<PathBuf> {
 }
 
 /// Starts following `target` on a thread of its own.
-pub fn connect(target: Target, tx: Sender<SourceMsg>) -> std::io::Result<Connection> {
+pub fn connect(target: Target, tx: FlowTx) -> std::io::Result<Connection> {
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
     let thread = std::thread::Builder::new()
         .name("proofscope-live".into())
-        .spawn(move || follow(target, &tx, &s2))?;
+        .spawn(move || follow(target, &tx.stopped_by(s2.clone()), &s2))?;
     Ok(Connection {
         stop,
         thread: Some(thread),
     })
 }
 
-fn follow(target: Target, tx: &Sender<SourceMsg>, stop: &AtomicBool) {
+fn follow(target: Target, tx: &FlowTx, stop: &AtomicBool) {
     let (mut path, discovered) = match target {
         Target::Socket(p) => (p, false),
         Target::Discovered(p) => (p, true),
