@@ -249,19 +249,22 @@ fn a_live_peer_flooding_empty_frames_is_read_in_bounded_memory() {
     let hello = rec[at..at + 4 + len].to_vec();
     let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
     std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let peer = std::thread::spawn(move || {
-        let (mut c, _) = listener.accept().unwrap();
-        let mut subscribe = [0u8; 256];
-        let _ = c.read(&mut subscribe);
-        c.write_all(&hello).unwrap();
-        let zeros = vec![0u8; 1 << 20];
-        let t0 = std::time::Instant::now();
-        while t0.elapsed() < std::time::Duration::from_secs(10) {
-            if c.write_all(&zeros).is_err() {
-                break;
+    let peer = std::thread::Builder::new()
+        .name("flooding-peer".into())
+        .spawn(move || {
+            let (mut c, _) = listener.accept().unwrap();
+            let mut subscribe = [0u8; 256];
+            let _ = c.read(&mut subscribe);
+            c.write_all(&hello).unwrap();
+            let zeros = vec![0u8; 1 << 20];
+            let t0 = std::time::Instant::now();
+            while t0.elapsed() < std::time::Duration::from_secs(10) {
+                if c.write_all(&zeros).is_err() {
+                    break;
+                }
             }
-        }
-    });
+        })
+        .unwrap();
     let mut c = Command::new(BIN);
     c.arg("attach")
         .arg(&sock)
