@@ -208,17 +208,32 @@ pub fn diagnose_in(
     d
 }
 
+/// Whether a large free's call overlaps the gap or starts inside it: how much of it overlaps.
+fn in_gap(r: &crate::model::Block, gap: Interval) -> Option<u64> {
+    let ov = Interval::new(r.ts, r.ts + r.inside_ns).overlap(&gap);
+    (ov > 0 || (r.ts >= gap.start && r.ts < gap.end)).then_some(ov)
+}
+
+/// Whether any large free is in the gap as [`diagnose`] counts them (a listing lists such a
+/// gap whatever its length).
+pub fn has_releases(session: &Session, gap: Interval) -> bool {
+    let from = gap.start.saturating_sub(RELEASE_LOOKBACK_NS);
+    session
+        .releases()
+        .range(from, gap.end)
+        .iter()
+        .any(|r| in_gap(r, gap).is_some())
+}
+
 /// Any large free whose call overlaps the gap (or starts inside it).
 fn release_evidence(session: &Session, thread: ThreadId, gap: Interval) -> ReleaseEvidence {
     let mut e = ReleaseEvidence::default();
     let mut by_thread: Vec<(ThreadId, u64)> = Vec::new();
     let from = gap.start.saturating_sub(RELEASE_LOOKBACK_NS);
     for r in session.releases().range(from, gap.end) {
-        let call = Interval::new(r.ts, r.ts + r.inside_ns);
-        let ov = call.overlap(&gap);
-        if ov == 0 && !(r.ts >= gap.start && r.ts < gap.end) {
+        let Some(ov) = in_gap(r, gap) else {
             continue;
-        }
+        };
         e.count += 1;
         e.bytes += r.bytes;
         super::frames::tally(&mut e.freed_by, session, r);
