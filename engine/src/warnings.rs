@@ -32,7 +32,7 @@ pub struct Warnings {
 
 /// The message with each run of digits as `#`: "recording byte 748: …" and "recording byte
 /// 752: …" are one shape.
-fn shape(w: &str) -> String {
+pub(crate) fn shape(w: &str) -> String {
     let mut out = String::with_capacity(w.len());
     let mut digits = false;
     for c in w.chars() {

@@ -13,7 +13,7 @@ use super::lines::{Key, LogLine, TimelineEvent, Wrapper};
 pub use super::runs::GpuRun;
 use super::runs::{Edge, Runs};
 use litemap::LiteMap;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime};
 
 /// Where a line is: file and 1-based line number.
@@ -171,7 +171,7 @@ impl Call {
 /// Everything grouped, with what could not be.
 #[derive(Debug, Default)]
 pub struct Calls {
-    pub calls: Vec<Call>,
+    pub calls: super::call_log::CallLog,
     pub runs: Runs,
     pub synthesis: BTreeMap<Key, Synthesis>,
     pub segments: Vec<Segment>,
@@ -188,13 +188,49 @@ pub struct Calls {
     last_offset: Option<u64>,
     /// Calls handed out by [`Calls::take_ready`] so far.
     handed: usize,
+    /// Lines for a call already forgotten ([`Calls::forget_handed`]), not filed.
+    pub forgotten_lines: usize,
+    /// Warnings not kept word for word ([`Calls::warn`]), counted.
+    pub warnings_past: usize,
+    warning_shapes: HashMap<String, u64>,
     /// Where the lines that go to "the latest call that lacks them" find it.
     lacking: Lacking,
     /// The resolution of the line being filed's time stamp.
     res_ns: u64,
 }
 
+/// Warnings of a log's grouping kept word for word; past them, counted (a log of 100k GPU
+/// runs without their queue lines warned 100k times).
+const MAX_WARNINGS: usize = 256;
+
+/// Which call lacks a detached free's line.
+enum Lacks {
+    Kept(usize),
+    /// One did, but it was forgotten.
+    Forgotten,
+    None,
+}
+
 impl Calls {
+    /// Keeps `w` word for word unless [`crate::warnings::KEEP`] of its shape (its numbers
+    /// set aside) or [`MAX_WARNINGS`] in all were kept: then counts it.
+    fn warn(&mut self, w: String) {
+        if self.warnings.len() >= MAX_WARNINGS {
+            self.warnings_past += 1;
+            return;
+        }
+        let said = self
+            .warning_shapes
+            .entry(crate::warnings::shape(&w))
+            .or_insert(0);
+        *said += 1;
+        if *said <= crate::warnings::KEEP {
+            self.warnings.push(w);
+        } else {
+            self.warnings_past += 1;
+        }
+    }
+
     fn segment(&self) -> usize {
         self.segments.len().saturating_sub(1)
     }
@@ -218,18 +254,23 @@ impl Calls {
     }
 
     /// The latest call that lacks `async_dealloc_ms`.
-    fn lacking_dealloc(&mut self) -> Option<usize> {
-        let latest = self.calls.len().checked_sub(1)?;
-        if self.calls[latest].lacks_dealloc() {
-            return Some(latest);
+    fn lacking_dealloc(&mut self) -> Lacks {
+        let Some(latest) = self.calls.len().checked_sub(1) else {
+            return Lacks::None;
+        };
+        if self.calls.last().is_some_and(Call::lacks_dealloc) {
+            return Lacks::Kept(latest);
         }
         while let Some(&i) = self.lacking.dealloc.last() {
-            if self.calls[i].lacks_dealloc() {
-                return Some(i);
+            match self.calls.get(i) {
+                Some(c) if c.lacks_dealloc() => return Lacks::Kept(i),
+                Some(_) => {
+                    self.lacking.dealloc.pop();
+                }
+                None => return Lacks::Forgotten,
             }
-            self.lacking.dealloc.pop();
         }
-        None
+        Lacks::None
     }
 
     /// The earliest of the latest calls of session `seg` that lack wrapper timer `w`.
@@ -238,7 +279,9 @@ impl Calls {
             return None;
         }
         let after = self.lacking.wrapped.get(&w).map_or(0, |&k| k + 1);
-        let from = after.max(self.lacking.session_from);
+        let from = after
+            .max(self.lacking.session_from)
+            .max(self.calls.first_kept());
         (from < self.calls.len()).then_some(from)
     }
 
@@ -314,7 +357,7 @@ impl Calls {
     fn restart(&mut self) {
         while !self.open.is_empty() {
             let c = self.open.remove(0);
-            self.warnings.push(format!(
+            self.warn(format!(
                 "the call starting at {} ends where the prover restarted",
                 c.started_at()
             ));
@@ -327,7 +370,7 @@ impl Calls {
     pub fn finish(&mut self) {
         while !self.open.is_empty() {
             let c = self.open.remove(0);
-            self.warnings.push(format!(
+            self.warn(format!(
                 "the call starting at {} has no line that ends it (`total_start_fn_ms` or `pre_destructor_ms`): the log ends inside it",
                 c.started_at()
             ));
@@ -352,20 +395,36 @@ impl Calls {
         let settled =
             |c: &Call| c.wrapper().is_some() && (!c.has_cuzk() || c.async_dealloc_ms.is_some());
         let mut upto = self.handed;
-        while upto < n && (finished || upto + 1 < n || settled(&self.calls[upto])) {
+        while upto < n && (finished || upto + 1 < n || self.calls.get(upto).is_some_and(settled)) {
             upto += 1;
         }
-        let out = self.calls[self.handed..upto].to_vec();
+        let out = self.calls.cloned(self.handed, upto);
         self.handed = upto;
         out
+    }
+
+    /// Forgets the calls handed out by [`Calls::take_ready`] but the latest `keep`: what they
+    /// could still gain (a late line) nobody would read.
+    pub fn forget_handed(&mut self, keep: usize) -> usize {
+        self.calls.forget_before(self.handed.saturating_sub(keep))
+    }
+
+    /// Forgets the oldest calls beyond the latest `keep`, placed or not (a log replayed whole
+    /// within a budget keeps its latest calls, as a replayed recording keeps its latest
+    /// proofs); returns how many it forgot.
+    pub fn forget_oldest(&mut self, keep: usize) -> usize {
+        let n = self
+            .calls
+            .forget_before(self.calls.len().saturating_sub(keep));
+        self.handed = self.handed.max(self.calls.first_kept());
+        n
     }
 
     /// The call a line without a timer of its own goes with: the newest open one, else the
     /// latest.
     fn latest_mut(&mut self, at: &At) -> &mut Call {
-        if self.open.is_empty() && !self.calls.is_empty() {
-            let i = self.calls.len() - 1;
-            return &mut self.calls[i];
+        if self.open.is_empty() && self.calls.last().is_some() {
+            return self.calls.last_mut().expect("just seen");
         }
         self.open_call(at)
     }
@@ -401,7 +460,7 @@ impl Calls {
             let n = self.pending_ntt.len();
             let w = c.workers.entry(0).or_default();
             w.ntt_h.append(&mut self.pending_ntt);
-            self.warnings.push(format!(
+            self.warn(format!(
                 "{n} CUZK_NTT_H line(s) of the call at {} came after every `ntt_msm_h_ms`: filed under GPU worker 0",
                 c.started_at()
             ));
@@ -419,7 +478,7 @@ impl Calls {
             return None;
         }
         let i = self.calls.len().checked_sub(1)?;
-        let c = &self.calls[i];
+        let c = self.calls.last()?;
         (c.has_cuzk() && c.segment == self.segment() && !c.has_any(pairs, tid)).then_some(i)
     }
 
@@ -429,14 +488,21 @@ impl Calls {
             && k == "async_dealloc_ms"
         {
             match self.lacking_dealloc() {
-                Some(i) => self.calls[i].async_dealloc_ms = Some(*v),
-                None => self.open_call(&at).async_dealloc_ms = Some(*v),
+                Lacks::Kept(i) => {
+                    if let Some(c) = self.calls.get_mut(i) {
+                        c.async_dealloc_ms = Some(*v);
+                    }
+                }
+                Lacks::Forgotten => self.forgotten_lines += 1,
+                Lacks::None => self.open_call(&at).async_dealloc_ms = Some(*v),
             }
             return;
         }
         let tid = pairs.iter().find(|(k, _)| k == "gpu_tid").map(|p| p.1);
-        if let Some(i) = self.late_line_of(&pairs, tid) {
-            let c = &mut self.calls[i];
+        if let Some(c) = self
+            .late_line_of(&pairs, tid)
+            .and_then(|i| self.calls.get_mut(i))
+        {
             file_pairs(c, &mut self.pending_ntt, pairs, tid);
             c.last = Some(at);
             return;
@@ -470,7 +536,7 @@ impl Calls {
         }
         if !self.open.is_empty() && self.open.len() >= self.runs.in_flight(self.segment()) {
             let c = self.open.remove(0);
-            self.warnings.push(format!(
+            self.warn(format!(
                 "the call starting at {} ends without a line that ends it ({} starts another)",
                 c.started_at(),
                 at
@@ -484,9 +550,10 @@ impl Calls {
         // The Rust caller prints it after the call returned: the earliest of the latest calls
         // that lack this timer.
         let seg = self.segment();
-        if let Some(i) = self.lacking_wrapper(w, seg) {
+        if let Some(i) = self.lacking_wrapper(w, seg)
+            && let Some(c) = self.calls.get_mut(i)
+        {
             self.lacking.wrapped.insert(w, i);
-            let c = &mut self.calls[i];
             c.wrappers.insert(w, d);
             // The innermost wrapper's line says when the call returned.
             if c.wrapper().is_some_and(|(first, _)| first == w) && wall.is_some() {
@@ -498,7 +565,7 @@ impl Calls {
         }
         if !self.open.is_empty() {
             let mut c = self.open.remove(0);
-            self.warnings.push(format!(
+            self.warn(format!(
                 "{} at {at} ends the call starting at {} before a line that ends it",
                 w.label(),
                 c.started_at()
@@ -581,7 +648,7 @@ impl Calls {
         {
             Some(i) => i,
             None => {
-                self.warnings.push(format!(
+                self.warn(format!(
                     "{at}: {event:?} of job {job}{} without its GPU_QUEUE line: counted as a run of its own",
                     partition
                         .as_deref()

@@ -10,6 +10,11 @@ use super::{LineCounts, file_line};
 use probe_protocol::Event;
 use std::time::SystemTime;
 
+/// Calls kept after they were handed out: the latest ones, where late lines (a detached
+/// free's `async_dealloc_ms`, a wrapper timer) look for the call they belong to. Older ones
+/// are forgotten — a `run` of a month kept every call of it.
+const KEEP_HANDED: usize = 64;
+
 /// The log of one child (its stdout and stderr together, as it interleaves them).
 #[derive(Debug)]
 pub struct LogFeed {
@@ -104,6 +109,7 @@ impl LogFeed {
     /// Calls settled and waiting to be placed (for their caller's thread, or the origin).
     pub fn settled(&mut self) -> usize {
         self.waiting.extend(self.calls.take_ready(false));
+        self.calls.forget_handed(KEEP_HANDED);
         self.waiting.len()
     }
 
@@ -127,6 +133,7 @@ impl LogFeed {
             self.calls.finish();
         }
         self.waiting.extend(self.calls.take_ready(finished));
+        self.calls.forget_handed(KEEP_HANDED);
         let Some(origin) = self.origin_ns else {
             return Vec::new();
         };

@@ -7,6 +7,7 @@
 //! says so. Unknown lines are counted and skipped; a known line that does not read is named
 //! once per format with its count, never fatal.
 
+mod call_log;
 mod calls;
 mod emit;
 pub mod feed;
@@ -147,10 +148,16 @@ pub fn is_recording(path: &Path) -> Result<bool> {
     Ok(head[..got] == RECORDING_MAGIC[..got] || head[0] == RECORDING_MAGIC[0])
 }
 
-/// Reads the logs, in order, as one log, into calls; counts what the lines were.
-fn read(paths: &[PathBuf]) -> Result<(calls::Calls, LineCounts)> {
+/// What a replayed log costs a call, about: the call, its placement and its events (1.2 M
+/// calls took 1.74 GB).
+const CALL_BYTES: usize = 1536;
+
+/// Reads the logs, in order, as one log, into calls; counts what the lines were. With `keep`,
+/// only the latest `keep` calls are kept: the count of those forgotten is the third value.
+fn read(paths: &[PathBuf], keep: Option<usize>) -> Result<(calls::Calls, LineCounts, usize)> {
     let mut calls = calls::Calls::default();
     let mut counts = LineCounts::default();
+    let mut forgotten = 0;
     for path in paths {
         let name = path.display().to_string();
         let file: std::sync::Arc<str> = name.as_str().into();
@@ -169,11 +176,19 @@ fn read(paths: &[PathBuf]) -> Result<(calls::Calls, LineCounts)> {
                 line: n,
             };
             file_line(&mut calls, &mut counts, &buf, at, None);
+            if let Some(k) = keep
+                && calls.calls.len() - calls.calls.first_kept() > k + k / 4
+            {
+                forgotten += calls.forget_oldest(k);
+            }
         }
         counts.lines += n;
     }
     calls.finish();
-    Ok((calls, counts))
+    if let Some(k) = keep {
+        forgotten += calls.forget_oldest(k);
+    }
+    Ok((calls, counts, forgotten))
 }
 
 /// Reads one line into `buf`, at most [`MAX_LINE`] bytes of it (the rest is skipped, so a
@@ -237,7 +252,18 @@ fn file_line(
 
 /// Reads the logs, in order, as one log; a daemon restart in it starts a new session.
 pub fn import(paths: &[PathBuf]) -> Result<Imported> {
-    let (calls, counts) = read(paths)?;
+    import_calls(paths, None)
+}
+
+/// [`import`] within `budget` bytes (a replay's `--max-mib`): past about a quarter of it in
+/// calls, the oldest are forgotten and the session holds the latest — as a replayed
+/// recording keeps its latest proofs — and a warning says how many were not kept.
+pub fn import_within(paths: &[PathBuf], budget: usize) -> Result<Imported> {
+    import_calls(paths, Some((budget / 4 / CALL_BYTES).max(16)))
+}
+
+fn import_calls(paths: &[PathBuf], keep: Option<usize>) -> Result<Imported> {
+    let (calls, counts, forgotten) = read(paths, keep)?;
     if counts.known == 0 {
         bail!(
             "{}: neither a recording nor a log with lines in a known format (CUZK_TIMING:, CUZK_NTT_H:, TIMELINE,…, `prover time:`, `GPU prove time:`, cuzk's gpu_ms=…; docs/CLI.md){}",
@@ -262,6 +288,25 @@ pub fn import(paths: &[PathBuf]) -> Result<Imported> {
         ..Imported::default()
     };
     out.warnings = calls.warnings.clone();
+    if forgotten > 0 {
+        out.warnings.push(format!(
+            "the log's first {forgotten} calls were not kept: within --max-mib a replay keeps the latest {} (as it keeps a recording's latest proofs)",
+            keep.unwrap_or(0)
+        ));
+    }
+    if calls.warnings_past > 0 {
+        out.warnings.push(format!(
+            "… and {} more warnings about how the log's lines group into calls",
+            calls.warnings_past
+        ));
+    }
+    if calls.forgotten_lines > 0 {
+        out.warnings.push(format!(
+            "{} late line{} (`async_dealloc_ms`) belonged to calls no longer kept",
+            calls.forgotten_lines,
+            if calls.forgotten_lines == 1 { "" } else { "s" }
+        ));
+    }
     out.warnings.extend(counts.warnings());
     out.warnings.push(summary(&counts, &out));
     // Placed: what the calls held is not needed any more, and its memory serves the events.
@@ -400,7 +445,7 @@ pub struct JoinTo {
 /// thread when known, and a call placed by a coarse time stamp settled within its resolution
 /// ([`place::settle_end`]). Events without a `Hello`, ids clear of the probe's.
 pub fn join(paths: &[PathBuf], to: &JoinTo) -> Result<Imported> {
-    let (calls, counts) = read(paths)?;
+    let (calls, counts, _) = read(paths, None)?;
     if counts.known == 0 {
         bail!(
             "{}: no line in a known format to join (docs/CLI.md, \"Accepted log formats\")",

@@ -157,7 +157,7 @@ pub type Origins = [Option<u64>];
 pub fn place(calls: &Calls, origins: &Origins) -> Vec<Placed> {
     let mut out = Vec::new();
     let mut cursor = vec![0u64; origins.len().max(1)];
-    for c in &calls.calls {
+    for c in calls.calls.iter() {
         let seg = c.segment.min(cursor.len() - 1);
         let p = place_call(calls, c, cursor[seg], origins.get(seg).copied().flatten());
         let end = p.spans.iter().map(|s| s.end).max().unwrap_or(0);
@@ -620,7 +620,8 @@ mod tests {
              prover time: 16.2s\n",
         );
         assert_eq!(calls.calls.len(), 1);
-        let p = place_one(&calls, &calls.calls[0], 0, None);
+        let first = calls.calls.get(0).expect("one call");
+        let p = place_one(&calls, first, 0, None);
         let ms = |ns: u64| ns / MS;
         let (setup, split) = (span(&p, "setup"), span(&p, "split_vectors"));
         assert_eq!((ms(setup.start), ms(setup.end)), (0, 700));

@@ -35,12 +35,13 @@ impl ReplaySource {
         ))
     }
 
-    /// Imports a log (`import`'s formats) and replays what it made, from memory.
-    pub fn open_log(log: &Path, index_budget: usize) -> Result<(ReplaySource, Vec<String>)> {
-        let imp = crate::import::import(&[log.to_owned()])?;
+    /// Imports a log (`import`'s formats) and replays what it made, from memory: its latest
+    /// calls, within `budget` (the replay's `--max-mib`).
+    pub fn open_log(log: &Path, budget: usize) -> Result<(ReplaySource, Vec<String>)> {
+        let imp = crate::import::import_within(&[log.to_owned()], budget)?;
         let tape = MemoryTape::new(imp.events, crate::import::EVENTS_PER_FRAME);
         let label = format!("{} (imported log)", log.display());
-        let mut r = Replay::of(label, Box::new(tape), index_budget)?;
+        let mut r = Replay::of(label, Box::new(tape), budget)?;
         r.set_speed(Speed::Max);
         // The import's warnings are stated in the session (the header shows them).
         let warnings = r.warnings.clone();

@@ -137,7 +137,7 @@ impl App {
             let (r, w) = ReplaySource::open(&file, budget, &mut model)?;
             (Box::new(r), file.display().to_string(), w)
         } else {
-            let (r, w) = ReplaySource::open_log(&file, budget)?;
+            let (r, w) = ReplaySource::open_log(&file, opts.retention.max_bytes)?;
             (
                 Box::new(r),
                 format!("{} (log, imported)", file.display()),
