@@ -13,6 +13,9 @@ use std::sync::{Arc, Mutex};
 /// What a value past the cap is exported as.
 pub const OTHER: &str = "other";
 
+/// The labels whose values are capped.
+pub const CAPPED: [&str; 2] = ["circuit", "phase"];
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct CappedLabels {
     pub label: String,
@@ -27,7 +30,14 @@ pub struct LabelCap {
 }
 
 impl LabelCap {
+    /// Each capped label's counter exists from the start, at 0 (a counter that appears only
+    /// at its first increment has no `increase()` over that increment).
     pub fn new(max: usize, capped: Family<CappedLabels, Counter>) -> LabelCap {
+        for label in CAPPED {
+            drop(capped.get_or_create(&CappedLabels {
+                label: label.to_owned(),
+            }));
+        }
         LabelCap {
             max,
             seen: Arc::default(),
@@ -37,6 +47,7 @@ impl LabelCap {
 
     /// The value to export for `value` of `label`.
     pub fn value(&self, label: &'static str, value: &str) -> String {
+        debug_assert!(CAPPED.contains(&label), "{label} is not in CAPPED");
         // A watcher that panicked holding the lock left the sets whole (one insert at a time).
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         let values = seen.entry(label).or_default();

@@ -10,6 +10,7 @@
 use super::metrics::Metrics;
 use super::owned::Owned;
 use std::collections::HashMap;
+use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 #[derive(Debug)]
@@ -47,6 +48,13 @@ impl Workers {
             .chain((2..).map(|n| format!("{wanted}~{n}")))
             .find(|n| free(n, &claims))
             .unwrap_or_else(|| wanted.to_owned());
+        if name != wanted {
+            m.name_clashes.inc();
+            let _ = writeln!(
+                std::io::stderr(),
+                "proofscope export: two live provers ask for the worker name {wanted}: the later is {name} until the first is gone (give each its own PROOFSCOPE_INSTANCE)"
+            );
+        }
         let c = claims.entry(name.clone()).or_insert_with(|| Claim {
             watcher,
             live: true,

@@ -26,6 +26,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use watcher::{Shared, Watcher};
 
@@ -90,11 +91,13 @@ pub fn run(opts: ExportOpts) -> Result<()> {
     );
     let m2 = metrics.clone();
     let o2 = opts.clone();
+    let ready = Arc::new(AtomicBool::new(false));
+    let r2 = ready.clone();
     std::thread::Builder::new()
         .name("proofscope-export-fleet".into())
         .spawn(move || {
             let _fatal = FleetGuard;
-            Fleet::new(m2, o2).run()
+            Fleet::new(m2, o2).run(&r2)
         })
         .context("starting the fleet thread")?;
     // Half the descriptors at most for clients: the rest are the watchers' and the captures'.
@@ -106,12 +109,18 @@ pub fn run(opts: ExportOpts) -> Result<()> {
     };
     let registry = Arc::new(registry);
     let failed = http::serve(listener, limits, move |asked| {
-        respond(asked, &registry, &metrics)
+        respond(asked, &registry, &metrics, ready.load(Ordering::Acquire))
     });
     Err(failed).with_context(|| format!("serving on {addr}"))
 }
 
-fn respond(asked: &http::Asked, registry: &Registry, metrics: &Metrics) -> http::Answer {
+/// `ready`: the fleet has looked for provers once (before, `/metrics` would show none).
+fn respond(
+    asked: &http::Asked,
+    registry: &Registry,
+    metrics: &Metrics,
+    ready: bool,
+) -> http::Answer {
     if asked.method != "GET" && asked.method != "HEAD" {
         return http::Answer::text(405, "only GET /metrics\n");
     }
@@ -140,6 +149,10 @@ fn respond(asked: &http::Asked, registry: &Registry, metrics: &Metrics) -> http:
             200,
             "proofscope export: metrics at /metrics (docs/FLEET.md)\n",
         ),
+        // As Prometheus's own exporters answer them: alive; and ready to be scraped.
+        "/-/healthy" => http::Answer::text(200, "Healthy\n"),
+        "/-/ready" if ready => http::Answer::text(200, "Ready\n"),
+        "/-/ready" => http::Answer::text(503, "Not ready: looking for provers\n"),
         _ => http::Answer::text(404, "not found: metrics are at /metrics\n"),
     }
 }
@@ -196,9 +209,11 @@ impl Fleet {
         }
     }
 
-    fn run(mut self) {
+    /// Scans for provers for ever; `ready` is set after the first scan.
+    fn run(mut self, ready: &AtomicBool) {
         loop {
             self.scan();
+            ready.store(true, Ordering::Release);
             std::thread::sleep(self.opts.scan);
         }
     }

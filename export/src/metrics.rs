@@ -115,6 +115,10 @@ pub struct CaptureExemplar {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct BuildLabels {
     version: String,
+    /// The git revision it was built from (export/build.rs).
+    revision: String,
+    /// The compiler's version.
+    rustc: String,
 }
 
 type FGauge = Gauge<f64, AtomicU64>;
@@ -169,6 +173,7 @@ pub struct Metrics {
     pub scrape_duration: FGauge,
     pub scrapes: Counter,
     pub proofs_missed: Counter,
+    pub name_clashes: Counter,
 }
 
 /// The unit a family's name ends with (OpenMetrics writes it as a suffix).
@@ -240,6 +245,7 @@ impl Metrics {
             scrape_duration: FGauge::default(),
             scrapes: Counter::default(),
             proofs_missed: Counter::default(),
+            name_clashes: Counter::default(),
         }
     }
 
@@ -273,12 +279,15 @@ impl Metrics {
             scrape_duration => "exporter_scrape_duration", Seconds, "How long the previous scrape took to encode";
             scrapes => "exporter_scrapes", None, "Scrapes served";
             proofs_missed => "exporter_proofs_missed", None, "Proofs that left a prover's model before they could be counted (should stay 0)";
+            name_clashes => "exporter_worker_name_clashes", None, "Provers that asked for a worker name a live prover held, and were named `<name>~N` (set PROOFSCOPE_INSTANCE to tell them apart)";
         });
         r.register(
             "exporter_build",
             "The exporter's version",
             Info::new(BuildLabels {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
+                revision: env!("PROOFSCOPE_REVISION").to_owned(),
+                rustc: env!("PROOFSCOPE_RUSTC").to_owned(),
             }),
         );
         m

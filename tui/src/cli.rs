@@ -405,8 +405,14 @@ pub const FORGET_AFTER_DEFAULT: &str = "1200";
 #[derive(Debug, Clone, Args)]
 pub struct ExportArgs {
     /// Address to serve /metrics on: for other hosts, a private interface's address
-    /// (docs/FLEET.md, "Run it with systemd", says how to expose it safely).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9464")]
+    /// (docs/FLEET.md, "Run it with systemd", says how to expose it safely). `--listen` is
+    /// the same option.
+    #[arg(
+        long = "web.listen-address",
+        alias = "listen",
+        value_name = "ADDR",
+        default_value = "127.0.0.1:9464"
+    )]
     pub listen: String,
     /// Sockets to watch besides the provers found in the socket directories.
     pub sockets: Vec<PathBuf>,
@@ -609,7 +615,7 @@ const EXAMPLES: Examples = Examples {
                 ),
                 (
                     "scraped from the private network (firewalled to the Prometheus hosts)",
-                    "proofscope export --listen 10.0.0.12:9464",
+                    "proofscope export --web.listen-address 10.0.0.12:9464",
                 ),
             ],
         ),

@@ -3,7 +3,9 @@
 //! hosts; this name stays while the prover is started alike.
 //!
 //! The name is the prover's `PROOFSCOPE_INSTANCE` (Hello `instance`), else its prover name and
-//! a short hash of its command line (`prover-1f3a9c04`).
+//! a short hash of its command line (`prover-1f3a9c04`) — the program's file name, not the
+//! path it was started by (one prover started through `PATH` and by its absolute path became
+//! two workers), and its arguments.
 
 use probe_protocol::Hello;
 
@@ -20,12 +22,18 @@ pub fn worker_name(h: &Hello) -> String {
     )
 }
 
-/// FNV-1a (64 bit) over the arguments, each ended by a NUL: stable across builds and
-/// platforms, unlike std's hasher, so a worker keeps its name across exporter upgrades.
+/// FNV-1a (64 bit) over the program's file name and its arguments, each ended by a NUL:
+/// stable across builds and platforms, unlike std's hasher, so a worker keeps its name across
+/// exporter upgrades.
 fn command_line_hash(args: &[String]) -> u64 {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01b3;
-    args.iter()
+    let program = args
+        .first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a.as_str()));
+    program
+        .into_iter()
+        .chain(args.iter().skip(1).map(String::as_str))
         .flat_map(|a| a.bytes().chain(std::iter::once(0)))
         .fold(OFFSET, |h, b| (h ^ u64::from(b)).wrapping_mul(PRIME))
 }
@@ -63,5 +71,13 @@ mod tests {
             worker_name(&hello("", &["prover", "serve"])),
             "prover-352940f2"
         );
+        // However the program was found.
+        for by in ["/usr/local/bin/prover", "./prover", "bin/prover"] {
+            assert_eq!(
+                worker_name(&hello("", &[by, "serve"])),
+                "prover-352940f2",
+                "{by}"
+            );
+        }
     }
 }
