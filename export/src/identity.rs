@@ -17,6 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 struct Claim {
     watcher: usize,
     live: bool,
+    /// The pid of the process that holds the name (a new one is a restart).
+    pid: u32,
     /// The series of the name's watchers that have stopped, carried over to the next one.
     owned: Owned,
 }
@@ -34,10 +36,11 @@ impl Workers {
         self.claims.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The name `watcher` takes for a prover asking for `wanted`: `wanted` itself unless
-    /// another live prover holds it (a gone one hands its series over: the restarted worker,
-    /// whose previous process's `proofscope_prover_info` is removed from `m`).
-    pub fn claim(&self, wanted: &str, watcher: usize, m: &Metrics) -> String {
+    /// The name `watcher` takes for a prover (process `pid`) asking for `wanted`: `wanted`
+    /// itself unless another live prover holds it (a gone one hands its series over: the
+    /// restarted worker, whose previous process's `proofscope_prover_info` is removed from
+    /// `m`). A name taken by another process than the last one is a restart, counted.
+    pub fn claim(&self, wanted: &str, watcher: usize, pid: u32, m: &Metrics) -> String {
         let mut claims = self.lock();
         let free = |name: &str, claims: &HashMap<String, Claim>| {
             claims
@@ -58,8 +61,18 @@ impl Workers {
         let c = claims.entry(name.clone()).or_insert_with(|| Claim {
             watcher,
             live: true,
+            pid,
             owned: Owned::default(),
         });
+        let worker = super::metrics::ProverLabels {
+            worker: name.clone(),
+        };
+        let restarts = m.restarts.get_or_create(&worker);
+        if c.pid != pid {
+            restarts.inc();
+        }
+        drop(restarts);
+        c.pid = pid;
         if c.watcher != watcher {
             for old in c.owned.info.drain() {
                 m.prover_info.remove(&old);
@@ -114,14 +127,26 @@ mod tests {
         let w = Workers::default();
         let mut registry = prometheus_client::registry::Registry::default();
         let m = Metrics::register(&mut registry);
-        assert_eq!(w.claim("w", 1, &m), "w");
-        assert_eq!(w.claim("w", 1, &m), "w", "the same watcher keeps its name");
-        assert_eq!(w.claim("w", 2, &m), "w~2");
-        assert_eq!(w.claim("w", 3, &m), "w~3");
+        assert_eq!(w.claim("w", 1, 101, &m), "w");
+        assert_eq!(
+            w.claim("w", 1, 101, &m),
+            "w",
+            "the same watcher keeps its name"
+        );
+        assert_eq!(w.claim("w", 2, 102, &m), "w~2");
+        assert_eq!(w.claim("w", 3, 103, &m), "w~3");
         w.set_live(2, false);
-        assert_eq!(w.claim("w~2", 6, &m), "w~2", "a holder whose stream ended");
+        assert_eq!(
+            w.claim("w~2", 6, 106, &m),
+            "w~2",
+            "a holder whose stream ended"
+        );
         w.release(1, &Owned::default());
-        assert_eq!(w.claim("w", 4, &m), "w", "a restarted worker continues");
+        assert_eq!(
+            w.claim("w", 4, 104, &m),
+            "w",
+            "a restarted worker continues"
+        );
         assert!(!w.holds("w", 1) && w.holds("w", 4));
         w.forget(1, &m);
         assert!(
@@ -133,6 +158,30 @@ mod tests {
         w.release(4, &Owned::default());
         w.forget(4, &m);
         assert!(!w.holds("w", 4));
-        assert_eq!(w.claim("w", 5, &m), "w");
+        assert_eq!(w.claim("w", 5, 105, &m), "w");
+        let clashes = m.name_clashes.get();
+        assert_eq!(clashes, 2, "w~2 and w~3");
+    }
+
+    /// A name taken by another process is a restart; the same process greeting again (a
+    /// reconnection) is not.
+    #[test]
+    fn a_new_process_under_a_name_is_a_restart() {
+        let w = Workers::default();
+        let mut registry = prometheus_client::registry::Registry::default();
+        let m = Metrics::register(&mut registry);
+        let restarts = || {
+            m.restarts
+                .get_or_create(&super::super::metrics::ProverLabels { worker: "w".into() })
+                .get()
+        };
+        w.claim("w", 1, 100, &m);
+        w.claim("w", 1, 100, &m);
+        assert_eq!(restarts(), 0);
+        w.release(1, &Owned::default());
+        w.claim("w", 2, 200, &m);
+        w.release(2, &Owned::default());
+        w.claim("w", 3, 300, &m);
+        assert_eq!(restarts(), 2);
     }
 }

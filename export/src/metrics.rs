@@ -25,6 +25,36 @@ pub struct ProverLabels {
     pub worker: String,
 }
 
+/// `proofscope_prover_state`: one series a state, 1 for the worker's state now.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub struct StateLabels {
+    pub worker: String,
+    pub state: String,
+}
+
+/// A worker's stream, as liveness alerts need it told: `running` while it flows; `stopped`
+/// after the prover said goodbye (a planned stop, an exit the probe saw); `lost` when it went
+/// without one (killed, crashed, unreachable). A clean stop raised ProverUnreachable like a
+/// crash: 100 alerts for 100 planned stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Liveness {
+    Running,
+    Stopped,
+    Lost,
+}
+
+impl Liveness {
+    pub const ALL: [Liveness; 3] = [Liveness::Running, Liveness::Stopped, Liveness::Lost];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Liveness::Running => "running",
+            Liveness::Stopped => "stopped",
+            Liveness::Lost => "lost",
+        }
+    }
+}
+
 /// `proofscope_prover_info`: what a worker is now (its pid changes on every restart).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub struct ProverInfoLabels {
@@ -169,6 +199,8 @@ pub struct Metrics {
     pub gpu_info: Family<GpuInfoLabels, Gauge>,
     pub labels_capped: Family<CappedLabels, Counter>,
     pub reconnects: Family<ProverLabels, Counter>,
+    pub state: Family<StateLabels, Gauge>,
+    pub restarts: Family<ProverLabels, Counter>,
     pub provers: Gauge,
     pub scrape_duration: FGauge,
     pub scrapes: Counter,
@@ -218,6 +250,27 @@ macro_rules! families {
 }
 
 impl Metrics {
+    /// Sets `worker`'s state series: `now` at 1, the others at 0.
+    pub fn set_state(&self, worker: &str, now: Liveness) {
+        for st in Liveness::ALL {
+            let l = StateLabels {
+                worker: worker.to_owned(),
+                state: st.as_str().to_owned(),
+            };
+            self.state.get_or_create(&l).set(i64::from(st == now));
+        }
+    }
+
+    /// Removes `worker`'s state series.
+    pub fn remove_state(&self, worker: &str) {
+        for st in Liveness::ALL {
+            self.state.remove(&StateLabels {
+                worker: worker.to_owned(),
+                state: st.as_str().to_owned(),
+            });
+        }
+    }
+
     fn new() -> Metrics {
         Metrics {
             proofs: Family::default(),
@@ -241,6 +294,8 @@ impl Metrics {
             gpu_info: Family::default(),
             labels_capped: Family::default(),
             reconnects: Family::default(),
+            state: Family::default(),
+            restarts: Family::default(),
             provers: Gauge::default(),
             scrape_duration: FGauge::default(),
             scrapes: Counter::default(),
@@ -275,6 +330,8 @@ impl Metrics {
             gpu_info => "gpu_info", None, "A GPU a worker uses: its model (1 while the worker is up)";
             labels_capped => "exporter_labels_capped", None, "Label values exported as `other` because the label had its maximum of distinct values (--max-label-values)";
             reconnects => "prover_reconnects", None, "Times the stream of a prover was lost and found again";
+            state => "prover_state", None, "1 for the worker's state now: running (its stream flows), stopped (its prover said goodbye) or lost (gone without one)";
+            restarts => "worker_restarts", None, "Times a new process took the worker's name (another pid): restarts, planned or not";
             provers => "exporter_provers", None, "Provers the exporter watches now";
             scrape_duration => "exporter_scrape_duration", Seconds, "How long the previous scrape took to encode";
             scrapes => "exporter_scrapes", None, "Scrapes served";

@@ -116,6 +116,8 @@ impl Owned {
         for l in &self.prover {
             m.up.remove(l);
             m.reconnects.remove(l);
+            m.restarts.remove(l);
+            m.remove_state(&l.worker);
         }
         for l in &self.info {
             m.prover_info.remove(l);

@@ -6,9 +6,9 @@
 use super::cap::LabelCap;
 use super::identity::Workers;
 use super::metrics::{
-    CaptureExemplar, CaptureLabels, GapLabels, GpuInfoLabels, GpuLabels, KindLabels, Metrics,
-    PLACES, PhaseLabels, PlaceLabels, ProofLabels, ProverInfoLabels, ProverLabels, RESULTS,
-    ResultLabels, gap_kinds, places, result_label,
+    CaptureExemplar, CaptureLabels, GapLabels, GpuInfoLabels, GpuLabels, KindLabels, Liveness,
+    Metrics, PLACES, PhaseLabels, PlaceLabels, ProofLabels, ProverInfoLabels, ProverLabels,
+    RESULTS, ResultLabels, gap_kinds, places, result_label,
 };
 use super::owned::Owned;
 use probe_protocol::{Event, EventKind};
@@ -123,10 +123,23 @@ struct State {
     energy: HashMap<u32, (u64, u64)>,
     live: Arc<AtomicBool>,
     was_live: bool,
+    /// The worker's state, as the link last said it.
+    state: Liveness,
     /// Settled proofs not counted yet: (the proof, the scrape count when it created series —
     /// none when it created none —, when), in order.
     held: VecDeque<(Observation, Option<u64>, Instant)>,
     blackbox: Option<BlackBox>,
+}
+
+/// What a link state says of the worker: running while live, stopped after a goodbye, lost
+/// when the stream went without one; nothing while it is still connecting.
+fn liveness(state: &LinkState) -> Option<Liveness> {
+    match state {
+        LinkState::Live(_) => Some(Liveness::Running),
+        LinkState::Ended(_) => Some(Liveness::Stopped),
+        LinkState::Disconnected(_) | LinkState::Failed(_) => Some(Liveness::Lost),
+        _ => None,
+    }
 }
 
 impl State {
@@ -145,6 +158,7 @@ impl State {
             energy: HashMap::new(),
             live,
             was_live: false,
+            state: Liveness::Running,
             held: VecDeque::new(),
             blackbox: shared.capture.map(|c| BlackBox::new(c, shared.rule)),
         }
@@ -168,14 +182,17 @@ impl State {
         }
         self.settle(true);
         self.release_held(true);
-        self.set_up(false);
+        // Stopped for good: a stream that never said goodbye was lost.
+        let lost = (self.state == Liveness::Running).then_some(Liveness::Lost);
+        self.set_up(false, lost);
     }
 
     /// The prover is gone: its gauges go at once (no frozen values), its `up` stays at 0 and
     /// its counters at their totals until the fleet forgets it, or until the same worker comes
     /// back and continues them.
     fn leave(&mut self) {
-        self.set_up(false);
+        let lost = (self.state == Liveness::Running).then_some(Liveness::Lost);
+        self.set_up(false, lost);
         self.owned.remove_gauges(&self.m);
         self.workers.release(self.n, &self.owned);
     }
@@ -225,17 +242,22 @@ impl State {
                     self.m.reconnects.get_or_create(&l).inc();
                 }
                 self.was_live |= live;
-                self.set_up(live);
+                self.set_up(live, liveness(&state));
             }
             SourceMsg::Notice(_) | SourceMsg::BadFrame(_) => {}
         }
     }
 
-    fn set_up(&mut self, live: bool) {
+    /// The stream flows (`live`) or not, and the worker's state by what the link said.
+    fn set_up(&mut self, live: bool, state: Option<Liveness>) {
         self.live.store(live, Ordering::Relaxed);
+        if let Some(st) = state {
+            self.state = st;
+        }
         self.workers.set_live(self.n, live);
         if let Some(l) = self.current_labels() {
             self.m.up.get_or_create(&l).set(i64::from(live));
+            self.m.set_state(&l.worker, self.state);
         }
     }
 
@@ -249,7 +271,7 @@ impl State {
             return;
         };
         let l = ProverLabels {
-            worker: self.workers.claim(&worker_name(h), self.n, &self.m),
+            worker: self.workers.claim(&worker_name(h), self.n, h.pid, &self.m),
         };
         let info = ProverInfoLabels {
             worker: l.worker.clone(),
@@ -269,6 +291,8 @@ impl State {
             .get_or_create(&l)
             .set(i64::from(self.live.load(Ordering::Relaxed)));
         let _ = self.m.reconnects.get_or_create(&l);
+        let _ = self.m.restarts.get_or_create(&l);
+        self.m.set_state(&l.worker, self.state);
         for k in gap_kinds() {
             let g = GapLabels {
                 worker: l.worker.clone(),

@@ -543,8 +543,11 @@ fn prometheus_scrapes_the_fleet_and_every_dashboard_and_alert_query_runs() {
     exposition_is_negotiated(&addr, &m);
 }
 
-/// A SIGKILLed prover: `ProofscopeProverUnreachable` fires for it, its gauges go at once, and
-/// its alerts about proofs (firing while it lived) stop; a live prover's go on.
+/// A SIGKILLed prover: `ProofscopeProverLost` fires for it, its gauges go at once, and its
+/// alerts about proofs (firing while it lived) stop; a live prover's go on. A prover that
+/// ends as planned (its goodbye said) is `stopped`, and raises nothing: a clean stop used to
+/// raise ProverUnreachable like a crash. One started four times under one name (a new pid
+/// each time) raises ProofscopeProverRestarting.
 #[test]
 fn a_killed_prover_is_reported_gone_without_ghost_alerts() {
     if !prometheus_available() {
@@ -576,13 +579,30 @@ fn a_killed_prover_is_reported_gone_without_ghost_alerts() {
             .all(|w| fires(&a, "ProofscopeSynchronousRelease", "h", w));
         (ok, a)
     });
+    let (_, done) = prove(dir.path(), "planned", &["--proofs", "2"]);
+    assert_eq!(done, 2);
     let mut doomed = doomed;
     doomed.0.kill().unwrap();
     let _ = doomed.0.wait();
+    for _ in 0..4 {
+        prove(
+            dir.path(),
+            "looping",
+            &["--proofs", "3", "--pause-ms", "300"],
+        );
+    }
     let gone = eventually(60, || {
         let a = firing(&prom);
-        (fires(&a, "ProofscopeProverUnreachable", "h", "doomed"), a)
+        let ok = fires(&a, "ProofscopeProverLost", "h", "doomed")
+            && fires(&a, "ProofscopeProverRestarting", "h", "looping");
+        (ok, a)
     });
+    for worker in ["planned", "alive", "looping"] {
+        assert!(
+            !fires(&gone, "ProofscopeProverLost", "h", worker),
+            "{worker}: {gone:?}"
+        );
+    }
     assert!(
         !fires(&gone, "ProofscopeSynchronousRelease", "h", "doomed"),
         "a ghost alert of the dead prover: {gone:?}"
@@ -592,7 +612,7 @@ fn a_killed_prover_is_reported_gone_without_ghost_alerts() {
         "{gone:?}"
     );
     assert!(
-        !fires(&gone, "ProofscopeProverUnreachable", "h", "alive"),
+        !fires(&gone, "ProofscopeProverRestarting", "h", "planned"),
         "{gone:?}"
     );
     // Its gauges are gone from the exposition; its counters and `up` at 0 stay.
@@ -607,6 +627,22 @@ fn a_killed_prover_is_reported_gone_without_ghost_alerts() {
     assert!(of("proofscope_proofs_total{") > 0, "{m}");
     assert!(
         m.contains(r#"proofscope_prover_up{host="h",worker="doomed"} 0"#),
+        "{m}"
+    );
+    for (worker, state) in [
+        ("doomed", "lost"),
+        ("planned", "stopped"),
+        ("alive", "running"),
+    ] {
+        assert!(
+            m.contains(&format!(
+                r#"proofscope_prover_state{{host="h",worker="{worker}",state="{state}"}} 1"#
+            )),
+            "{worker} {state}: {m}"
+        );
+    }
+    assert!(
+        m.contains(r#"proofscope_worker_restarts_total{host="h",worker="looping"} 3"#),
         "{m}"
     );
 }
