@@ -195,6 +195,9 @@ impl Fleet {
         let cap = cap::LabelCap::new(opts.max_label_values, metrics.labels_capped.clone());
         Fleet {
             shared: Shared {
+                started_unix_ns: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64),
                 metrics,
                 workers: identity::Workers::default(),
                 cap,

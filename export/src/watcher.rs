@@ -44,6 +44,8 @@ const MAX_HELD: usize = 256;
 /// What every watcher of one exporter shares.
 #[derive(Debug, Clone)]
 pub struct Shared {
+    /// When the exporter started (Unix ns).
+    pub started_unix_ns: u64,
     pub metrics: Metrics,
     pub workers: Workers,
     pub cap: LabelCap,
@@ -125,6 +127,14 @@ struct State {
     was_live: bool,
     /// The worker's state, as the link last said it.
     state: Liveness,
+    /// When this exporter started (Unix ns): a session older than that has a past.
+    started_unix_ns: u64,
+    /// Reading the history of a session older than this exporter ([`State::caught_up`]).
+    catching_up: bool,
+    /// Its settled proofs, counted when the history has been read.
+    caught: Vec<Observation>,
+    /// Its worker's counters to make at 0 then.
+    zero_later: Option<ProverLabels>,
     /// Settled proofs not counted yet: (the proof, the scrape count when it created series —
     /// none when it created none —, when), in order.
     held: VecDeque<(Observation, Option<u64>, Instant)>,
@@ -159,6 +169,10 @@ impl State {
             live,
             was_live: false,
             state: Liveness::Running,
+            started_unix_ns: shared.started_unix_ns,
+            catching_up: false,
+            caught: Vec::new(),
+            zero_later: None,
             held: VecDeque::new(),
             blackbox: shared.capture.map(|c| BlackBox::new(c, shared.rule)),
         }
@@ -171,7 +185,12 @@ impl State {
         while !stop.load(Ordering::Relaxed) {
             match link.next(Duration::from_millis(200)) {
                 Next::Msg(msg) => self.handle(msg),
-                Next::Idle => self.settle(false),
+                Next::Idle => {
+                    self.settle(false);
+                    // A stream without `LiveStart` (a recording served as a prover): the
+                    // history is what came before it went quiet.
+                    self.caught_up();
+                }
                 Next::Closed => break,
             }
         }
@@ -215,9 +234,17 @@ impl State {
                         _ => None,
                     };
                     let hello = matches!(ev, Event::Hello(_));
+                    let live_start = matches!(ev, Event::LiveStart { .. });
+                    if matches!(ev, Event::HistoryGap(_)) && self.catching_up {
+                        self.history_cut();
+                    }
                     self.model.ingest(ev);
                     if hello {
                         self.greet();
+                    }
+                    if live_start {
+                        self.settle(false);
+                        self.caught_up();
                     }
                     if let Some(d) = dropped {
                         self.count_dropped(&d);
@@ -232,6 +259,11 @@ impl State {
             }
             SourceMsg::Link(state) => {
                 let live = matches!(state, LinkState::Live(_));
+                if !live {
+                    // A stream that ended inside its history: what was read counts.
+                    self.settle(matches!(state, LinkState::Ended(_)));
+                    self.caught_up();
+                }
                 if matches!(state, LinkState::Ended(_)) {
                     self.settle(true);
                 }
@@ -293,6 +325,21 @@ impl State {
         let _ = self.m.reconnects.get_or_create(&l);
         let _ = self.m.restarts.get_or_create(&l);
         self.m.set_state(&l.worker, self.state);
+        self.owned.prover.insert(l.clone());
+        // A prover that was running before this exporter: its history is its past, counted
+        // at its totals when the history has been read (at `LiveStart`), never from a 0 that
+        // Prometheus would take for a reset (an exporter restart counted 158 proofs for 33).
+        self.catching_up = h.session_start_unix_ns < self.started_unix_ns;
+        if self.catching_up {
+            self.zero_later = Some(l);
+        } else {
+            self.born_at_zero(&l);
+        }
+    }
+
+    /// The worker's counters that exist before anything counts in them, at 0 (gap kinds,
+    /// release places, dropped kinds, capture results), so that `increase()` sees the first.
+    fn born_at_zero(&mut self, l: &ProverLabels) {
         for k in gap_kinds() {
             let g = GapLabels {
                 worker: l.worker.clone(),
@@ -337,7 +384,42 @@ impl State {
                 self.owned.captures.insert(c);
             }
         }
-        self.owned.prover.insert(l);
+    }
+
+    /// The prover's history no longer holds its whole session: its totals cannot be had, and
+    /// Prometheus will see what the history holds as a counter reset. Said once.
+    fn history_cut(&self) {
+        if let Some(l) = &self.zero_later {
+            let _ = writeln!(
+                std::io::stderr(),
+                "proofscope export: {}: the prover's history has lost its oldest events: its counters restart from what the history holds (a larger PROOFSCOPE_HISTORY_BYTES keeps more)",
+                l.worker
+            );
+        }
+    }
+
+    /// The history has been read (`LiveStart`, or the stream ended before it): what it held
+    /// is counted now, at once, and the series nothing counted in are made at 0.
+    fn caught_up(&mut self) {
+        if !self.catching_up {
+            return;
+        }
+        self.catching_up = false;
+        for o in std::mem::take(&mut self.caught) {
+            let result = o.result.clone();
+            self.record(o);
+            for r in RESULTS {
+                let r = ResultLabels {
+                    result: r.to_owned(),
+                    ..result.clone()
+                };
+                let _ = self.m.proofs.get_or_create(&r);
+                self.owned.results.insert(r);
+            }
+        }
+        if let Some(l) = self.zero_later.take() {
+            self.born_at_zero(&l);
+        }
     }
 
     fn count_dropped(&mut self, d: &probe_protocol::Dropped) {
@@ -483,6 +565,10 @@ impl State {
 
     /// Queues a settled proof, creating at 0 the series it is the first to count.
     fn hold(&mut self, o: Observation) {
+        if self.catching_up {
+            self.caught.push(o);
+            return;
+        }
         let born = self.create_series(&o);
         let scrapes = born.then(|| self.m.scrapes.get());
         self.held.push_back((o, scrapes, Instant::now()));

@@ -1591,3 +1591,71 @@ fn the_systemd_unit_verifies_and_is_hardened() {
     assert!(security.status.success(), "exposure over 3.0:\n{out}");
     assert!(out.contains("Overall exposure level"), "{out}");
 }
+
+/// The exporter on `port`, watching `dir` (a restart keeps its address, as a service's does).
+fn exporter_on(dir: &Path, port: u16) -> (Running, String) {
+    let mut child = Command::new(BIN)
+        .args(["export", "--scan", "0.3", "--host", "h"])
+        .arg("--web.listen-address")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--socket-dir")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("serving http://"), "{line}");
+    (Running(child), format!("127.0.0.1:{port}"))
+}
+
+/// An exporter restarted while a prover runs: the new one reads the prover's history and
+/// reports its totals at once, never through a 0 that Prometheus takes for a reset — so
+/// `increase()` over the restart is the proofs made, where it was their double (158 for ~33).
+#[test]
+fn an_exporter_restart_does_not_count_a_provers_past_again() {
+    if !prometheus_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sockets = dir.path().join("proofscope");
+    std::fs::create_dir_all(&sockets).unwrap();
+    let port = free_port();
+    let (first, addr) = exporter_on(&sockets, port);
+    let (_prom, prom) = prometheus(dir.path(), &[&addr]);
+    let _steady = Running(spawn_prover(
+        dir.path(),
+        "steady",
+        &["--proofs", "100000", "--pause-ms", "150"],
+    ));
+    let total = |q: &str| -> f64 {
+        query(&prom, q)
+            .iter()
+            .filter_map(|r| r["value"][1].as_str()?.parse::<f64>().ok())
+            .sum()
+    };
+    eventually(60, || {
+        let n = total(r#"proofscope_proofs_total{worker="steady"}"#);
+        (n >= 10.0, n)
+    });
+    let mut first = first;
+    first.stop();
+    std::thread::sleep(Duration::from_secs(3));
+    let (_second, addr) = exporter_on(&sockets, port);
+    // The new exporter's totals, scraped a few times.
+    eventually(60, || {
+        let m = get(&addr, "/metrics");
+        let n = proofs_in(&m);
+        (n >= 20.0, n)
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let made = proofs_in(&get(&addr, "/metrics"));
+    let counted = total(r#"sum(increase(proofscope_proofs_total{worker="steady"}[10m]))"#);
+    assert!(
+        (counted - made).abs() <= 3.0,
+        "increase() over the restart: {counted} for {made} proofs made"
+    );
+}

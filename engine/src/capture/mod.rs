@@ -162,6 +162,15 @@ impl BlackBox {
             .map(|(a, _)| a)
             .fold(start, u64::min);
         let name = capture_name(s, worker, id, outer.start);
+        // The capture directory is the record: a proof captured before (by this process, or
+        // by the exporter before a restart, which sees the prover's history again) is not
+        // written twice — 133 captures were re-written after one restart.
+        if self.opts.store.dir.join(&name).exists() {
+            return Some(name);
+        }
+        if self.pending.iter().any(|q| q.name == name) {
+            return Some(name);
+        }
         self.pending.push(Pending {
             session: s.key(),
             proof: id,
