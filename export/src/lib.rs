@@ -47,6 +47,9 @@ pub struct ExportOpts {
     pub host: String,
     /// Distinct values a capped label (circuit, phase) may take before `other`.
     pub max_label_values: usize,
+    /// Workers with series at most, live and stopped: past it, the oldest stopped are
+    /// forgotten before `forget_after`.
+    pub max_workers: usize,
     /// The black box, when `--capture-dir` is given.
     pub capture: Option<proofscope_engine::capture::CaptureOpts>,
 }
@@ -314,7 +317,9 @@ impl Fleet {
     }
 
     /// Removes the series of watchers stopped `forget_after` ago (a worker that came back
-    /// since keeps them: identity.rs).
+    /// since keeps them: identity.rs), and of the oldest stopped ones past `max_workers`
+    /// (100 provers that each lived a few seconds grew a scrape from 1,830 to 27,471 samples
+    /// for the 20 minutes of `forget_after`), counted.
     fn forget_old(&mut self) {
         let now = Instant::now();
         let (old, recent): (Vec<_>, Vec<_>) = self
@@ -324,6 +329,16 @@ impl Fleet {
         self.stopped = recent;
         for (n, _) in old {
             self.shared.workers.forget(n, &self.shared.metrics);
+        }
+        let live = self
+            .entries
+            .values()
+            .filter(|e| e.watcher.is_some())
+            .count();
+        let over = (live + self.stopped.len()).saturating_sub(self.opts.max_workers);
+        for (n, _) in self.stopped.drain(..over.min(self.stopped.len())) {
+            self.shared.workers.forget(n, &self.shared.metrics);
+            self.shared.metrics.workers_evicted.inc();
         }
     }
 }

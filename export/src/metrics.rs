@@ -206,6 +206,7 @@ pub struct Metrics {
     pub scrapes: Counter,
     pub proofs_missed: Counter,
     pub name_clashes: Counter,
+    pub workers_evicted: Counter,
 }
 
 /// The unit a family's name ends with (OpenMetrics writes it as a suffix).
@@ -301,6 +302,7 @@ impl Metrics {
             scrapes: Counter::default(),
             proofs_missed: Counter::default(),
             name_clashes: Counter::default(),
+            workers_evicted: Counter::default(),
         }
     }
 
@@ -336,6 +338,7 @@ impl Metrics {
             scrape_duration => "exporter_scrape_duration", Seconds, "How long the previous scrape took to encode";
             scrapes => "exporter_scrapes", None, "Scrapes served";
             proofs_missed => "exporter_proofs_missed", None, "Proofs that left a prover's model before they could be counted (should stay 0)";
+            workers_evicted => "exporter_workers_evicted", None, "Stopped workers whose series were removed before --forget-after, to keep at most --max-workers";
             name_clashes => "exporter_worker_name_clashes", None, "Provers that asked for a worker name a live prover held, and were named `<name>~N` (set PROOFSCOPE_INSTANCE to tell them apart)";
         });
         r.register(

@@ -434,6 +434,11 @@ pub struct ExportArgs {
     /// (counted in proofscope_exporter_labels_capped_total).
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub max_label_values: u64,
+    /// Workers with series at most, running and stopped: past it, the series of the oldest
+    /// stopped are removed before --forget-after (counted in
+    /// proofscope_exporter_workers_evicted_total).
+    #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_workers: u64,
     #[command(flatten)]
     pub gap: GapArgs,
     /// What each prover's model may hold, in MiB (its recent proofs, for the analysis).

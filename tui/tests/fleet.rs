@@ -1659,3 +1659,38 @@ fn an_exporter_restart_does_not_count_a_provers_past_again() {
         "increase() over the restart: {counted} for {made} proofs made"
     );
 }
+
+/// Short-lived provers under `--max-workers 3`: every one is seen, and the series of at most
+/// three workers stay — the oldest stopped are removed first, each counted — where every one
+/// stayed for the 20 minutes of `--forget-after` (100 such provers grew a scrape from 1,830 to
+/// 27,471 samples).
+#[test]
+fn max_workers_bounds_the_series_of_short_lived_provers() {
+    let dir = tempfile::tempdir().unwrap();
+    let sockets = dir.path().join("proofscope");
+    std::fs::create_dir_all(&sockets).unwrap();
+    let (_exp, addr) = exporter(&sockets, &["--max-workers", "3"]);
+    let names: Vec<String> = (0..6).map(|i| format!("short-{i}")).collect();
+    for name in &names {
+        let (_, done) = prove(dir.path(), name, &["--proofs", "2", "--pause-ms", "300"]);
+        assert_eq!(done, 2);
+    }
+    let m = eventually(20, || {
+        let m = get(&addr, "/metrics");
+        let evicted = m.lines().any(|l| {
+            l.starts_with("proofscope_exporter_workers_evicted_total{") && l.ends_with(" 3")
+        });
+        (evicted, m)
+    });
+    let up: Vec<&str> = m
+        .lines()
+        .filter(|l| l.starts_with("proofscope_prover_up{"))
+        .collect();
+    assert_eq!(up.len(), 3, "{up:?}");
+    for name in &names[3..] {
+        assert!(
+            up.iter().any(|l| l.contains(&format!("worker=\"{name}\""))),
+            "the newest stay: {up:?}"
+        );
+    }
+}

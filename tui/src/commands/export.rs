@@ -30,6 +30,7 @@ pub(crate) fn export(x: &crate::cli::ExportArgs) -> Result<Exit> {
         forget_after: x.forget_after,
         host: x.host.clone().unwrap_or_else(proofscope_export::this_host),
         max_label_values: x.max_label_values as usize,
+        max_workers: x.max_workers as usize,
         capture: x.capture.opts(),
     })?;
     Ok(Exit::Ok)
