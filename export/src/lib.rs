@@ -14,6 +14,7 @@ mod identity;
 pub mod metrics;
 mod owned;
 mod process;
+mod wake;
 mod watcher;
 
 use anyhow::{Context, Result};
@@ -53,6 +54,9 @@ pub struct ExportOpts {
     /// The black box, when `--capture-dir` is given.
     pub capture: Option<proofscope_engine::capture::CaptureOpts>,
 }
+
+/// How soon a socket directory's change is looked at again.
+const SOON: Duration = Duration::from_millis(100);
 
 /// A socket gone this long is stopped even if its stream never said it ended.
 const GONE_GRACE: Duration = Duration::from_secs(5);
@@ -215,12 +219,21 @@ impl Fleet {
         }
     }
 
-    /// Scans for provers for ever; `ready` is set after the first scan.
+    /// Scans for provers for ever, at once when a socket directory changes, else every
+    /// `scan`; `ready` is set after the first scan.
     fn run(mut self, ready: &AtomicBool) {
+        let mut wake = wake::Wake::new(&self.opts.socket_dirs);
+        let mut next = self.opts.scan;
         loop {
             self.scan();
             ready.store(true, Ordering::Release);
-            std::thread::sleep(self.opts.scan);
+            // A socket is made (bound) before its prover listens on it: a change is looked
+            // at again soon.
+            next = if wake.wait(next) {
+                SOON.min(self.opts.scan)
+            } else {
+                self.opts.scan
+            };
         }
     }
 

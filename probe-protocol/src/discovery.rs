@@ -115,9 +115,30 @@ pub fn socket_state(path: &Path) -> SocketState {
     }
 }
 
-/// Removes `path` if it is a stale socket; returns whether it did.
+/// A socket file younger than this is not removed as stale: its prover may have bound it and
+/// not listen yet. A scan woken by the socket's creation (the exporter's inotify) found every
+/// new socket in that instant and removed it, its prover then unreachable for good.
+pub const STALE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Removes `path` if it is a stale socket older than [`STALE_GRACE`]; returns whether it did.
 pub fn remove_if_stale(path: &Path) -> bool {
-    socket_state(path) == SocketState::Stale && std::fs::remove_file(path).is_ok()
+    remove_if_stale_after(path, STALE_GRACE)
+}
+
+fn remove_if_stale_after(path: &Path, grace: std::time::Duration) -> bool {
+    socket_state(path) == SocketState::Stale
+        && older_than(path, grace)
+        && std::fs::remove_file(path).is_ok()
+}
+
+/// Whether the file at `path` was last changed at least `grace` ago (a clock that cannot
+/// say: not old).
+fn older_than(path: &Path, grace: std::time::Duration) -> bool {
+    std::fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age >= grace)
 }
 
 /// A prover socket found on this machine.
@@ -218,7 +239,9 @@ pub fn scan(dirs: &[PathBuf]) -> Scan {
             if state == SocketState::NotASocket || state == SocketState::Missing {
                 continue;
             }
-            let removed = state == SocketState::Stale && std::fs::remove_file(&path).is_ok();
+            let removed = state == SocketState::Stale
+                && older_than(&path, STALE_GRACE)
+                && std::fs::remove_file(&path).is_ok();
             out.push(Found {
                 path,
                 prover,
@@ -272,7 +295,9 @@ mod tests {
         assert!(!remove_if_stale(&path));
         drop(l); // the file stays: nobody listens now
         assert_eq!(socket_state(&path), SocketState::Stale);
-        assert!(remove_if_stale(&path));
+        // Just made: perhaps its prover is about to listen.
+        assert!(!remove_if_stale(&path));
+        assert!(remove_if_stale_after(&path, std::time::Duration::ZERO));
         assert_eq!(socket_state(&path), SocketState::Missing);
         std::fs::write(&path, b"not a socket").unwrap();
         assert_eq!(socket_state(&path), SocketState::NotASocket);

@@ -86,18 +86,40 @@ fn list_json_is_an_array_of_sockets() {
     std::fs::create_dir(dir.path().join("proofscope")).unwrap();
     let stale = dir.path().join("proofscope/ghost-4242.sock");
     drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
-    let out = Command::new(BIN)
-        .args(["list", "--json"])
-        .env("XDG_RUNTIME_DIR", dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rows = v.as_array().expect("an array");
-    let ghost = rows
-        .iter()
-        .find(|r| r["path"] == stale.display().to_string())
-        .unwrap_or_else(|| panic!("{v}"));
+    let list = || {
+        let out = Command::new(BIN)
+            .args(["list", "--json"])
+            .env("XDG_RUNTIME_DIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let ghost = v
+            .as_array()
+            .expect("an array")
+            .iter()
+            .find(|r| r["path"] == stale.display().to_string())
+            .unwrap_or_else(|| panic!("{v}"))
+            .clone();
+        (v, ghost)
+    };
+    // Just made: its prover may be about to listen (discovery::STALE_GRACE).
+    let (v, ghost) = list();
+    assert_eq!(ghost["state"], "stale", "{v}");
+    // Ten seconds old: stale for good, and removed.
+    let c = std::ffi::CString::new(stale.as_os_str().as_encoded_bytes()).unwrap();
+    let past = libc::timespec {
+        tv_sec: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as libc::time_t
+            - 10,
+        tv_nsec: 0,
+    };
+    // SAFETY: a NUL-terminated path and two valid timespecs.
+    let r = unsafe { libc::utimensat(libc::AT_FDCWD, c.as_ptr(), [past, past].as_ptr(), 0) };
+    assert_eq!(r, 0);
+    let (v, ghost) = list();
     assert_eq!(ghost["state"], "stale, removed", "{v}");
     assert_eq!(ghost["prover"], "ghost", "{v}");
     assert_eq!(ghost["pid"], 4242, "{v}");

@@ -1694,3 +1694,54 @@ fn max_workers_bounds_the_series_of_short_lived_provers() {
         );
     }
 }
+
+/// A prover that lives about a second, under an exporter that scans every 30 s: its socket's
+/// creation wakes the scan (inotify), so it is seen and its proofs counted — a prover that
+/// lived 2 s fell between 2 s scans.
+#[test]
+fn a_brief_prover_is_seen_between_scans() {
+    let dir = tempfile::tempdir().unwrap();
+    let sockets = dir.path().join("proofscope");
+    std::fs::create_dir_all(&sockets).unwrap();
+    let mut child = Command::new(BIN)
+        .args([
+            "export",
+            "--scan",
+            "30",
+            "--web.listen-address",
+            "127.0.0.1:0",
+        ])
+        .arg("--socket-dir")
+        .arg(&sockets)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _exp = Running(child);
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    // The first scan is done (nothing to see yet).
+    eventually(10, || {
+        let s = status(&addr, "/-/ready");
+        (s == 200, s)
+    });
+    let (_, done) = prove(dir.path(), "brief", &["--proofs", "2", "--pause-ms", "300"]);
+    assert_eq!(done, 2);
+    eventually(20, || {
+        let m = get(&addr, "/metrics");
+        let n: f64 = m
+            .lines()
+            .filter(|l| l.starts_with("proofscope_proofs_total{") && l.contains("worker=\"brief\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        (n == 2.0, n)
+    });
+}
