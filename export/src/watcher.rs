@@ -276,7 +276,7 @@ impl State {
                 self.was_live |= live;
                 self.set_up(live, liveness(&state));
             }
-            SourceMsg::Notice(_) | SourceMsg::BadFrame(_) => {}
+            SourceMsg::Notice(_) | SourceMsg::BadFrames { .. } => {}
         }
     }
 

@@ -29,11 +29,23 @@ fn exporter(dir: &Path, extra: &[&str]) -> (Running, String) {
 
 /// The exporter started by `cmd` (the binary, or a shell that execs it).
 fn exporter_by(mut cmd: Command, dir: &Path, extra: &[&str]) -> (Running, String) {
-    let mut child = cmd
-        .args(["export", "--listen", "127.0.0.1:0", "--scan", "0.3"])
+    cmd.args(["export", "--listen", "127.0.0.1:0", "--scan", "0.3"])
         .arg("--socket-dir")
         .arg(dir)
-        .args(extra)
+        .args(extra);
+    started(cmd)
+}
+
+/// The exporter with only `args` (its listening address among them), watching `dir`.
+fn exporter_with(dir: &Path, args: &[&str]) -> (Running, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("export").args(args).arg("--socket-dir").arg(dir);
+    started(cmd)
+}
+
+/// Starts the exporter `cmd` makes; it and the address it serves on (its first line).
+fn started(mut cmd: Command) -> (Running, String) {
+    let mut child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -1530,25 +1542,8 @@ fn health_readiness_build_and_counters_from_the_first_scrape() {
     }
     assert!(!build.contains("rustc=\"unknown\""), "{build}");
 
-    let mut by_name = Command::new(BIN)
-        .args(["export", "--web.listen-address", "127.0.0.1:0"])
-        .arg("--socket-dir")
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(by_name.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _by_name = Running(by_name);
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
-    assert_eq!(get(addr, "/-/healthy"), "Healthy\n");
+    let (_by_name, addr) = exporter_with(dir.path(), &["--web.listen-address", "127.0.0.1:0"]);
+    assert_eq!(get(&addr, "/-/healthy"), "Healthy\n");
 }
 
 /// The shipped unit (deploy/systemd) is a unit systemd reads without complaint, and its
@@ -1594,22 +1589,20 @@ fn the_systemd_unit_verifies_and_is_hardened() {
 
 /// The exporter on `port`, watching `dir` (a restart keeps its address, as a service's does).
 fn exporter_on(dir: &Path, port: u16) -> (Running, String) {
-    let mut child = Command::new(BIN)
-        .args(["export", "--scan", "0.3", "--host", "h"])
-        .arg("--web.listen-address")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--socket-dir")
-        .arg(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("serving http://"), "{line}");
-    (Running(child), format!("127.0.0.1:{port}"))
+    let listen = format!("127.0.0.1:{port}");
+    let (exporter, addr) = exporter_with(
+        dir,
+        &[
+            "--scan",
+            "0.3",
+            "--host",
+            "h",
+            "--web.listen-address",
+            &listen,
+        ],
+    );
+    assert_eq!(addr, listen);
+    (exporter, addr)
 }
 
 /// An exporter restarted while a prover runs: the new one reads the prover's history and
@@ -1703,31 +1696,10 @@ fn a_brief_prover_is_seen_between_scans() {
     let dir = tempfile::tempdir().unwrap();
     let sockets = dir.path().join("proofscope");
     std::fs::create_dir_all(&sockets).unwrap();
-    let mut child = Command::new(BIN)
-        .args([
-            "export",
-            "--scan",
-            "30",
-            "--web.listen-address",
-            "127.0.0.1:0",
-        ])
-        .arg("--socket-dir")
-        .arg(&sockets)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _exp = Running(child);
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
+    let (_exp, addr) = exporter_with(
+        &sockets,
+        &["--scan", "30", "--web.listen-address", "127.0.0.1:0"],
+    );
     // The first scan is done (nothing to see yet).
     eventually(10, || {
         let s = status(&addr, "/-/ready");

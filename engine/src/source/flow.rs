@@ -11,9 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::Duration;
 
-/// Bytes in flight at most: two frames of the largest size a frame may have, hundreds of a
-/// prover's usual ones. One message always passes, whatever its size.
-pub const IN_FLIGHT_BYTES: usize = 8 << 20;
+/// Bytes in flight at most (what a message holds decoded: about three times its frame): more
+/// than the probe's own queue for a subscriber holds (16 MiB of frames,
+/// `PROOFSCOPE_SUBSCRIBER_BYTES`), so that a viewer starved for a while is never the reason
+/// frames are dropped — the probe's queue fills first, and counts what it drops. One message
+/// always passes, whatever its size.
+pub const IN_FLIGHT_BYTES: usize = 64 << 20;
 
 /// How often a waiting sender looks for room (and at its stop flag).
 const ROOM_POLL: Duration = Duration::from_millis(1);
@@ -100,7 +103,7 @@ fn cost(msg: &SourceMsg) -> usize {
             SourceMsg::Frame { raw, events } => {
                 raw.len() + std::mem::size_of_val(events.as_slice())
             }
-            SourceMsg::BadFrame(s) | SourceMsg::Notice(s) => s.len(),
+            SourceMsg::BadFrames { why: s, .. } | SourceMsg::Notice(s) => s.len(),
             SourceMsg::Link(_) => 0,
         }
 }
@@ -110,7 +113,10 @@ mod tests {
     use super::*;
 
     fn bad(n: usize) -> SourceMsg {
-        SourceMsg::BadFrame("x".repeat(n))
+        SourceMsg::BadFrames {
+            count: 1,
+            why: "x".repeat(n),
+        }
     }
 
     /// A sender that outpaces its reader waits once the bound is reached, and goes on as the

@@ -100,8 +100,8 @@ impl LiveSource {
                 said.message = Some(note.clone());
                 said.warnings.push(note);
             }
-            SourceMsg::BadFrame(why) => {
-                model.count_bad_frames(1);
+            SourceMsg::BadFrames { count, why } => {
+                model.count_bad_frames(count);
                 said.warnings.push(why);
             }
         }

@@ -76,8 +76,9 @@ pub enum SourceMsg {
     Frame { raw: Vec<u8>, events: Vec<Event> },
     /// Connection state changed.
     Link(LinkState),
-    /// A frame that did not decode (counted; the stream goes on).
-    BadFrame(String),
+    /// Frames that did not decode (counted; the stream goes on): how many, and what was
+    /// wrong (with the first few of a run of them, each alone; then one message for many).
+    BadFrames { count: u64, why: String },
     /// Something the user should read (e.g. a restarted prover is followed now).
     Notice(String),
 }
