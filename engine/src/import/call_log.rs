@@ -6,17 +6,27 @@
 //! alike. A line for a forgotten call — a detached free's `async_dealloc_ms` that comes very
 //! late — finds none and is counted, never filed on a newer call.
 
-use super::calls::Call;
 use std::collections::VecDeque;
 
-#[derive(Debug, Default)]
-pub struct CallLog {
+/// Generic over the call (`calls::Call`), which holds one: the two files would import each
+/// other otherwise.
+#[derive(Debug)]
+pub struct CallLog<C> {
     /// The number of the oldest call kept.
     base: usize,
-    kept: VecDeque<Call>,
+    kept: VecDeque<C>,
 }
 
-impl CallLog {
+impl<C> Default for CallLog<C> {
+    fn default() -> Self {
+        CallLog {
+            base: 0,
+            kept: VecDeque::new(),
+        }
+    }
+}
+
+impl<C: Clone> CallLog<C> {
     /// How many calls the log has had (kept or forgotten): the next one's number.
     pub fn len(&self) -> usize {
         self.base + self.kept.len()
@@ -27,34 +37,34 @@ impl CallLog {
         self.base
     }
 
-    pub fn push(&mut self, c: Call) {
+    pub fn push(&mut self, c: C) {
         self.kept.push_back(c);
     }
 
     /// Call `i`, unless it was forgotten (or is yet to come).
-    pub fn get(&self, i: usize) -> Option<&Call> {
+    pub fn get(&self, i: usize) -> Option<&C> {
         self.kept.get(i.checked_sub(self.base)?)
     }
 
-    pub fn get_mut(&mut self, i: usize) -> Option<&mut Call> {
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut C> {
         self.kept.get_mut(i.checked_sub(self.base)?)
     }
 
-    pub fn last(&self) -> Option<&Call> {
+    pub fn last(&self) -> Option<&C> {
         self.kept.back()
     }
 
-    pub fn last_mut(&mut self) -> Option<&mut Call> {
+    pub fn last_mut(&mut self) -> Option<&mut C> {
         self.kept.back_mut()
     }
 
     /// The kept calls, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &Call> {
+    pub fn iter(&self) -> impl Iterator<Item = &C> {
         self.kept.iter()
     }
 
     /// Copies of calls `from..to` (kept ones only).
-    pub fn cloned(&self, from: usize, to: usize) -> Vec<Call> {
+    pub fn cloned(&self, from: usize, to: usize) -> Vec<C> {
         let (a, b) = (
             from.saturating_sub(self.base).min(self.kept.len()),
             to.saturating_sub(self.base).min(self.kept.len()),
@@ -73,9 +83,9 @@ impl CallLog {
 
 /// Call `i` of the test's log (the tests keep every call).
 #[cfg(test)]
-impl std::ops::Index<usize> for CallLog {
-    type Output = Call;
-    fn index(&self, i: usize) -> &Call {
+impl<C: Clone> std::ops::Index<usize> for CallLog<C> {
+    type Output = C;
+    fn index(&self, i: usize) -> &C {
         self.get(i).expect("a call kept")
     }
 }
@@ -83,10 +93,11 @@ impl std::ops::Index<usize> for CallLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::import::calls::Call;
 
     #[test]
     fn calls_keep_their_numbers_when_older_ones_are_forgotten() {
-        let mut log = CallLog::default();
+        let mut log = CallLog::<Call>::default();
         for i in 0..5 {
             log.push(Call {
                 segment: i,

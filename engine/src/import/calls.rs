@@ -171,7 +171,7 @@ impl Call {
 /// Everything grouped, with what could not be.
 #[derive(Debug, Default)]
 pub struct Calls {
-    pub calls: super::call_log::CallLog,
+    pub calls: super::call_log::CallLog<Call>,
     pub runs: Runs,
     pub synthesis: BTreeMap<Key, Synthesis>,
     pub segments: Vec<Segment>,
