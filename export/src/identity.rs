@@ -64,14 +64,12 @@ impl Workers {
             pid,
             owned: Owned::default(),
         });
-        let worker = super::metrics::ProverLabels {
-            worker: name.clone(),
-        };
-        let restarts = m.restarts.get_or_create(&worker);
         if c.pid != pid {
-            restarts.inc();
+            let worker = super::metrics::ProverLabels {
+                worker: name.clone(),
+            };
+            m.restarts.get_or_create(&worker).inc();
         }
-        drop(restarts);
         c.pid = pid;
         if c.watcher != watcher {
             for old in c.owned.info.drain() {

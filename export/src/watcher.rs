@@ -129,12 +129,11 @@ struct State {
     state: Liveness,
     /// When this exporter started (Unix ns): a session older than that has a past.
     started_unix_ns: u64,
-    /// Reading the history of a session older than this exporter ([`State::caught_up`]).
-    catching_up: bool,
-    /// Its settled proofs, counted when the history has been read.
-    caught: Vec<Observation>,
-    /// Its worker's counters to make at 0 then.
+    /// Reading the history of a session older than this exporter ([`State::caught_up`]):
+    /// its worker, whose counters are made at 0 when the history has been read.
     zero_later: Option<ProverLabels>,
+    /// Its settled proofs, counted then.
+    caught: Vec<Observation>,
     /// Settled proofs not counted yet: (the proof, the scrape count when it created series —
     /// none when it created none —, when), in order.
     held: VecDeque<(Observation, Option<u64>, Instant)>,
@@ -170,9 +169,8 @@ impl State {
             was_live: false,
             state: Liveness::Running,
             started_unix_ns: shared.started_unix_ns,
-            catching_up: false,
-            caught: Vec::new(),
             zero_later: None,
+            caught: Vec::new(),
             held: VecDeque::new(),
             blackbox: shared.capture.map(|c| BlackBox::new(c, shared.rule)),
         }
@@ -235,7 +233,7 @@ impl State {
                     };
                     let hello = matches!(ev, Event::Hello(_));
                     let live_start = matches!(ev, Event::LiveStart { .. });
-                    if matches!(ev, Event::HistoryGap(_)) && self.catching_up {
+                    if matches!(ev, Event::HistoryGap(_)) && self.zero_later.is_some() {
                         self.history_cut();
                     }
                     self.model.ingest(ev);
@@ -302,6 +300,7 @@ impl State {
         let Some(h) = s.hello() else {
             return;
         };
+        let has_past = h.session_start_unix_ns < self.started_unix_ns;
         let l = ProverLabels {
             worker: self.workers.claim(&worker_name(h), self.n, h.pid, &self.m),
         };
@@ -329,8 +328,9 @@ impl State {
         // A prover that was running before this exporter: its history is its past, counted
         // at its totals when the history has been read (at `LiveStart`), never from a 0 that
         // Prometheus would take for a reset (an exporter restart counted 158 proofs for 33).
-        self.catching_up = h.session_start_unix_ns < self.started_unix_ns;
-        if self.catching_up {
+        // An earlier session still being caught up is counted first.
+        self.caught_up();
+        if has_past {
             self.zero_later = Some(l);
         } else {
             self.born_at_zero(&l);
@@ -389,7 +389,7 @@ impl State {
     /// The prover's history no longer holds its whole session: its totals cannot be had, and
     /// Prometheus will see what the history holds as a counter reset. Said once.
     fn history_cut(&self) {
-        if let Some(l) = &self.zero_later {
+        if let Some(l) = self.current_labels() {
             let _ = writeln!(
                 std::io::stderr(),
                 "proofscope export: {}: the prover's history has lost its oldest events: its counters restart from what the history holds (a larger PROOFSCOPE_HISTORY_BYTES keeps more)",
@@ -401,25 +401,15 @@ impl State {
     /// The history has been read (`LiveStart`, or the stream ended before it): what it held
     /// is counted now, at once, and the series nothing counted in are made at 0.
     fn caught_up(&mut self) {
-        if !self.catching_up {
+        let Some(l) = self.zero_later.take() else {
             return;
-        }
-        self.catching_up = false;
+        };
         for o in std::mem::take(&mut self.caught) {
             let result = o.result.clone();
             self.record(o);
-            for r in RESULTS {
-                let r = ResultLabels {
-                    result: r.to_owned(),
-                    ..result.clone()
-                };
-                let _ = self.m.proofs.get_or_create(&r);
-                self.owned.results.insert(r);
-            }
+            self.create_results(&result);
         }
-        if let Some(l) = self.zero_later.take() {
-            self.born_at_zero(&l);
-        }
+        self.born_at_zero(&l);
     }
 
     fn count_dropped(&mut self, d: &probe_protocol::Dropped) {
@@ -565,7 +555,7 @@ impl State {
 
     /// Queues a settled proof, creating at 0 the series it is the first to count.
     fn hold(&mut self, o: Observation) {
-        if self.catching_up {
+        if self.zero_later.is_some() {
             self.caught.push(o);
             return;
         }
@@ -597,14 +587,7 @@ impl State {
         if !self.owned.proofs.contains(&o.proof) {
             let _ = self.m.proof_duration.get_or_create(&o.proof);
             let _ = self.m.unaccounted.get_or_create(&o.proof);
-            for result in RESULTS {
-                let r = ResultLabels {
-                    result: result.to_owned(),
-                    ..o.result.clone()
-                };
-                let _ = self.m.proofs.get_or_create(&r);
-                self.owned.results.insert(r);
-            }
+            self.create_results(&o.result);
             self.owned.proofs.insert(o.proof.clone());
             born = true;
         }
@@ -616,6 +599,19 @@ impl State {
             }
         }
         born
+    }
+
+    /// Every `result` series of `r`'s circuit and backend, at 0 where new (created together:
+    /// the first failure shows in `increase()`).
+    fn create_results(&mut self, r: &ResultLabels) {
+        for result in RESULTS {
+            let r = ResultLabels {
+                result: result.to_owned(),
+                ..r.clone()
+            };
+            let _ = self.m.proofs.get_or_create(&r);
+            self.owned.results.insert(r);
+        }
     }
 
     fn record(&mut self, o: Observation) {

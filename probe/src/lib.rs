@@ -26,6 +26,7 @@ mod error;
 mod fork;
 mod gpu;
 mod history;
+mod hook_queue;
 mod log;
 mod names;
 #[cfg(feature = "nvml")]

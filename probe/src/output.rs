@@ -10,11 +10,9 @@
 //! lock; a full queue drops the report and counts it. The collector converts the monotonic
 //! time to session time and names the thread.
 
+use crate::hook_queue::HookQueue;
 use crate::thread::os_tid;
-use crossbeam_queue::ArrayQueue;
 use probe_protocol::OutputStream;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Writes queued between collector cycles before dropping: a prover printing a line per
 /// circuit per phase writes tens a second; a flood of 16k in one cycle is dropped and counted.
@@ -31,27 +29,24 @@ pub(crate) struct RawWrite {
     pub bytes: u64,
 }
 
-static QUEUE: OnceLock<ArrayQueue<RawWrite>> = OnceLock::new();
-static ON: AtomicBool = AtomicBool::new(false);
-static DROPPED: AtomicU64 = AtomicU64::new(0);
+static WRITES: HookQueue<RawWrite> = HookQueue::new(OUTPUT_QUEUE_CAPACITY);
 
 pub(crate) fn enable() {
-    let _ = QUEUE.get_or_init(|| ArrayQueue::new(OUTPUT_QUEUE_CAPACITY));
-    ON.store(true, Ordering::Release);
+    WRITES.enable();
 }
 
 pub(crate) fn disable() {
-    ON.store(false, Ordering::Release);
+    WRITES.disable();
 }
 
 /// Reports that `bytes` bytes of the program's `stream` (fd 1 or 2), from `offset` on, were
 /// just written by the calling thread. Never blocks or allocates; dropped and counted when the
 /// queue is full, ignored while no session runs or for an fd other than 1 and 2.
 pub fn report_output_write(fd: u8, offset: u64, bytes: u64) {
-    if !ON.load(Ordering::Acquire) || bytes == 0 {
+    if !WRITES.is_on() || bytes == 0 {
         return;
     }
-    let (Some(q), Some(stream)) = (QUEUE.get(), OutputStream::of_fd(u64::from(fd))) else {
+    let Some(stream) = OutputStream::of_fd(u64::from(fd)) else {
         return;
     };
     let w = RawWrite {
@@ -61,24 +56,18 @@ pub fn report_output_write(fd: u8, offset: u64, bytes: u64) {
         offset,
         bytes,
     };
-    if q.push(w).is_err() {
-        DROPPED.fetch_add(1, Ordering::Relaxed);
-    }
+    WRITES.push(w);
     crate::sched_stamp::stamp();
 }
 
 /// Takes every queued write.
-pub(crate) fn drain(mut f: impl FnMut(RawWrite)) {
-    if let Some(q) = QUEUE.get() {
-        while let Some(w) = q.pop() {
-            f(w);
-        }
-    }
+pub(crate) fn drain(f: impl FnMut(RawWrite)) {
+    WRITES.drain(f);
 }
 
 /// Writes dropped because the queue was full.
 pub(crate) fn dropped() -> u64 {
-    DROPPED.load(Ordering::Relaxed)
+    WRITES.dropped()
 }
 
 #[cfg(test)]

@@ -107,15 +107,15 @@ impl SchedSampler {
     }
 }
 
-/// `<on-cpu ns> <run-queue ns> <timeslices>`.
-fn read(f: &File) -> Option<(u64, u64, u64)> {
+/// `<on-cpu ns> <run-queue ns> <timeslices>` (one `pread`: the file stays usable).
+pub(crate) fn read(f: &File) -> Option<(u64, u64, u64)> {
     use std::os::unix::fs::FileExt;
     let mut buf = [0u8; 96];
     let n = f.read_at(&mut buf, 0).ok()?;
     parse(std::str::from_utf8(&buf[..n]).ok()?)
 }
 
-pub(crate) fn parse(s: &str) -> Option<(u64, u64, u64)> {
+fn parse(s: &str) -> Option<(u64, u64, u64)> {
     let mut it = s.split_whitespace().map(|v| v.parse::<u64>().ok());
     Some((it.next()??, it.next()??, it.next()??))
 }

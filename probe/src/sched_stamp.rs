@@ -15,12 +15,12 @@
 //! placed out of the program's range and a program sweeping its fds passes over it. The
 //! reading goes to a preallocated lock-free queue; a full queue drops it and counts it.
 
+use crate::hook_queue::HookQueue;
 use crate::observer::as_own_thread;
 use crate::thread::os_tid;
-use crossbeam_queue::ArrayQueue;
 use std::cell::Cell;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::fs::File;
+use std::os::fd::FromRawFd;
 
 /// The least time between two readings on one thread.
 pub const MIN_SPACING_NS: u64 = 2_000_000;
@@ -39,9 +39,7 @@ pub(crate) struct RawSched {
     pub timeslices: u64,
 }
 
-static QUEUE: OnceLock<ArrayQueue<RawSched>> = OnceLock::new();
-static ON: AtomicBool = AtomicBool::new(false);
-static DROPPED: AtomicU64 = AtomicU64::new(0);
+static READINGS: HookQueue<RawSched> = HookQueue::new(QUEUE_CAPACITY);
 
 thread_local! {
     /// When this thread last took a reading (0: never).
@@ -49,30 +47,25 @@ thread_local! {
 }
 
 pub(crate) fn enable() {
-    let _ = QUEUE.get_or_init(|| ArrayQueue::new(QUEUE_CAPACITY));
-    ON.store(true, Ordering::Release);
+    READINGS.enable();
 }
 
 pub(crate) fn disable() {
-    ON.store(false, Ordering::Release);
+    READINGS.disable();
 }
 
 /// The calling thread was just seen running (a large free returned, a write to stdout or
 /// stderr): reads its scheduler counters unless it did less than [`MIN_SPACING_NS`] ago.
 /// Never blocks or allocates; skipped while no session runs or on the probe's own threads.
 pub(crate) fn stamp() {
-    if !ON.load(Ordering::Acquire) || crate::observer::on_own_thread() {
+    if !READINGS.is_on() || crate::observer::on_own_thread() {
         return;
     }
-    if let Some(q) = QUEUE.get()
-        && stamp_into(q, crate::clock::monotonic_ns()).is_err()
-    {
-        DROPPED.fetch_add(1, Ordering::Relaxed);
-    }
+    stamp_into(&READINGS, crate::clock::monotonic_ns());
 }
 
-/// [`stamp`] into `q`: `Err` when `q` is full.
-fn stamp_into(q: &ArrayQueue<RawSched>, now_mono_ns: u64) -> Result<(), RawSched> {
+/// [`stamp`] into `q`.
+fn stamp_into(q: &HookQueue<RawSched>, now_mono_ns: u64) {
     let due = LAST
         .try_with(|l| {
             let due = now_mono_ns.saturating_sub(l.get()) >= MIN_SPACING_NS;
@@ -83,10 +76,10 @@ fn stamp_into(q: &ArrayQueue<RawSched>, now_mono_ns: u64) -> Result<(), RawSched
         })
         .unwrap_or(false);
     if !due {
-        return Ok(());
+        return;
     }
     let Some((cpu_ns, runq_ns, timeslices)) = as_own_thread(read_own) else {
-        return Ok(());
+        return;
     };
     q.push(RawSched {
         mono_ns: crate::clock::monotonic_ns(),
@@ -94,38 +87,31 @@ fn stamp_into(q: &ArrayQueue<RawSched>, now_mono_ns: u64) -> Result<(), RawSched
         cpu_ns,
         runq_ns,
         timeslices,
-    })
+    });
 }
 
 /// This thread's `<on-cpu ns> <run-queue ns> <timeslices>`, without allocating.
 fn read_own() -> Option<(u64, u64, u64)> {
+    // A static path: `File::open` would allocate its C string on the program's thread.
     const PATH: &std::ffi::CStr = c"/proc/thread-self/schedstat";
-    // SAFETY: a NUL-terminated path and flags; the fd is closed below on every path.
+    // SAFETY: a NUL-terminated path and flags.
     let fd = unsafe { libc::open(PATH.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {
         return None;
     }
-    let mut buf = [0u8; 96];
-    // SAFETY: `buf` is writable for its whole length; `fd` is the one just opened.
-    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
-    // SAFETY: closing the fd this function opened, once.
-    unsafe { libc::close(fd) };
-    let n = usize::try_from(n).ok()?;
-    crate::sched::parse(std::str::from_utf8(&buf[..n]).ok()?)
+    // SAFETY: `fd` was just opened here and nothing else owns it; the File closes it.
+    let f = unsafe { File::from_raw_fd(fd) };
+    crate::sched::read(&f)
 }
 
 /// Takes every queued reading.
-pub(crate) fn drain(mut f: impl FnMut(RawSched)) {
-    if let Some(q) = QUEUE.get() {
-        while let Some(r) = q.pop() {
-            f(r);
-        }
-    }
+pub(crate) fn drain(f: impl FnMut(RawSched)) {
+    READINGS.drain(f);
 }
 
 /// Readings dropped because the queue was full.
 pub(crate) fn dropped() -> u64 {
-    DROPPED.load(Ordering::Relaxed)
+    READINGS.dropped()
 }
 
 #[cfg(test)]
@@ -136,16 +122,18 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "reads /proc/thread-self/schedstat")]
     fn a_thread_reads_its_own_counters_at_most_once_per_spacing() {
-        let q = ArrayQueue::new(4);
+        let q = HookQueue::new(4);
+        q.enable();
         let t0 = crate::clock::monotonic_ns();
         std::thread::scope(|s| {
             s.spawn(|| {
                 for dt in [0, MIN_SPACING_NS / 2, MIN_SPACING_NS] {
-                    stamp_into(&q, t0 + dt).unwrap();
+                    stamp_into(&q, t0 + dt);
                 }
             });
         });
-        let mine: Vec<RawSched> = std::iter::from_fn(|| q.pop()).collect();
+        let mut mine: Vec<RawSched> = Vec::new();
+        q.drain(|r| mine.push(r));
         assert_eq!(mine.len(), 2, "{mine:?}");
         assert!(mine[0].timeslices > 0, "{mine:?}");
         assert!(mine[1].cpu_ns >= mine[0].cpu_ns, "{mine:?}");

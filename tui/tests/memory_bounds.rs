@@ -58,6 +58,17 @@ fn peak_rss(file: &Path, args: &[&str]) -> (u64, i32) {
     peak_rss_of(c)
 }
 
+/// The headless report of replaying `file` at `--max-mib` [`BUDGET_MIB`].
+fn report_within_budget(file: &Path) -> String {
+    let out = Command::new(BIN)
+        .arg("replay")
+        .arg(file)
+        .args(["--headless", "--max-mib", &BUDGET_MIB.to_string()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Peak RSS (bytes) and exit status of `c`, reaped by `wait4`.
 #[allow(clippy::zombie_processes)]
 fn peak_rss_of(mut c: Command) -> (u64, i32) {
@@ -211,13 +222,7 @@ fn a_file_of_zeros_after_its_header_gives_a_short_report_in_bounded_memory() {
     let (rss, code) = peak_rss(&file, &["--max-mib", &BUDGET_MIB.to_string()]);
     assert_eq!(code, 0);
     assert!(rss < 256 << 20, "peak RSS {} MiB", rss >> 20);
-    let out = Command::new(BIN)
-        .arg("replay")
-        .arg(&file)
-        .args(["--headless", "--max-mib", &BUDGET_MIB.to_string()])
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&out.stdout);
+    let report = report_within_budget(&file);
     assert!(
         report.len() < 16 << 10,
         "a report of {} bytes",
@@ -289,13 +294,7 @@ fn a_log_of_many_calls_is_replayed_within_the_budget() {
     let (rss, code) = peak_rss(&log, &["--max-mib", &BUDGET_MIB.to_string()]);
     assert_eq!(code, 0);
     assert!(rss < 64 << 20, "peak RSS {} MiB", rss >> 20);
-    let out = Command::new(BIN)
-        .arg("replay")
-        .arg(&log)
-        .args(["--headless", "--max-mib", &BUDGET_MIB.to_string()])
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&out.stdout);
+    let report = report_within_budget(&log);
     assert!(
         report.contains("calls were not kept: within --max-mib a replay keeps the latest"),
         "{report}"

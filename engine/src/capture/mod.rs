@@ -168,9 +168,6 @@ impl BlackBox {
         if self.opts.store.dir.join(&name).exists() {
             return Some(name);
         }
-        if self.pending.iter().any(|q| q.name == name) {
-            return Some(name);
-        }
         self.pending.push(Pending {
             session: s.key(),
             proof: id,

@@ -32,6 +32,11 @@ impl<C: Clone> CallLog<C> {
         self.base + self.kept.len()
     }
 
+    /// How many calls are kept.
+    pub fn held(&self) -> usize {
+        self.kept.len()
+    }
+
     /// The number of the oldest call kept.
     pub fn first_kept(&self) -> usize {
         self.base

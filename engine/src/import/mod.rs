@@ -177,7 +177,7 @@ fn read(paths: &[PathBuf], keep: Option<usize>) -> Result<(calls::Calls, LineCou
             };
             file_line(&mut calls, &mut counts, &buf, at, None);
             if let Some(k) = keep
-                && calls.calls.len() - calls.calls.first_kept() > k + k / 4
+                && calls.calls.held() > k + k / 4
             {
                 forgotten += calls.forget_oldest(k);
             }
