@@ -6,6 +6,12 @@
 // (--dealloc sync: their destructors run inside the wrapper, after every C++ timer, the
 // 10-second ghost of the C2 story) or on a detached thread (--dealloc async).
 //
+// --ghost KIND ends each call with another kind of ghost on the calling thread, after every
+// timer and uninstrumented (issue 44's programs; with --dealloc async the vectors are not it):
+// `first-touch` writes a fresh --ghost-mib mapping, `mlock` pins one (faulting it in), `munmap`
+// unmaps one touched during synthesis, `cpu` spins --ghost-ms in `ghost_cpu_loop`, `lock`
+// waits --ghost-ms for a mutex another thread holds. The memory goes to the dealloc thread.
+//
 // It prints to stderr the lines supraseal's C2 (curio's fork, HEAD) and bellperson print, from
 // the same places: `CUZK_TIMING: …` and `CUZK_NTT_H: …` from the call and its threads (the two
 // workers' lines interleave), `… prover time: …` from the caller, `async_dealloc_ms` from the
@@ -26,6 +32,7 @@
 #include <ctime>
 #include <mutex>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -60,7 +67,70 @@ struct Options {
     int gpus = 2;
     std::size_t mib = 32; // per vector
     bool sync = true;
+    std::string ghost = "none";
+    std::size_t ghost_mib = 1024;
+    long ghost_ms = 300;
 };
+
+// The ghosts of --ghost, each in a function of its own that no span covers (a stack sampler
+// names it). A mapping is handed back to be unmapped off the calling thread.
+struct Mapping {
+    void *p = nullptr;
+    std::size_t len = 0;
+};
+
+static Mapping map_fresh(std::size_t mib) {
+    Mapping m{nullptr, mib << 20};
+    m.p = mmap(nullptr, m.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m.p == MAP_FAILED) {
+        std::perror("mmap");
+        std::exit(3);
+    }
+    return m;
+}
+
+// One byte a page: every page of the mapping faulted in by the kernel, zeroed.
+__attribute__((noinline)) static void ghost_first_touch(Mapping &m) {
+    volatile char *c = static_cast<char *>(m.p);
+    for (std::size_t i = 0; i < m.len; i += 4096) c[i] = 1;
+}
+
+// Pinning fresh memory: the kernel faults every page in and locks it.
+__attribute__((noinline)) static void ghost_mlock(Mapping &m) {
+    if (mlock(m.p, m.len) != 0) {
+        std::perror("mlock (raise RLIMIT_MEMLOCK or run with CAP_IPC_LOCK)");
+        std::exit(3);
+    }
+    munlock(m.p, m.len);
+}
+
+__attribute__((noinline)) static void ghost_munmap(Mapping &m) {
+    munmap(m.p, m.len);
+    m = Mapping{};
+}
+
+__attribute__((noinline)) static std::uint64_t ghost_cpu_loop(long ms) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::uint64_t x = 1;
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(ms))
+        for (int i = 0; i < 4096; i++) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return x;
+}
+
+// Another thread takes the lock and holds it for `ms` working; this one then waits for it.
+__attribute__((noinline)) static void ghost_lock(long ms) {
+    static std::mutex cache;
+    std::atomic<bool> held{false};
+    std::thread holder([&] {
+        pthread_setname_np(pthread_self(), "cache");
+        std::lock_guard<std::mutex> g(cache);
+        held = true;
+        ghost_cpu_loop(ms);
+    });
+    while (!held) std::this_thread::yield();
+    { std::lock_guard<std::mutex> g(cache); }
+    holder.join();
+}
 
 static std::uint64_t mix(std::uint64_t x) {
     x ^= x >> 33;
@@ -159,7 +229,8 @@ static void gpu_worker(std::size_t tid, std::vector<Assignment> &as, std::size_t
 // The C2 call (supraseal's generate_groth16_proofs_c): it owns the proving vectors, so with
 // --dealloc sync their destructors run when it returns, after its last timer.
 static std::uint64_t generate_groth16_proofs(const Options &o, int n,
-                                             std::vector<Assignment> assignments) {
+                                             std::vector<Assignment> assignments,
+                                             Mapping touched) {
     const auto entry = Clock::now();
     const std::size_t len = (o.mib << 20) / sizeof(Scalar);
     // The split vectors: copies of the significant scalars, made before the lock.
@@ -215,15 +286,37 @@ static std::uint64_t generate_groth16_proofs(const Options &o, int n,
         PHASE("epilogue");
         acc += mix(acc.load());
     }
+    // The ghost of --ghost, after every timer.
+    Mapping fresh;
+    if (o.ghost == "first-touch" || o.ghost == "mlock") {
+        fresh = map_fresh(o.ghost_mib);
+        if (o.ghost == "first-touch") ghost_first_touch(fresh);
+        else ghost_mlock(fresh);
+    } else if (o.ghost == "munmap") {
+        ghost_munmap(touched);
+    } else if (o.ghost == "cpu") {
+        acc += ghost_cpu_loop(o.ghost_ms);
+    } else if (o.ghost == "lock") {
+        ghost_lock(o.ghost_ms);
+    }
+    auto unmap = [](Mapping &m) {
+        if (m.p) munmap(m.p, m.len);
+    };
     if (!o.sync) {
         // async: the vectors go to a thread of their own; nothing waits for it.
-        std::thread([a = std::move(assignments), s = std::move(split)]() mutable {
+        std::thread([a = std::move(assignments), s = std::move(split), fresh, touched,
+                     unmap]() mutable {
             pthread_setname_np(pthread_self(), "dealloc");
             const auto d0 = Clock::now();
             a.clear();
             s.clear();
+            unmap(fresh);
+            unmap(touched);
             logline("CUZK_TIMING: async_dealloc_ms=%ld", ms_since(d0));
         }).detach();
+    } else {
+        unmap(fresh);
+        unmap(touched);
     }
     return acc.load();
 }
@@ -268,9 +361,16 @@ static void prove_batch(const Options &o, int n) {
         }
         for (auto &t : ts) t.join();
     }
+    // What --ghost munmap unmaps: touched with the circuits, as the caller's buffers are.
+    Mapping touched;
+    if (o.ghost == "munmap") {
+        PHASE("synthesize_buffers");
+        touched = map_fresh(o.ghost_mib);
+        std::memset(touched.p, 1, touched.len);
+    }
     logline("%s synthesis time: %.9fs", log_prefix().c_str(),
             std::chrono::duration<double>(Clock::now() - wrapper).count());
-    const std::uint64_t acc = generate_groth16_proofs(o, n, std::move(assignments));
+    const std::uint64_t acc = generate_groth16_proofs(o, n, std::move(assignments), touched);
     const double secs = std::chrono::duration<double>(Clock::now() - wrapper).count();
 #ifdef WITH_PROOFSCOPE
     proof.end(true, PROOFSCOPE_UNVERIFIABLE);
@@ -303,15 +403,28 @@ int main(int argc, char **argv) {
                 return 2;
             }
             o.sync = d == "sync";
-        } else {
+        } else if (a == "--ghost") {
+            o.ghost = value("--ghost");
+            if (o.ghost != "none" && o.ghost != "first-touch" && o.ghost != "mlock" &&
+                o.ghost != "munmap" && o.ghost != "cpu" && o.ghost != "lock") {
+                std::fprintf(stderr, "--ghost none|first-touch|mlock|munmap|cpu|lock, not %s\n",
+                             o.ghost.c_str());
+                return 2;
+            }
+        } else if (a == "--ghost-mib") o.ghost_mib = std::strtoull(value("--ghost-mib"), nullptr, 10);
+        else if (a == "--ghost-ms") o.ghost_ms = std::atol(value("--ghost-ms"));
+        else {
             std::fprintf(stderr,
-                         "unknown flag %s (--proofs, --circuits, --gpus, --mib, --dealloc)\n",
+                         "unknown flag %s (--proofs, --circuits, --gpus, --mib, --dealloc, "
+                         "--ghost, --ghost-mib, --ghost-ms)\n",
                          a.c_str());
             return 2;
         }
     }
-    if (o.proofs < 1 || o.circuits < 1 || o.gpus < 1 || o.mib < 1) {
-        std::fprintf(stderr, "--proofs, --circuits, --gpus and --mib must be at least 1\n");
+    if (o.proofs < 1 || o.circuits < 1 || o.gpus < 1 || o.mib < 1 || o.ghost_mib < 1 ||
+        o.ghost_ms < 1) {
+        std::fprintf(stderr, "--proofs, --circuits, --gpus, --mib, --ghost-mib and --ghost-ms "
+                             "must be at least 1\n");
         return 2;
     }
 #ifdef WITH_PROOFSCOPE

@@ -184,6 +184,23 @@ fn encode_body(out: &mut Vec<u8>, cur: &mut Cursor, ev: &Event) -> Result<(), En
             write_bool(out, p.context);
             write_opt_uint(out, p.used_bytes);
         }
+        // Added in 1.7: absolute, as ThreadSched.
+        Event::ThreadKernel(k) => {
+            let t = u64::from(k.thread);
+            uints(
+                out,
+                &[
+                    k.ts,
+                    t,
+                    k.minor_faults,
+                    k.major_faults,
+                    k.user_ns,
+                    k.system_ns,
+                ],
+            );
+            write_opt_uint(out, k.syscall.map(u64::from));
+            write_uint(out, k.syscall_arg);
+        }
         Event::Subscribe(s) => {
             write_bool(out, s.history);
             write_str(out, &s.client);
@@ -437,6 +454,7 @@ fn decode_body(
         EventKind::ThreadSched => Event::ThreadSched(decode_thread_sched(r)?),
         EventKind::OutputWrite => Event::OutputWrite(decode_output_write(r)?),
         EventKind::GpuProcess => Event::GpuProcess(decode_gpu_process(r)?),
+        EventKind::ThreadKernel => Event::ThreadKernel(decode_thread_kernel(r)?),
         EventKind::Subscribe => Event::Subscribe(Subscribe {
             history: r.read_bool("history flag")?,
             client: r.read_str("client name")?.to_owned(),
@@ -483,6 +501,19 @@ fn decode_output_write(r: &mut Reader<'_>) -> Result<OutputWrite, DecodeError> {
         },
         offset: r.read_u64("stream offset")?,
         bytes: r.read_u64("bytes written")?,
+    })
+}
+
+fn decode_thread_kernel(r: &mut Reader<'_>) -> Result<ThreadKernel, DecodeError> {
+    Ok(ThreadKernel {
+        ts: r.read_u64("kernel sample timestamp")?,
+        thread: r.read_u32("thread id")?,
+        minor_faults: r.read_u64("minor faults")?,
+        major_faults: r.read_u64("major faults")?,
+        user_ns: r.read_u64("user ns")?,
+        system_ns: r.read_u64("system ns")?,
+        syscall: r.read_opt_u32("system call name")?,
+        syscall_arg: r.read_u64("system call argument")?,
     })
 }
 
@@ -704,6 +735,11 @@ mod tests {
             EventKind::GpuProcess => Event::GpuProcess(GpuProcess {
                 ts,
                 ..GpuProcess::default()
+            }),
+            EventKind::ThreadKernel => Event::ThreadKernel(ThreadKernel {
+                ts,
+                syscall: Some(4),
+                ..ThreadKernel::default()
             }),
             EventKind::Subscribe => Event::Subscribe(Subscribe {
                 history: true,

@@ -317,6 +317,35 @@ pub struct GpuProcess {
     pub used_bytes: Option<u64>,
 }
 
+/// A thread's kernel-side counters and the system call it is in (Linux
+/// `/proc/self/task/<tid>/stat` and `…/syscall`), sampled beside [`ThreadSched`] for the same
+/// threads: what a gap on it was when it was neither the program's code nor a wait for a CPU
+/// — pages touched for the first time (minor faults), pages read from disk (major), time in the
+/// kernel (a `munmap`, `mlock` or `madvise` of a large range), or a system call it was blocked
+/// in (`futex`: a lock or a condition; `ioctl`: a driver). Counters are cumulative since the
+/// thread started; readers take differences. Sent only when something changed, preceded by
+/// the last unchanged reading (so a change is placed between two readings, never spread over a
+/// stretch nothing was sent for). Since protocol 1.7; absolute, as kinds added by a minor
+/// version must.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ThreadKernel {
+    pub ts: Ns,
+    pub thread: ThreadId,
+    /// Page faults served without I/O: mostly pages touched for the first time (or pinned).
+    pub minor_faults: u64,
+    /// Page faults that waited for I/O.
+    pub major_faults: u64,
+    /// CPU time in user space and in the kernel (the kernel's split of the thread's CPU time,
+    /// at its tick's resolution: 10 ms).
+    pub user_ns: u64,
+    pub system_ns: u64,
+    /// The system call the thread was blocked in when read (its name, defined by a
+    /// `NameDef`), and its second argument (a length for `munmap`, `madvise`, `mlock`; a
+    /// request for `ioctl`). `None`: running, or not in a system call.
+    pub syscall: Option<NameId>,
+    pub syscall_arg: u64,
+}
+
 /// What a client asks for on connect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subscribe {
@@ -371,6 +400,7 @@ pub enum Event {
     },
     OutputWrite(OutputWrite),
     GpuProcess(GpuProcess),
+    ThreadKernel(ThreadKernel),
     Subscribe(Subscribe),
 }
 
@@ -399,6 +429,7 @@ impl Event {
             Event::StackDef { .. } => EventKind::StackDef,
             Event::OutputWrite(_) => EventKind::OutputWrite,
             Event::GpuProcess(_) => EventKind::GpuProcess,
+            Event::ThreadKernel(_) => EventKind::ThreadKernel,
             Event::Subscribe(_) => EventKind::Subscribe,
         }
     }
@@ -426,6 +457,7 @@ impl Event {
             Event::ThreadSched(s) => s.ts,
             Event::OutputWrite(w) => w.ts,
             Event::GpuProcess(p) => p.ts,
+            Event::ThreadKernel(k) => k.ts,
         })
     }
 
@@ -464,6 +496,7 @@ impl Event {
             Event::ThreadSched(s) => s.ts = ns,
             Event::OutputWrite(w) => w.ts = ns,
             Event::GpuProcess(p) => p.ts = ns,
+            Event::ThreadKernel(k) => k.ts = ns,
         }
     }
 }

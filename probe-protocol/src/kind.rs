@@ -113,6 +113,8 @@ event_kinds! {
     OutputWrite = 21, "output_write", fields 6, loss Counted, clock Absolute, span None, minor 5;
     /// This process's CUDA context on a device, from NVML's process list.
     GpuProcess = 22, "gpu_process", fields 5, loss Counted, clock Absolute, span None, minor 6;
+    /// A thread's page faults, user and kernel time, and the system call it is blocked in.
+    ThreadKernel = 23, "thread_kernel", fields 9, loss Counted, clock Absolute, span None, minor 7;
     /// Client → server.
     Subscribe = 32, "subscribe", fields 3, loss Never, clock None, span None, minor 0;
 }

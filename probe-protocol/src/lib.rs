@@ -42,7 +42,7 @@ pub use welcome::Welcome;
 pub const PROTOCOL_MAJOR: u16 = 1;
 /// Minor protocol version. Minor versions only add event kinds or trailing fields, which older
 /// readers skip.
-pub const PROTOCOL_MINOR: u16 = 6;
+pub const PROTOCOL_MINOR: u16 = 7;
 
 /// Largest frame body (bytes after the length prefix) a writer may produce and a reader accepts.
 /// Enforced on both sides so a corrupt length cannot make a reader allocate gigabytes.

@@ -36,6 +36,12 @@ pub enum DiagnosisKind {
     DroppedEvents,
     /// The thread was waiting on a run queue: more runnable threads than CPUs.
     WaitingForCpu,
+    /// The thread ran on a CPU through the gap, mostly in the kernel serving page faults:
+    /// memory touched for the first time or pinned (protocol 1.7's kernel counters).
+    PageFaults,
+    /// The thread ran on a CPU through the gap, mostly in the kernel with few page faults: a
+    /// system call no span covers (a `munmap`, `madvise` or `mlock` of a large range).
+    InKernel,
     /// The thread ran on a CPU through the gap: code no span covers.
     RunningUninstrumented,
     /// The thread was off-CPU and not runnable: a lock, I/O, a sleep or another thread.
@@ -54,12 +60,14 @@ pub struct UnknownDiagnosisKind(pub String);
 
 impl DiagnosisKind {
     /// Every kind, in the order of precedence a diagnosis applies.
-    pub const ALL: [DiagnosisKind; 10] = [
+    pub const ALL: [DiagnosisKind; 12] = [
         DiagnosisKind::SynchronousRelease,
         DiagnosisKind::Releases,
         DiagnosisKind::GpuIdle,
         DiagnosisKind::GpuBusy,
         DiagnosisKind::WaitingForCpu,
+        DiagnosisKind::PageFaults,
+        DiagnosisKind::InKernel,
         DiagnosisKind::RunningUninstrumented,
         DiagnosisKind::Blocked,
         DiagnosisKind::DroppedEvents,
@@ -76,6 +84,8 @@ impl DiagnosisKind {
             DiagnosisKind::GpuBusy => "gpu_busy",
             DiagnosisKind::DroppedEvents => "dropped_events",
             DiagnosisKind::WaitingForCpu => "waiting_for_cpu",
+            DiagnosisKind::PageFaults => "page_faults",
+            DiagnosisKind::InKernel => "in_kernel",
             DiagnosisKind::RunningUninstrumented => "running_uninstrumented",
             DiagnosisKind::Blocked => "blocked",
             DiagnosisKind::WaitingOnOtherThreads => "waiting_on_other_threads",

@@ -223,6 +223,14 @@ impl<'a> Reader<'a> {
         }
     }
 
+    pub fn read_opt_u32(&mut self, what: &'static str) -> Result<Option<u32>, DecodeError> {
+        if self.take_nil() {
+            Ok(None)
+        } else {
+            self.read_u32(what).map(Some)
+        }
+    }
+
     pub fn read_bool(&mut self, what: &'static str) -> Result<bool, DecodeError> {
         let at = self.pos;
         match self.byte(what)? {

@@ -13,10 +13,10 @@ fn hex(b: &[u8]) -> String {
 /// Event bytes of `ev` alone in a frame with base 500 (the frame header is checked once).
 fn event_bytes(ev: &Event) -> String {
     let frame = encode_frame(500, std::slice::from_ref(ev)).unwrap();
-    // prefix(4) | dd + count 4 (3 header fields + 1 event) | major 1 | minor 6 | base cd 01 f4
+    // prefix(4) | dd + count 4 (3 header fields + 1 event) | major 1 | minor 7 | base cd 01 f4
     assert_eq!(
         &frame[4..14],
-        &[0xdd, 0, 0, 0, 4, 0x01, 0x06, 0xcd, 0x01, 0xf4]
+        &[0xdd, 0, 0, 0, 4, 0x01, 0x07, 0xcd, 0x01, 0xf4]
     );
     hex(&frame[14..])
 }
@@ -26,8 +26,8 @@ fn frame_header_layout() {
     let frame = encode_frame(500, &[Event::Heartbeat { ts: 510 }]).unwrap();
     assert_eq!(
         hex(&frame),
-        // len=13 | array32 n=4 | major 1 | minor 6 | base 500 | [15, +10]
-        "0d 00 00 00 dd 00 00 00 04 01 06 cd 01 f4 92 0f 0a"
+        // len=13 | array32 n=4 | major 1 | minor 7 | base 500 | [15, +10]
+        "0d 00 00 00 dd 00 00 00 04 01 07 cd 01 f4 92 0f 0a"
     );
 }
 
@@ -83,6 +83,12 @@ fn golden_bytes_per_kind() {
         // Since 1.6, every field absolute: [22, ts 3_400_000, device 1, context true,
         // used 3 GiB].
         ("gpu_process", "95 16 ce 00 33 e1 40 01 c3 ce c0 00 00 00"),
+        // Since 1.7, every field absolute: [23, ts 3_500_000, thread 1, minor 262_144, major 3,
+        // user 20 ms, system 480 ms, syscall name 2, argument 1 GiB].
+        (
+            "thread_kernel",
+            "99 17 ce 00 35 67 e0 01 ce 00 04 00 00 03 ce 01 31 2d 00 ce 1c 9c 38 00 02 ce 40 00 00 00",
+        ),
         (
             "subscribe",
             "93 20 c3 b0 70 72 6f 6f 66 73 63 6f 70 65 20 30 2e 31 2e 30",

@@ -143,6 +143,7 @@ impl Collector {
     pub fn new(session: Arc<Session>) -> Collector {
         let budget = session.config.history_bytes;
         let cadence = Cadence::new(session.config.alloc_sample);
+        let sched = crate::sched::SchedSampler::new(session.config.kernel_sample);
         let now = Instant::now();
         Collector {
             session,
@@ -163,7 +164,7 @@ impl Collector {
             blocks: Vec::new(),
             batch: Batch::default(),
             rss: system::RssReader::new(),
-            sched: crate::sched::SchedSampler::default(),
+            sched,
             stacks: crate::stacks::StackTable::default(),
             cadence,
             last_cycle: false,
@@ -410,17 +411,34 @@ impl Collector {
     fn take_sched_stamps(&mut self, batch: &mut Batch) {
         let mut stamps = Vec::new();
         crate::sched_stamp::drain(|r| stamps.push(r));
+        let kernel = self.session.config.kernel_sample;
         for r in stamps {
             let thread = self.threads.id_of(r.os_tid, None, &mut batch.defs);
+            let ts = self.session.clock.monotonic_to_ns(r.mono_ns);
             batch
                 .data
                 .push(Event::ThreadSched(probe_protocol::ThreadSched {
-                    ts: self.session.clock.monotonic_to_ns(r.mono_ns),
+                    ts,
                     thread,
                     cpu_ns: r.cpu_ns,
                     runq_ns: r.runq_ns,
                     timeslices: r.timeslices,
                 }));
+            if let (true, Some(u)) = (kernel, r.usage) {
+                // Running as it read them: in no system call.
+                batch
+                    .data
+                    .push(Event::ThreadKernel(probe_protocol::ThreadKernel {
+                        ts,
+                        thread,
+                        minor_faults: u.minor_faults,
+                        major_faults: u.major_faults,
+                        user_ns: u.user_ns,
+                        system_ns: u.system_ns,
+                        syscall: None,
+                        syscall_arg: 0,
+                    }));
+            }
             self.threads.seen(thread, self.next_pos(batch));
         }
     }
@@ -445,7 +463,8 @@ impl Collector {
             rss_bytes: rss,
         }));
         if self.session.config.sched_sample {
-            self.sched.sample(now, &mut batch.data);
+            let clock = &self.session.clock;
+            self.sched.sample(|| clock.now_ns(), &mut batch.data);
         }
     }
 

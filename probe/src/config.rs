@@ -73,6 +73,9 @@ pub struct ProbeConfig {
     /// Scheduler counters of the threads inside a span, at the allocator cadence
     /// (`ThreadSched`); `PROOFSCOPE_SCHED=0` turns them off.
     pub sched_sample: bool,
+    /// With them, the same threads' page faults, user and kernel time and blocking system
+    /// call (`ThreadKernel`); `PROOFSCOPE_KERNEL=0` turns them off.
+    pub kernel_sample: bool,
     /// Blocks at or above this many bytes carry their call stack (`u64::MAX`: none);
     /// `PROOFSCOPE_STACK_BLOCK` (a size, or `off`).
     pub stack_block: u64,
@@ -118,6 +121,7 @@ impl ProbeConfig {
             subscriber_bytes: DEFAULT_SUBSCRIBER_BYTES,
             flush_interval: None,
             sched_sample: true,
+            kernel_sample: true,
             stack_block: DEFAULT_STACK_BLOCK,
             instance: String::new(),
         }
@@ -170,6 +174,9 @@ impl ProbeConfig {
         }
         if let Some(v) = flag("PROOFSCOPE_SCHED")? {
             self.sched_sample = v;
+        }
+        if let Some(v) = flag("PROOFSCOPE_KERNEL")? {
+            self.kernel_sample = v;
         }
         match get("PROOFSCOPE_STACK_BLOCK") {
             Some(v) if matches!(v.trim(), "off" | "none" | "0") => self.stack_block = u64::MAX,

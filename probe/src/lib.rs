@@ -27,6 +27,7 @@ mod fork;
 mod gpu;
 mod history;
 mod hook_queue;
+mod kernel;
 mod log;
 mod names;
 #[cfg(feature = "nvml")]

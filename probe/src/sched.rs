@@ -12,7 +12,11 @@
 //! writes to stdout or stderr is *watched* — sampled whether inside a span or not, until it
 //! exits — at most [`MAX_WATCHED`] of them, so a program that logs from every worker of a
 //! pool costs a bounded number of reads a sample.
+//!
+//! The same threads' kernel-side counters — page faults, user and kernel time, the system call
+//! they are blocked in — are read with each sample ([`crate::kernel`]), unless turned off.
 
+use crate::kernel::{KernelTrack, SyscallNames};
 use probe_protocol::{Event, ThreadSched};
 use std::collections::HashMap;
 use std::fs::File;
@@ -25,6 +29,8 @@ struct Tracked {
     watched: bool,
     /// Its `schedstat`, once opened; `None` when it could not be (thread gone, no procfs).
     file: Option<Option<File>>,
+    /// Its kernel counters' files, likewise.
+    kernel: Option<Option<KernelTrack>>,
     os_tid: u32,
 }
 
@@ -33,12 +39,23 @@ struct Tracked {
 pub(crate) struct SchedSampler {
     threads: HashMap<u32, Tracked>,
     watched: usize,
+    /// Kernel counters too ([`crate::kernel`]).
+    kernel: bool,
+    names: SyscallNames,
 }
 
 /// The most log-writing threads sampled outside spans (one `pread` each a sample).
 const MAX_WATCHED: usize = 32;
 
 impl SchedSampler {
+    /// A sampler that reads the kernel counters too when `kernel`.
+    pub fn new(kernel: bool) -> SchedSampler {
+        SchedSampler {
+            kernel,
+            ..SchedSampler::default()
+        }
+    }
+
     /// A thread with a ring: wire id and OS tid.
     pub fn register(&mut self, thread: u32, os_tid: u32) {
         self.threads.entry(thread).or_default().os_tid = os_tid;
@@ -76,10 +93,13 @@ impl SchedSampler {
         }
     }
 
-    /// One sample of every thread inside a span or watched, as events at `now`. A watched
-    /// thread whose counters cannot be read has exited (a thread without a ring has no exit
-    /// record): it is forgotten.
-    pub fn sample(&mut self, now: u64, out: &mut Vec<Event>) {
+    /// One sample of every thread inside a span or watched, as events, each stamped by `now`
+    /// right after it was read: a cycle can block between threads (a program pinning memory
+    /// holds its address space, and the collector's own page faults wait behind it — 720 ms
+    /// once under `mlock` of 1 GiB), and a reading stamped when the cycle began was placed
+    /// before the gap it saw. A watched thread whose counters cannot be read has exited (a
+    /// thread without a ring has no exit record): it is forgotten.
+    pub fn sample(&mut self, now: impl Fn() -> u64, out: &mut Vec<Event>) {
         let mut gone = Vec::new();
         for (&thread, t) in &mut self.threads {
             if t.depth == 0 && !t.watched {
@@ -91,14 +111,25 @@ impl SchedSampler {
             });
             match file.as_ref().and_then(read) {
                 Some((cpu_ns, runq_ns, timeslices)) => out.push(Event::ThreadSched(ThreadSched {
-                    ts: now,
+                    ts: now(),
                     thread,
                     cpu_ns,
                     runq_ns,
                     timeslices,
                 })),
-                None if t.watched && t.depth == 0 => gone.push(thread),
+                None if t.watched && t.depth == 0 => {
+                    gone.push(thread);
+                    continue;
+                }
                 None => {}
+            }
+            if self.kernel {
+                let track = t.kernel.get_or_insert_with(|| KernelTrack::open(os_tid));
+                if let Some(k) = track
+                    && !k.sample(&now, thread, &mut self.names, out)
+                {
+                    t.kernel = Some(None);
+                }
             }
         }
         for thread in gone {
@@ -142,7 +173,7 @@ mod tests {
         s.span_edge(8, true);
         s.span_edge(8, false);
         s.span_edge(9, true);
-        s.sample(100, &mut out);
+        s.sample(|| 100, &mut out);
         assert_eq!(out.len(), 1, "{out:?}");
         let Event::ThreadSched(t) = out[0] else {
             panic!("{out:?}")
@@ -162,7 +193,7 @@ mod tests {
         s.watch(3, me);
         // A tid no thread of this process has: its counters cannot be read.
         s.watch(4, u32::MAX - 1);
-        s.sample(100, &mut out);
+        s.sample(|| 100, &mut out);
         let sampled: Vec<u32> = out
             .iter()
             .filter_map(|e| match e {

@@ -45,6 +45,7 @@ fn queue(e: &Event) -> (u8, u64) {
         Event::GpuSample(g) => (4, u64::from(g.device)),
         Event::ThreadSched(t) => (5, u64::from(t.thread)),
         Event::OutputWrite(w) => (6, u64::from(w.thread)),
+        Event::ThreadKernel(k) => (8, u64::from(k.thread)),
         _ => (7, 0),
     }
 }

@@ -6,6 +6,7 @@
 
 use super::gaps::Interval;
 use super::index::ProofIndex;
+use super::kernel::{KernelEvidence, kernel_evidence};
 use super::sched::{SchedEvidence, sched_evidence, sched_sentence};
 use crate::format::{bytes, dur};
 use crate::model::{Proof, Session, Span, ThreadId};
@@ -76,6 +77,9 @@ pub struct Diagnosis {
     pub stated: Option<StatedCause>,
     /// Whether the thread ran, waited for a CPU or was blocked (protocol 1.2 probes).
     pub sched: Option<SchedEvidence>,
+    /// Its page faults, user and kernel time, and the system calls it was blocked in
+    /// (protocol 1.7 probes).
+    pub kernel: Option<KernelEvidence>,
     /// The gap's length (at least 1) and its thread's name: what the sentence is made of
     /// besides the evidence.
     pub gap_ns: u64,
@@ -86,7 +90,7 @@ impl serde::Serialize for Diagnosis {
     /// The evidence, and the sentence made from it.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Diagnosis", 8)?;
+        let mut st = s.serialize_struct("Diagnosis", 9)?;
         st.serialize_field("sentence", &self.sentence())?;
         st.serialize_field("kind", &self.kind)?;
         st.serialize_field("releases", &self.releases)?;
@@ -95,6 +99,11 @@ impl serde::Serialize for Diagnosis {
         st.serialize_field("dropped", &self.dropped)?;
         st.serialize_field("stated", &self.stated)?;
         st.serialize_field("sched", &self.sched)?;
+        if self.kernel.is_some() {
+            st.serialize_field("kernel", &self.kernel)?;
+        } else {
+            st.skip_field("kernel")?;
+        }
         st.end()
     }
 }
@@ -149,6 +158,8 @@ impl Diagnosis {
             DiagnosisKind::GpuBusy => "the GPU busy with work no span covers",
             DiagnosisKind::DroppedEvents => "events were dropped: spans may be missing",
             DiagnosisKind::WaitingForCpu => "the thread waited for a CPU",
+            DiagnosisKind::PageFaults => "page faults: memory touched for the first time or pinned",
+            DiagnosisKind::InKernel => "the thread ran in the kernel: a system call no span covers",
             DiagnosisKind::RunningUninstrumented => "the thread ran code no span covers",
             DiagnosisKind::Blocked => "the thread was blocked (a lock, I/O or a sleep)",
             DiagnosisKind::WaitingOnOtherThreads => "the thread waited on other threads",
@@ -200,6 +211,7 @@ pub fn diagnose_in(
         dropped: dropped_near(session, gap),
         stated: stated_cause(session, idx, span.thread, gap),
         sched: sched_evidence(session, idx, span, gap),
+        kernel: kernel_evidence(session, span.thread, gap),
         gap_ns: len,
         thread: session.thread_name(span.thread).into_owned(),
         ..Diagnosis::default()
@@ -365,7 +377,7 @@ fn stated_cause(
 /// The finding `sentence` leads with, in the same order of precedence.
 fn kind(d: &Diagnosis, len: u64) -> DiagnosisKind {
     let r = &d.releases;
-    if r.are_own() {
+    if r.are_own() && !kernel_outweighs_releases(d) {
         if is_synchronous(r, len) {
             DiagnosisKind::SynchronousRelease
         } else {
@@ -374,7 +386,7 @@ fn kind(d: &Diagnosis, len: u64) -> DiagnosisKind {
     } else if let Some(c) = &d.stated {
         c.kind
     } else if let (Some(s), None) = (&d.sched, d.gpu_util_pct) {
-        s.kind
+        thread_kind(s, d.kernel.as_ref())
     } else if let Some(u) = d.gpu_util_pct {
         if u < 30.0 {
             DiagnosisKind::GpuIdle
@@ -390,11 +402,61 @@ fn kind(d: &Diagnosis, len: u64) -> DiagnosisKind {
     }
 }
 
+/// The scheduling evidence's kind, refined by the kernel's: a thread on a CPU mostly in the
+/// kernel was serving page faults, or in another call into the kernel, not running code.
+fn thread_kind(s: &SchedEvidence, k: Option<&KernelEvidence>) -> DiagnosisKind {
+    match (s.kind, k) {
+        (DiagnosisKind::RunningUninstrumented, Some(k)) if k.mostly_kernel() => {
+            if k.faulting() {
+                DiagnosisKind::PageFaults
+            } else {
+                DiagnosisKind::InKernel
+            }
+        }
+        (kind, _) => kind,
+    }
+}
+
+/// What the thread did, in words: its scheduling, refined by its kernel counters, then what
+/// else the kernel saw.
+fn thread_sentences(s: &SchedEvidence, k: Option<&KernelEvidence>, len: u64) -> Vec<String> {
+    let share = s.cpu_ns as f64 / s.window_ns.max(1) as f64 * 100.0;
+    match (thread_kind(s, k), k) {
+        (DiagnosisKind::PageFaults, Some(k)) => {
+            vec![super::kernel::faults_sentence(s.cpu_ns, share, k)]
+        }
+        (DiagnosisKind::InKernel, Some(k)) => {
+            vec![super::kernel::in_kernel_sentence(s.cpu_ns, share, k)]
+        }
+        (_, k) => std::iter::once(sched_sentence(s))
+            .chain(k.map(|k| super::kernel::detail(k, len)).unwrap_or_default())
+            .collect(),
+    }
+}
+
+/// Whether the thread's own kernel work other than its frees (page faults, another call)
+/// covers more of the gap than its frees and the waits between them: then it leads, ranked by
+/// how much of the gap each covers. A free's own time is in the kernel too (`munmap`), so it
+/// is taken off the kernel time first.
+fn kernel_outweighs_releases(d: &Diagnosis) -> bool {
+    let (Some(s), Some(k)) = (&d.sched, &d.kernel) else {
+        return false;
+    };
+    let r = &d.releases;
+    let beyond_frees = k.system_ns.saturating_sub(r.on_proving_thread_ns);
+    matches!(
+        thread_kind(s, Some(k)),
+        DiagnosisKind::PageFaults | DiagnosisKind::InKernel
+    ) && beyond_frees > r.on_proving_thread_ns + r.cpu_wait_between_ns
+}
+
 fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
     let mut parts = Vec::new();
     let r = &d.releases;
     let own = r.are_own();
-    if own {
+    // The gapped thread's own frees lead unless its other kernel work covers more of the gap.
+    let releases_lead = own && !kernel_outweighs_releases(d);
+    if releases_lead {
         parts.push(releases_sentence(r, len, thread));
     }
     // A stated cause (an importer's inference from a log's timers) says what measurement
@@ -403,8 +465,8 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
         parts.push(c.sentence.clone());
     }
     // Scheduling evidence leads unless the GPU's says more (a GPU phase's gap).
-    if let (Some(s), None, false) = (&d.sched, d.gpu_util_pct, own) {
-        parts.push(sched_sentence(s));
+    if let (Some(s), None, false) = (&d.sched, d.gpu_util_pct, releases_lead) {
+        parts.extend(thread_sentences(s, d.kernel.as_ref(), len));
     }
     if let Some(u) = d.gpu_util_pct {
         if u < 30.0 {
@@ -415,8 +477,11 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
             ));
         }
     }
-    if let (Some(s), Some(_), false) = (&d.sched, d.gpu_util_pct, own) {
-        parts.push(sched_sentence(s));
+    if let (Some(s), Some(_), false) = (&d.sched, d.gpu_util_pct, releases_lead) {
+        parts.extend(thread_sentences(s, d.kernel.as_ref(), len));
+    }
+    if own && !releases_lead {
+        parts.push(releases_sentence(r, len, thread));
     }
     if d.dropped > 0 {
         parts.push(format!(

@@ -9,6 +9,7 @@ pub mod gaps;
 pub mod gpu_summary;
 pub mod gpu_use;
 pub mod index;
+pub mod kernel;
 pub mod listing;
 pub mod memory;
 pub mod releases;

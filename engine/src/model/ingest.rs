@@ -189,6 +189,11 @@ impl Session {
                 |x| x.sched.entry(ThreadId(t.thread)).or_default().push(t),
                 SAMPLE_BYTES,
             ),
+            Event::ThreadKernel(k) => self.sample(
+                k.ts,
+                |x| x.kernel.entry(ThreadId(k.thread)).or_default().push(k),
+                SAMPLE_BYTES,
+            ),
             Event::OutputWrite(w) => self.sample(
                 w.ts,
                 |x| x.outputs.entry(w.stream).or_default().push(w),

@@ -117,6 +117,7 @@ enum Store {
     Loose,
     Drops,
     Sched,
+    Kernel,
     Output,
 }
 
@@ -133,6 +134,11 @@ impl Session {
                 .sum::<usize>()
             + self
                 .sched
+                .values_mut()
+                .map(|t| t.trim_before(ts))
+                .sum::<usize>()
+            + self
+                .kernel
                 .values_mut()
                 .map(|t| t.trim_before(ts))
                 .sum::<usize>()
@@ -161,6 +167,10 @@ impl Session {
                 self.sched.values().map(|t| t.len()).max().unwrap_or(0),
             ),
             (
+                Store::Kernel,
+                self.kernel.values().map(|t| t.len()).max().unwrap_or(0),
+            ),
+            (
                 Store::Output,
                 self.outputs.values().map(|t| t.len()).max().unwrap_or(0),
             ),
@@ -187,6 +197,10 @@ impl Session {
             }
             Store::Sched => {
                 let t = self.sched.values_mut().max_by_key(|t| t.len());
+                (t.map_or(0, |t| t.trim_half()), SAMPLE_BYTES)
+            }
+            Store::Kernel => {
+                let t = self.kernel.values_mut().max_by_key(|t| t.len());
                 (t.map_or(0, |t| t.trim_half()), SAMPLE_BYTES)
             }
             Store::Output => {

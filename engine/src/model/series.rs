@@ -16,6 +16,11 @@ impl Timed for probe_protocol::ThreadSched {
         self.ts
     }
 }
+impl Timed for probe_protocol::ThreadKernel {
+    fn ts(&self) -> u64 {
+        self.ts
+    }
+}
 impl Timed for probe_protocol::OutputWrite {
     fn ts(&self) -> u64 {
         self.ts

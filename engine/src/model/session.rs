@@ -7,7 +7,8 @@ use super::proof::{Proof, SpanTree};
 use super::records::{Block, DropReport, Goodbye, ThreadInfo};
 use super::series::TimeSeries;
 use probe_protocol::{
-    AllocSample, GpuSample, Hello, HistoryGap, OutputStream, OutputWrite, ThreadSched, Welcome,
+    AllocSample, GpuSample, Hello, HistoryGap, OutputStream, OutputWrite, ThreadKernel,
+    ThreadSched, Welcome,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -61,6 +62,8 @@ pub struct Session {
     pub(super) stacks: HashMap<StackId, Vec<String>>,
     /// Scheduler counters per thread, sampled while it is inside a span (protocol 1.2).
     pub(super) sched: BTreeMap<ThreadId, TimeSeries<ThreadSched>>,
+    /// Kernel counters per thread, sampled with its scheduler counters (protocol 1.7).
+    pub(super) kernel: BTreeMap<ThreadId, TimeSeries<ThreadKernel>>,
     /// Writes to stdout and stderr, stamped where they happened (protocol 1.5).
     pub(super) outputs: BTreeMap<OutputStream, TimeSeries<OutputWrite>>,
     /// When this process held a CUDA context on each device (protocol 1.6).
@@ -249,6 +252,12 @@ impl Session {
     /// Scheduler samples of thread `id`.
     pub fn sched(&self, id: ThreadId) -> Option<&TimeSeries<ThreadSched>> {
         self.sched.get(&id)
+    }
+
+    /// Kernel counters of thread `id`: page faults, user and kernel time, the system call
+    /// it was blocked in.
+    pub fn kernel(&self, id: ThreadId) -> Option<&TimeSeries<ThreadKernel>> {
+        self.kernel.get(&id)
     }
 
     /// The write that carried byte `offset` of the program's `stream` (its own count of the

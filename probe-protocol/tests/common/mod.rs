@@ -171,6 +171,16 @@ pub fn one_of_each() -> Vec<Event> {
             context: true,
             used_bytes: Some(3 << 30),
         }),
+        Event::ThreadKernel(ThreadKernel {
+            ts: 3_500_000,
+            thread: 1,
+            minor_faults: 262_144,
+            major_faults: 3,
+            user_ns: 20_000_000,
+            system_ns: 480_000_000,
+            syscall: Some(2),
+            syscall_arg: 1 << 30,
+        }),
         Event::Subscribe(Subscribe {
             history: true,
             client: "proofscope 0.1.0".into(),
