@@ -114,15 +114,23 @@ fn value_at(near: &[ThreadKernel], t: u64, f: fn(&ThreadKernel) -> u64) -> u64 {
     }
 }
 
-/// The system calls of the samples in `near`, each held until the next sample, clipped to
-/// the gap.
+/// The system calls of the samples in `near`, each held until the next sample for as long as
+/// the thread was off a CPU, clipped to the gap. A thread blocked in a call gains no CPU time;
+/// one that gained some between two samples far apart (the collector stalled while the
+/// program held its address space) returned from it somewhere between, and only the time it
+/// was off a CPU is the call's — a `futex` read before a 580 ms `mlock` was otherwise held
+/// across it.
 fn blocked_in(session: &Session, near: &[ThreadKernel], gap: Interval) -> Vec<BlockedIn> {
     let mut found: Vec<BlockedIn> = Vec::new();
     for w in near.windows(2) {
         let Some(name) = w[0].syscall else {
             continue;
         };
-        let ns = Interval::new(w[0].ts, w[1].ts).overlap(&gap);
+        let pair = Interval::new(w[0].ts, w[1].ts);
+        let ran = (w[1].user_ns + w[1].system_ns).saturating_sub(w[0].user_ns + w[0].system_ns);
+        let off = pair.len().saturating_sub(ran);
+        let ns = (u128::from(pair.overlap(&gap)) * u128::from(off) / u128::from(pair.len().max(1)))
+            as u64;
         if ns == 0 {
             continue;
         }
@@ -230,8 +238,10 @@ pub fn in_kernel_sentence(cpu_ns: u64, share_pct: f64, k: &KernelEvidence) -> St
 }
 
 /// What the kernel saw besides the scheduling evidence's finding, clause by clause: the
-/// calls the thread was blocked in, its faults, its kernel time — each only where it covers
-/// a twentieth of the gap `len` (or, for faults, maps at least 4 MiB).
+/// calls the thread was blocked in, and what its time on a CPU went to (user code, the
+/// kernel, page faults) — each only where it covers a twentieth of the gap `len` (faults:
+/// where they map 4 MiB or more). Under load a first touch reads "runnable but waiting for a
+/// CPU 712 ms …; on a CPU 389 ms in the kernel serving 262,147 minor faults …".
 pub fn detail(k: &KernelEvidence, len: u64) -> Vec<String> {
     let mut out: Vec<String> = k
         .blocked_in
@@ -239,15 +249,172 @@ pub fn detail(k: &KernelEvidence, len: u64) -> Vec<String> {
         .filter(|b| b.ns * 20 >= len)
         .map(|b| format!("blocked {}", blocked_words(b)))
         .collect();
-    if k.faulted_bytes() >= 4 << 20 {
-        out.push(faults_words(k));
-    }
-    if k.system_ns * 20 >= len {
-        out.push(format!(
-            "{} in the kernel, {} in user code",
+    let faults = k.faulted_bytes() >= 4 << 20;
+    let cpu = (k.system_ns + k.user_ns) * 20 >= len;
+    let user = if k.user_ns * 100 >= len {
+        format!(", {} in user code", dur(k.user_ns))
+    } else {
+        String::new()
+    };
+    match (cpu, faults && k.faulting()) {
+        (true, true) => out.push(format!(
+            "on a CPU {} in the kernel serving page faults{user}: {}, memory touched for the first time or pinned",
             dur(k.system_ns),
-            dur(k.user_ns)
-        ));
+            faults_words(k)
+        )),
+        (true, false) => out.push(format!(
+            "on a CPU {} in user code, {} in the kernel",
+            dur(k.user_ns),
+            dur(k.system_ns)
+        )),
+        (false, _) if faults => out.push(faults_words(k)),
+        (false, _) => {}
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{DiagnosisKind, diagnose};
+    use crate::model::ProofId;
+    use crate::model::fixture::{Fixture, session};
+    use probe_protocol::Event;
+
+    const MS: u64 = 1_000_000;
+
+    /// A proof over 0–3000 ms on `main` whose outer span has one child over 0–1000 ms (so
+    /// 1000–3000 ms is its tail gap), scheduler samples `sched` (ts, cpu, runq: ms) and kernel
+    /// samples `kernel` (ts ms, minor faults, user ms, system ms, the call blocked in).
+    fn fixture(
+        sched: &[(u64, u64, u64)],
+        kernel: &[(u64, u64, u64, u64, Option<&str>)],
+    ) -> Fixture {
+        let mut f = Fixture::new();
+        let main = f.thread(1, "main");
+        let outer = f.proof(1, "cpu", "prove", main, 0, 3000 * MS);
+        f.span(Some(1), Some(outer), "phase", main, 0, 1000 * MS);
+        for &(ts, cpu, runq) in sched {
+            f.sched(ts * MS, main, cpu * MS, runq * MS);
+        }
+        for &(ts, minor, user, system, call) in kernel {
+            let syscall = call.map(|c| f.name(c).0);
+            f.event(Event::ThreadKernel(ThreadKernel {
+                ts: ts * MS,
+                thread: 1,
+                minor_faults: minor,
+                major_faults: 0,
+                user_ns: user * MS,
+                system_ns: system * MS,
+                syscall,
+                syscall_arg: 1 << 30,
+            }));
+        }
+        f
+    }
+
+    fn tail(f: &Fixture) -> crate::analysis::Diagnosis {
+        let m = f.model();
+        let s = session(&m);
+        let p = s.proof(ProofId(1)).unwrap();
+        diagnose(
+            s,
+            p,
+            p.outer().unwrap(),
+            Interval::new(1000 * MS, 3000 * MS),
+        )
+    }
+
+    /// Counters move evenly between samples: the gap's share of a pair's change is its share
+    /// of the pair's time; before the first and after the last they hold.
+    #[test]
+    fn counters_are_interpolated_between_samples() {
+        let f = fixture(
+            &[],
+            &[
+                (500, 0, 0, 0, None),
+                (1500, 1000, 0, 1000, None),
+                (3100, 2600, 0, 2600, None),
+            ],
+        );
+        let m = f.model();
+        let s = session(&m);
+        let k = kernel_evidence(s, ThreadId(1), Interval::new(1000 * MS, 3000 * MS)).unwrap();
+        // 1000 → 3000 ms: 500 at 1000 ms, 2500 at 3000 ms.
+        assert_eq!((k.minor_faults, k.system_ns / MS), (2000, 2000));
+        // None opening the gap by its middle: no evidence.
+        assert_eq!(
+            kernel_evidence(s, ThreadId(1), Interval::new(3200 * MS, 3400 * MS)),
+            None
+        );
+    }
+
+    /// Page faults with kernel time: a first touch; kernel time without them: another call;
+    /// user time: the program's code. The scheduling evidence (on a CPU) is refined, never
+    /// replaced: waiting for a CPU stays the verdict, with the faults said beside it.
+    #[test]
+    fn time_in_the_kernel_is_told_apart_from_the_programs_code() {
+        let on_cpu = [(900, 0, 0), (3000, 2000, 0)];
+        let first_touch = fixture(
+            &on_cpu,
+            &[(1000, 0, 0, 0, None), (3000, 500_000, 200, 1800, None)],
+        );
+        let d = tail(&first_touch);
+        assert_eq!(d.kind, DiagnosisKind::PageFaults, "{}", d.sentence());
+        assert!(
+            d.sentence().contains("500,000 minor faults"),
+            "{}",
+            d.sentence()
+        );
+        let unmap = fixture(
+            &on_cpu,
+            &[(900, 0, 0, 0, None), (3000, 10, 100, 1900, None)],
+        );
+        assert_eq!(tail(&unmap).kind, DiagnosisKind::InKernel);
+        let code = fixture(
+            &on_cpu,
+            &[(900, 0, 0, 0, None), (3000, 10, 1900, 100, None)],
+        );
+        assert_eq!(tail(&code).kind, DiagnosisKind::RunningUninstrumented);
+        let loaded = fixture(
+            &[(900, 0, 0), (3000, 600, 1400)],
+            &[(900, 0, 0, 0, None), (3000, 150_000, 50, 550, None)],
+        );
+        let d = tail(&loaded);
+        assert_eq!(d.kind, DiagnosisKind::WaitingForCpu);
+        assert!(
+            d.sentence().contains("in the kernel serving page faults"),
+            "{}",
+            d.sentence()
+        );
+    }
+
+    /// A blocked thread's call is named for the time it was off a CPU: a reading in `futex`
+    /// before a stretch the collector could not read (it ran 1.5 s meanwhile) is not held
+    /// across it.
+    #[test]
+    fn a_blocking_call_is_held_only_while_the_thread_is_off_a_cpu() {
+        let blocked = fixture(
+            &[(900, 0, 0), (3000, 10, 0)],
+            &[(900, 0, 0, 0, Some("futex")), (3000, 0, 0, 10, None)],
+        );
+        let d = tail(&blocked);
+        assert_eq!(d.kind, DiagnosisKind::Blocked);
+        let k = d.kernel.as_ref().unwrap();
+        assert_eq!(k.blocked_in[0].call, "futex");
+        assert!(k.blocked_in[0].ns >= 1990 * MS, "{k:?}");
+        assert!(
+            d.sentence().contains("blocked in `futex`"),
+            "{}",
+            d.sentence()
+        );
+        let ran = fixture(
+            &[(900, 0, 0), (3000, 1600, 0)],
+            &[(900, 0, 0, 0, Some("futex")), (3000, 0, 1500, 0, None)],
+        );
+        let k = tail(&ran).kernel.unwrap();
+        // 2100 ms between the readings, 1500 ms of them on a CPU: 600 ms at most in the
+        // call, 2000/2100 of which inside the gap.
+        assert_eq!(k.blocked_in[0].ns / MS, 571, "{k:?}");
+    }
 }
