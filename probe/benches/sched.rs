@@ -2,8 +2,11 @@
 //! inside a span (each sampled every allocator cycle, 10 ms), with `ThreadSched` sampling on
 //! and off, alternated (off, on, on, off, …) over ROUNDS rounds of SECS seconds. Prints the
 //! collector's CPU share of one core per round and the median difference per thread sampled.
+//! With COMPARE=kernel, both sides sample `ThreadSched` and the kernel counters
+//! (`ThreadKernel`: `stat` and `syscall` read per thread) are what is off and on.
 //!
-//! `cargo bench -p proofscope-probe --bench sched` (THREADS, ROUNDS, SECS from the environment).
+//! `cargo bench -p proofscope-probe --bench sched` (THREADS, ROUNDS, SECS, COMPARE from the
+//! environment).
 
 use proofscope_probe::{Probe, ProbeConfig, SessionInfo, SocketChoice, span};
 use std::time::{Duration, Instant};
@@ -32,10 +35,13 @@ fn thread_ticks(name: &str) -> Option<u64> {
     None
 }
 
-/// The collector's CPU share of one core over `secs` with `threads` threads inside a span.
-fn round(sched: bool, threads: u64, secs: u64) -> f64 {
+/// The collector's CPU share of one core over `secs` with `threads` threads inside a span;
+/// `on` turns on what is compared (the scheduler samples, or with `kernel` the kernel
+/// counters beside them).
+fn round(on: bool, kernel: bool, threads: u64, secs: u64) -> f64 {
     let mut config = ProbeConfig::new("sched-bench", "0").socket(SocketChoice::None);
-    config.sched_sample = sched;
+    config.sched_sample = on || kernel;
+    config.kernel_sample = on && kernel;
     config.gpu_sample = None;
     let probe = Probe::start(config, SessionInfo::default()).expect("probe");
     let stop = Instant::now() + Duration::from_secs(secs) + Duration::from_millis(200);
@@ -70,8 +76,12 @@ fn round(sched: bool, threads: u64, secs: u64) -> f64 {
 
 fn main() {
     let (threads, rounds, secs) = (env("THREADS", 16), env("ROUNDS", 6), env("SECS", 5));
+    let kernel = std::env::var("COMPARE").is_ok_and(|c| c == "kernel");
+    let what = if kernel { "kernel counters" } else { "sched" };
     let mut diffs = Vec::new();
-    println!("collector CPU share of one core, {threads} threads inside a span, {secs} s a round");
+    println!(
+        "collector CPU share of one core, {threads} threads inside a span, {secs} s a round, {what} off and on"
+    );
     for r in 0..rounds {
         // ABBA: off-on, then on-off.
         let order = if r % 2 == 0 {
@@ -80,11 +90,11 @@ fn main() {
             [true, false]
         };
         let mut got = [0.0; 2];
-        for sched in order {
-            got[usize::from(sched)] = round(sched, threads, secs);
+        for on in order {
+            got[usize::from(on)] = round(on, kernel, threads, secs);
         }
         println!(
-            "round {r}: sched off {:.3} %, on {:.3} %",
+            "round {r}: {what} off {:.3} %, on {:.3} %",
             got[0] * 100.0,
             got[1] * 100.0
         );

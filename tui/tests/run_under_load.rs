@@ -16,6 +16,7 @@ mod common;
 
 use common::BIN;
 use common::cpp::{ONE_AT_A_TIME, build, library};
+use common::load::Load;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -35,56 +36,6 @@ const FREED_PER_CALL: f64 = (18u64 * (32 << 20)) as f64;
 /// wait that ended after its last sample of the program was in none: 0.74–0.79 in 4 of ~400.
 /// The frees alone covered 59–100 %.
 const MIN_COVER: f64 = 0.80;
-
-/// Busy threads and a memory balloon until dropped.
-struct Load {
-    stop: Arc<AtomicBool>,
-    threads: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl Load {
-    /// `busy` spinning threads, and one that fills and frees 1 GiB over and over.
-    fn start(busy: usize) -> Load {
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut threads = Vec::new();
-        for i in 0..busy {
-            let stop = stop.clone();
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("busy-{i}"))
-                    .spawn(move || {
-                        let mut x = 0u64;
-                        while !stop.load(Ordering::Relaxed) {
-                            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-                        }
-                    })
-                    .unwrap(),
-            );
-        }
-        let s = stop.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name("balloon".into())
-                .spawn(move || {
-                    while !s.load(Ordering::Relaxed) {
-                        let v = std::hint::black_box(vec![1u8; 1 << 30]);
-                        drop(v);
-                    }
-                })
-                .unwrap(),
-        );
-        Load { stop, threads }
-    }
-}
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
-    }
-}
 
 /// Stops `pid` for 250 ms of every 300 ms until dropped (and lets it go then).
 struct Starve {

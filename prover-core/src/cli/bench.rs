@@ -28,6 +28,11 @@ pub struct BenchArgs {
     /// the pairs' differences with a bootstrap 95 % interval.
     #[arg(long)]
     pub probe_overhead: bool,
+    /// With --probe-overhead: the "off" side runs the probe too, configured from the
+    /// environment with these PROOFSCOPE_* variables set over it (repeatable) — what one knob
+    /// costs, e.g. `--baseline PROOFSCOPE_KERNEL=0` for the kernel counters.
+    #[arg(long, value_name = "VAR=VALUE", requires = "probe_overhead", value_parser = parse_baseline)]
+    pub baseline: Vec<(String, String)>,
     /// Prove nothing: pool the pairs in saved outputs of earlier --probe-overhead runs (of the
     /// same build, batch and machine) and report them as one run (bootstrap seed 7, so the same
     /// files give the same interval).
@@ -163,13 +168,28 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
 }
 
-/// The probe of a bench side: configured from the environment, as `serve` would, or off.
-fn probe_for(on: bool) -> Result<Probe> {
-    if !on {
+/// `VAR=VALUE` of a `PROOFSCOPE_*` variable.
+fn parse_baseline(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if k.starts_with("PROOFSCOPE_") => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("expected PROOFSCOPE_VAR=VALUE, not {s:?}")),
+    }
+}
+
+/// The probe of a bench side: configured from the environment, as `serve` would, or off —
+/// or, with `baseline` variables, the "off" side configured from the environment with them
+/// set over it.
+fn probe_for(on: bool, baseline: &[(String, String)]) -> Result<Probe> {
+    if !on && baseline.is_empty() {
         return Ok(Probe::disabled());
     }
+    let over = |k: &str| {
+        let set = baseline.iter().filter(|_| !on).find(|(b, _)| b == k);
+        set.map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(k).ok())
+    };
     Ok(Probe::start(
-        ProbeConfig::from_env("prover", env!("CARGO_PKG_VERSION"))?,
+        ProbeConfig::new("prover", env!("CARGO_PKG_VERSION")).apply_env(over)?,
         SessionInfo::default(),
     )?)
 }
@@ -188,13 +208,25 @@ fn probe_overhead(b: &Bench<'_>) -> Result<()> {
         hot.span_pair_ns,
         hot.block_ns
     );
+    if !b.args.baseline.is_empty() {
+        let set: Vec<String> = b
+            .args
+            .baseline
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        crate::outln!(
+            "\"off\" is the probe with {} (--baseline); \"on\" the probe as configured",
+            set.join(" ")
+        );
+    }
     let mut shares = (Vec::new(), Vec::new());
     for k in 0..=b.args.runs as usize {
         let circuits = b.batch(&mut rng);
         let mut t = [Duration::ZERO; 2];
         let mut accounted = None;
         for side in order(k) {
-            let probe = probe_for(side == Side::On)?;
+            let probe = probe_for(side == Side::On, &b.args.baseline)?;
             // Both sides wait as long before proving: a session's start (its threads, the
             // first GPU sample with its costly counters) is the session's cost, not a proof's
             // — a serving prover pays it once.
@@ -251,7 +283,7 @@ fn probe_overhead(b: &Bench<'_>) -> Result<()> {
 /// `--one-proof`: a fixed batch (seed 1), proved once, its instructions counted.
 fn one_proof(b: &Bench<'_>, on: bool) -> Result<()> {
     let circuits = b.batch(&mut rand_chacha::ChaCha20Rng::seed_from_u64(1));
-    let probe = probe_for(on)?;
+    let probe = probe_for(on, &[])?;
     std::thread::sleep(SESSION_SETTLE);
     super::callgrind::start();
     let el = b.ours(circuits)?;

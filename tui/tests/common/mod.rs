@@ -412,6 +412,61 @@ pub mod cpp {
 
 /// A terminal for the dashboard: a tmux server of its own (killed when dropped), one window of
 /// a given size running a shell command.
+pub mod load {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// Busy threads and a memory balloon until dropped.
+    pub struct Load {
+        stop: Arc<AtomicBool>,
+        threads: Vec<std::thread::JoinHandle<()>>,
+    }
+
+    impl Load {
+        /// `busy` spinning threads, and one that fills and frees 1 GiB over and over.
+        pub fn start(busy: usize) -> Load {
+            let stop = Arc::new(AtomicBool::new(false));
+            let mut threads = Vec::new();
+            for i in 0..busy {
+                let stop = stop.clone();
+                threads.push(
+                    std::thread::Builder::new()
+                        .name(format!("busy-{i}"))
+                        .spawn(move || {
+                            let mut x = 0u64;
+                            while !stop.load(Ordering::Relaxed) {
+                                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                            }
+                        })
+                        .unwrap(),
+                );
+            }
+            let s = stop.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name("balloon".into())
+                    .spawn(move || {
+                        while !s.load(Ordering::Relaxed) {
+                            let v = std::hint::black_box(vec![1u8; 1 << 30]);
+                            drop(v);
+                        }
+                    })
+                    .unwrap(),
+            );
+            Load { stop, threads }
+        }
+    }
+
+    impl Drop for Load {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::Relaxed);
+            for t in self.threads.drain(..) {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
 pub mod tmux {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
