@@ -209,14 +209,17 @@ mod tests {
     fn only_changes_are_sent_after_the_last_unchanged_reading() {
         let (tx, rx) = std::sync::mpsc::channel();
         let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-        let sleeper = std::thread::spawn(move || {
-            tx.send(crate::thread::os_tid()).unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(300));
-            // Touch fresh pages: minor faults.
-            let v = std::hint::black_box(vec![1u8; 8 << 20]);
-            drop(v);
-            go_rx.recv().unwrap();
-        });
+        let sleeper = std::thread::Builder::new()
+            .name("sleeper".into())
+            .spawn(move || {
+                tx.send(crate::thread::os_tid()).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                // Touch fresh pages: minor faults.
+                let v = std::hint::black_box(vec![1u8; 8 << 20]);
+                drop(v);
+                go_rx.recv().unwrap();
+            })
+            .unwrap();
         let tid = rx.recv().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(50));
         let mut t = KernelTrack::open(tid).expect("a live thread's stat");
