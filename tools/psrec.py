@@ -18,10 +18,11 @@ KINDS = {1: "hello", 2: "name_def", 3: "thread_def", 4: "proof_begin", 5: "proof
          6: "span_begin", 7: "span_end", 8: "marker", 9: "alloc_sample", 10: "alloc",
          11: "release", 12: "gpu_sample", 13: "gpu_span", 14: "dropped", 15: "heartbeat",
          16: "history_gap", 17: "live_start", 18: "goodbye", 19: "thread_sched", 20: "stack_def",
-         21: "output_write", 22: "gpu_process", 23: "thread_kernel", 32: "subscribe"}
+         21: "output_write", 22: "gpu_process", 23: "thread_kernel",
+         24: "stack_sample", 32: "subscribe"}
 MIN_FIELDS = {1: 1, 2: 2, 3: 3, 4: 2, 5: 2, 6: 6, 7: 2, 8: 5, 9: 8, 10: 5, 11: 5, 12: 13,
               13: 6, 14: 2, 15: 1, 16: 4, 17: 1, 18: 2, 19: 5, 20: 2, 21: 5, 22: 4, 23: 8,
-              32: 2}
+              24: 3, 32: 2}
 
 
 def frames(data, offset=0):
@@ -157,6 +158,9 @@ def events(body):
             yield k, {"ts": f[0], "thread": f[1], "minor_faults": f[2], "major_faults": f[3],
                       "user_ns": f[4], "system_ns": f[5], "syscall": f[6],
                       "syscall_arg": f[7]}
+        elif tag == 24:
+            # Since 1.7; absolute fields, no cursor moves.
+            yield k, {"ts": f[0], "thread": f[1], "stack": f[2]}
         elif tag == 32:
             yield k, {"history": f[0], "client": f[1]}
 

@@ -201,6 +201,10 @@ fn encode_body(out: &mut Vec<u8>, cur: &mut Cursor, ev: &Event) -> Result<(), En
             write_opt_uint(out, k.syscall.map(u64::from));
             write_uint(out, k.syscall_arg);
         }
+        // Added in 1.7: absolute, as ThreadSched.
+        Event::StackSample(s) => {
+            uints(out, &[s.ts, u64::from(s.thread), u64::from(s.stack)]);
+        }
         Event::Subscribe(s) => {
             write_bool(out, s.history);
             write_str(out, &s.client);
@@ -455,6 +459,11 @@ fn decode_body(
         EventKind::OutputWrite => Event::OutputWrite(decode_output_write(r)?),
         EventKind::GpuProcess => Event::GpuProcess(decode_gpu_process(r)?),
         EventKind::ThreadKernel => Event::ThreadKernel(decode_thread_kernel(r)?),
+        EventKind::StackSample => Event::StackSample(StackSample {
+            ts: r.read_u64("stack sample timestamp")?,
+            thread: r.read_u32("thread id")?,
+            stack: r.read_u32("stack id")?,
+        }),
         EventKind::Subscribe => Event::Subscribe(Subscribe {
             history: r.read_bool("history flag")?,
             client: r.read_str("client name")?.to_owned(),
@@ -740,6 +749,11 @@ mod tests {
                 ts,
                 syscall: Some(4),
                 ..ThreadKernel::default()
+            }),
+            EventKind::StackSample => Event::StackSample(StackSample {
+                ts,
+                thread: 1,
+                stack: 3,
             }),
             EventKind::Subscribe => Event::Subscribe(Subscribe {
                 history: true,

@@ -346,6 +346,17 @@ pub struct ThreadKernel {
     pub syscall_arg: u64,
 }
 
+/// A thread's user-space call stack, sampled by the kernel every so much of the thread's CPU
+/// time (`perf_event_open`'s task clock): where a gap whose thread ran code no span covers
+/// spent it. The stack is defined by a `StackDef` sent before. Since protocol 1.7; absolute,
+/// as kinds added by a minor version must.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StackSample {
+    pub ts: Ns,
+    pub thread: ThreadId,
+    pub stack: StackId,
+}
+
 /// What a client asks for on connect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subscribe {
@@ -401,6 +412,7 @@ pub enum Event {
     OutputWrite(OutputWrite),
     GpuProcess(GpuProcess),
     ThreadKernel(ThreadKernel),
+    StackSample(StackSample),
     Subscribe(Subscribe),
 }
 
@@ -430,6 +442,7 @@ impl Event {
             Event::OutputWrite(_) => EventKind::OutputWrite,
             Event::GpuProcess(_) => EventKind::GpuProcess,
             Event::ThreadKernel(_) => EventKind::ThreadKernel,
+            Event::StackSample(_) => EventKind::StackSample,
             Event::Subscribe(_) => EventKind::Subscribe,
         }
     }
@@ -458,6 +471,7 @@ impl Event {
             Event::OutputWrite(w) => w.ts,
             Event::GpuProcess(p) => p.ts,
             Event::ThreadKernel(k) => k.ts,
+            Event::StackSample(s) => s.ts,
         })
     }
 
@@ -497,6 +511,7 @@ impl Event {
             Event::OutputWrite(w) => w.ts = ns,
             Event::GpuProcess(p) => p.ts = ns,
             Event::ThreadKernel(k) => k.ts = ns,
+            Event::StackSample(s) => s.ts = ns,
         }
     }
 }

@@ -115,6 +115,8 @@ event_kinds! {
     GpuProcess = 22, "gpu_process", fields 5, loss Counted, clock Absolute, span None, minor 6;
     /// A thread's page faults, user and kernel time, and the system call it is blocked in.
     ThreadKernel = 23, "thread_kernel", fields 9, loss Counted, clock Absolute, span None, minor 7;
+    /// A thread's user-space call stack, sampled every so much of its CPU time.
+    StackSample = 24, "stack_sample", fields 4, loss Counted, clock Absolute, span None, minor 7;
     /// Client → server.
     Subscribe = 32, "subscribe", fields 3, loss Never, clock None, span None, minor 0;
 }

@@ -89,6 +89,8 @@ fn golden_bytes_per_kind() {
             "thread_kernel",
             "99 17 ce 00 35 67 e0 01 ce 00 04 00 00 03 ce 01 31 2d 00 ce 1c 9c 38 00 02 ce 40 00 00 00",
         ),
+        // Since 1.7, every field absolute: [24, ts 3_600_000, thread 1, stack 2].
+        ("stack_sample", "94 18 ce 00 36 ee 80 01 02"),
         (
             "subscribe",
             "93 20 c3 b0 70 72 6f 6f 66 73 63 6f 70 65 20 30 2e 31 2e 30",

@@ -62,6 +62,8 @@ struct LossesSeen {
     output: u64,
     /// Scheduler readings the program's threads dropped ([`crate::sched_stamp`]).
     sched: u64,
+    /// Stack samples the kernel dropped or the stack table refused.
+    stack_samples: u64,
     slow: KindCounts,
 }
 
@@ -143,7 +145,13 @@ impl Collector {
     pub fn new(session: Arc<Session>) -> Collector {
         let budget = session.config.history_bytes;
         let cadence = Cadence::new(session.config.alloc_sample);
-        let sched = crate::sched::SchedSampler::new(session.config.kernel_sample);
+        let config = &session.config;
+        let stack_hz = if config.sched_sample {
+            config.stack_hz
+        } else {
+            0
+        };
+        let sched = crate::sched::SchedSampler::new(config.kernel_sample, stack_hz);
         let now = Instant::now();
         Collector {
             session,
@@ -157,6 +165,7 @@ impl Collector {
                 alloc: alloc::dropped(),
                 output: output::dropped(),
                 sched: crate::sched_stamp::dropped(),
+                stack_samples: 0,
                 slow: KindCounts::ZERO,
             },
             raw: Vec::new(),
@@ -465,6 +474,43 @@ impl Collector {
         if self.session.config.sched_sample {
             let clock = &self.session.clock;
             self.sched.sample(|| clock.now_ns(), &mut batch.data);
+            self.take_stack_samples(now, batch);
+        }
+    }
+
+    /// The call stacks the kernel sampled on the followed threads, each defined once; and,
+    /// once, why there are none where the kernel refused.
+    fn take_stack_samples(&mut self, now: u64, batch: &mut Batch) {
+        let mut samples = Vec::new();
+        self.sched.stacks.drain(|t, s| samples.push((t, s)));
+        for (thread, s) in samples {
+            match self.stacks.id_of_ips(s.ips, &mut batch.defs) {
+                Some(stack) => batch
+                    .data
+                    .push(Event::StackSample(probe_protocol::StackSample {
+                        ts: self.session.clock.monotonic_to_ns(s.mono_ns),
+                        thread,
+                        stack,
+                    })),
+                // Past the stack table's bound: counted as lost.
+                None => self.sched.stacks.lost += 1,
+            }
+        }
+        if let Some(why) = self.sched.stacks.refusal() {
+            let me = self.threads.id_of(
+                crate::thread::os_tid(),
+                Some("probe-collector"),
+                &mut batch.defs,
+            );
+            batch
+                .data
+                .push(Event::Marker(Box::new(probe_protocol::Marker {
+                    ts: now,
+                    name: crate::names::intern(probe_protocol::markers::WARNING),
+                    thread: me,
+                    span: None,
+                    text: Some(why),
+                })));
         }
     }
 
@@ -490,6 +536,9 @@ impl Collector {
         let ds = crate::sched_stamp::dropped();
         lost[EventKind::ThreadSched] += ds - self.losses_seen.sched;
         self.losses_seen.sched = ds;
+        let dk = self.sched.stacks.lost;
+        lost[EventKind::StackSample] += dk - self.losses_seen.stack_samples;
+        self.losses_seen.stack_samples = dk;
         let slow = self.session.slow.dropped();
         lost += &slow.since(&self.losses_seen.slow);
         self.losses_seen.slow = slow;

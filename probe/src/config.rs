@@ -13,6 +13,7 @@
 //! | `PROOFSCOPE_GPU_SAMPLE_MS` | NVML sample interval (`0`: no NVML sampling) | 100 |
 //! | `PROOFSCOPE_RING_EVENTS` | per-thread buffer, events | 16384 |
 //! | `PROOFSCOPE_SUBSCRIBER_BYTES` | per-subscriber queue bound | 16 MiB |
+//! | `PROOFSCOPE_STACK_HZ` | user-space stack samples a second of CPU time of each thread inside a span or writing the log (`0`: none) | 99 |
 //!
 //! Sizes accept a `K`, `M` or `G` suffix (binary units).
 
@@ -24,6 +25,9 @@ pub const DEFAULT_LARGE_BLOCK: u64 = 1 << 20;
 /// Blocks from this size on carry their call stack: a capture costs about what freeing a few
 /// MiB does, so it stays a small share of these frees (docs/BENCHMARKS.md).
 pub const DEFAULT_STACK_BLOCK: u64 = 16 << 20;
+/// Stack samples a second of a followed thread's CPU time: perf's default is 4,000; at 99 a
+/// thread busy all the time costs ~0.1 % of a core (docs/BENCHMARKS.md).
+pub const DEFAULT_STACK_HZ: u32 = 99;
 /// Flight recorder budget.
 pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
 /// Allocator sample interval.
@@ -76,6 +80,9 @@ pub struct ProbeConfig {
     /// With them, the same threads' page faults, user and kernel time and blocking system
     /// call (`ThreadKernel`); `PROOFSCOPE_KERNEL=0` turns them off.
     pub kernel_sample: bool,
+    /// With them, the same threads' user-space call stacks, sampled this many times a second
+    /// of each thread's CPU time (`StackSample`; 0: none); `PROOFSCOPE_STACK_HZ`.
+    pub stack_hz: u32,
     /// Blocks at or above this many bytes carry their call stack (`u64::MAX`: none);
     /// `PROOFSCOPE_STACK_BLOCK` (a size, or `off`).
     pub stack_block: u64,
@@ -122,6 +129,7 @@ impl ProbeConfig {
             flush_interval: None,
             sched_sample: true,
             kernel_sample: true,
+            stack_hz: DEFAULT_STACK_HZ,
             stack_block: DEFAULT_STACK_BLOCK,
             instance: String::new(),
         }
@@ -177,6 +185,18 @@ impl ProbeConfig {
         }
         if let Some(v) = flag("PROOFSCOPE_KERNEL")? {
             self.kernel_sample = v;
+        }
+        if let Some(v) = get("PROOFSCOPE_STACK_HZ") {
+            self.stack_hz = match v.trim().parse::<u32>() {
+                Ok(hz) if hz <= 10_000 => hz,
+                _ => {
+                    return Err(ConfigError {
+                        name: "PROOFSCOPE_STACK_HZ",
+                        value: v,
+                        reason: "expected a whole number of samples a second, 0 to 10000",
+                    });
+                }
+            };
         }
         match get("PROOFSCOPE_STACK_BLOCK") {
             Some(v) if matches!(v.trim(), "off" | "none" | "0") => self.stack_block = u64::MAX,

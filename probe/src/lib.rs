@@ -47,6 +47,7 @@ mod server;
 mod session;
 mod slot_tls;
 mod span;
+mod stack_sampler;
 mod stacks;
 mod state;
 mod subscriber;

@@ -17,6 +17,7 @@
 //! they are blocked in — are read with each sample ([`crate::kernel`]), unless turned off.
 
 use crate::kernel::{KernelTrack, SyscallNames};
+use crate::stack_sampler::StackSampler;
 use probe_protocol::{Event, ThreadSched};
 use std::collections::HashMap;
 use std::fs::File;
@@ -35,24 +36,35 @@ struct Tracked {
 }
 
 /// Counts open spans per thread and samples the threads inside one.
-#[derive(Debug, Default)]
 pub(crate) struct SchedSampler {
     threads: HashMap<u32, Tracked>,
     watched: usize,
     /// Kernel counters too ([`crate::kernel`]).
     kernel: bool,
     names: SyscallNames,
+    /// Their stacks, sampled by the kernel ([`crate::stack_sampler`]).
+    pub stacks: StackSampler,
+}
+
+impl Default for SchedSampler {
+    fn default() -> Self {
+        SchedSampler::new(false, 0)
+    }
 }
 
 /// The most log-writing threads sampled outside spans (one `pread` each a sample).
 const MAX_WATCHED: usize = 32;
 
 impl SchedSampler {
-    /// A sampler that reads the kernel counters too when `kernel`.
-    pub fn new(kernel: bool) -> SchedSampler {
+    /// A sampler that reads the kernel counters too when `kernel`, and has the kernel sample
+    /// the threads' stacks `stack_hz` times a second of their CPU time.
+    pub fn new(kernel: bool, stack_hz: u32) -> SchedSampler {
         SchedSampler {
+            threads: HashMap::new(),
+            watched: 0,
             kernel,
-            ..SchedSampler::default()
+            names: SyscallNames::default(),
+            stacks: StackSampler::new(stack_hz),
         }
     }
 
@@ -88,6 +100,7 @@ impl SchedSampler {
 
     /// The thread exited: forget it (and close its file).
     pub fn forget(&mut self, thread: u32) {
+        self.stacks.forget(thread);
         if self.threads.remove(&thread).is_some_and(|t| t.watched) {
             self.watched -= 1;
         }
@@ -102,7 +115,9 @@ impl SchedSampler {
     pub fn sample(&mut self, now: impl Fn() -> u64, out: &mut Vec<Event>) {
         let mut gone = Vec::new();
         for (&thread, t) in &mut self.threads {
-            if t.depth == 0 && !t.watched {
+            let followed = t.depth > 0 || t.watched;
+            self.stacks.follow(thread, t.os_tid, followed);
+            if !followed {
                 continue;
             }
             let os_tid = t.os_tid;

@@ -33,7 +33,12 @@ impl StackTable {
     /// The id of the stack captured as `seq`, defining it (into `defs`) on first sight.
     pub fn id_of(&mut self, seq: u64, defs: &mut Vec<Event>) -> Option<u32> {
         let raw = self.pending.remove(&seq)?;
-        let ips = raw.ips[..raw.depth as usize].to_vec();
+        self.id_of_ips(raw.ips[..raw.depth as usize].to_vec(), defs)
+    }
+
+    /// The id of the stack of return addresses `ips` (innermost first), defining it on first
+    /// sight; `None` past [`MAX_STACKS`].
+    pub fn id_of_ips(&mut self, ips: Vec<usize>, defs: &mut Vec<Event>) -> Option<u32> {
         if let Some(&id) = self.ids.get(&ips) {
             return Some(id);
         }

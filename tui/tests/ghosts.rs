@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `first-touch` | writes a fresh 1 GiB mapping, a byte a page | `page_faults` |
 //! | `mlock` | pins a fresh 1 GiB mapping (the kernel faults it in) | `page_faults` |
-//! | `cpu` | spins 300 ms in `ghost_cpu_loop` | `running_uninstrumented` (`waiting_for_cpu` when the machine is loaded) |
+//! | `cpu` | spins 300 ms in `ghost_cpu_loop` | `running_uninstrumented` (`waiting_for_cpu` when the machine is loaded), its stack sampled in `ghost_cpu_loop` |
 //! | `lock` | waits 300 ms for a mutex another thread holds | `blocked`, in `futex` |
 //! | `munmap` | unmaps 3 GiB it touched during synthesis | `synchronous_release`, by `ghost_munmap` |
 //!
@@ -40,6 +40,8 @@ struct Ghost {
     kinds: &'static [&'static str],
     /// The share of the gap the diagnosis explains, from its JSON and the gap's length.
     covered: fn(&Value, f64) -> f64,
+    /// The function its stack samples must name (where the kernel lets the probe sample).
+    in_function: Option<&'static str>,
 }
 
 /// The thread's time on a CPU or waiting for one, of its time around the gap (the scheduling
@@ -74,24 +76,28 @@ const GHOSTS: [Ghost; 5] = [
         mib: 1024,
         kinds: &["page_faults"],
         covered: runnable,
+        in_function: None,
     },
     Ghost {
         name: "mlock",
         mib: 1024,
         kinds: &["page_faults"],
         covered: runnable,
+        in_function: None,
     },
     Ghost {
         name: "cpu",
         mib: 1024,
         kinds: &["running_uninstrumented", "waiting_for_cpu"],
         covered: runnable,
+        in_function: Some("ghost_cpu_loop"),
     },
     Ghost {
         name: "lock",
         mib: 1024,
         kinds: &["blocked"],
         covered: in_futex,
+        in_function: None,
     },
     // A munmap of 1 GiB takes ~27 ms here: 3 GiB for a tail well over the 10 ms floor.
     Ghost {
@@ -99,6 +105,7 @@ const GHOSTS: [Ghost; 5] = [
         mib: 3072,
         kinds: &["synchronous_release"],
         covered: own_frees,
+        in_function: None,
     },
 ];
 
@@ -106,8 +113,17 @@ const GHOSTS: [Ghost; 5] = [
 /// is 2.5–6 % of a call whose synthesis touches the 3 GiB first, 1.3–3.4 s here).
 const GHOST_RULE: [&str; 4] = ["--gap-fraction", "0.01", "--gap-min-ms", "10"];
 
+/// Whether the report says the kernel refused stack sampling (a container's seccomp profile,
+/// `perf_event_paranoid` 3).
+fn stacks_refused(s: &Value) -> bool {
+    s["report_warnings"]
+        .to_string()
+        .contains("stack sampling off")
+}
+
 /// Runs `exe` under `run` with `--ghost ghost` (and `rule`; `tag` tells its report from
-/// another run's); the prover's session from the JSON report.
+/// another run's); the prover's session from the JSON report, with the report's warnings
+/// (`report_warnings`).
 fn session(dir: &Path, exe: &Path, (ghost, tag): (&str, &str), mib: u32, rule: &[&str]) -> Value {
     let name = exe.file_name().unwrap().to_string_lossy();
     let report = dir.join(format!("{name}-{ghost}{tag}.json").replace(' ', "-"));
@@ -136,7 +152,9 @@ fn session(dir: &Path, exe: &Path, (ghost, tag): (&str, &str), mib: u32, rule: &
         String::from_utf8_lossy(&out.stderr)
     );
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    v["sessions"].as_array().unwrap().last().unwrap().clone()
+    let mut s = v["sessions"].as_array().unwrap().last().unwrap().clone();
+    s["report_warnings"] = v["warnings"].clone();
+    s
 }
 
 /// The flagged gaps of `prove` (the outer span), of every proof; with `tail_only`, only those
@@ -192,6 +210,18 @@ fn check(dir: &Path, exe: &Path, which: &[&str], load: &str) {
                 (MIN_COVER..=1.01).contains(&covered),
                 "{what}: covers {covered:.2} of the gap: {t:#}"
             );
+        }
+        if let (Some(f), false) = (g.in_function, stacks_refused(&s)) {
+            for t in &tails {
+                let samples = &t["diagnosis"]["samples"];
+                let top = &samples["top"][0];
+                let (named, n) = (top[0].to_string(), top[1].as_f64().unwrap_or(0.0));
+                let total = samples["total"].as_f64().unwrap_or(0.0);
+                assert!(
+                    named.contains(f) && n >= 0.8 * total && total >= 5.0,
+                    "{what}: sampled in {named} {n} of {total} times: {t:#}"
+                );
+            }
         }
         if g.name == "munmap" {
             for t in &tails {

@@ -7,6 +7,7 @@
 use super::gaps::Interval;
 use super::index::ProofIndex;
 use super::kernel::{KernelEvidence, kernel_evidence};
+use super::samples::{StackSamples, samples_sentence, stack_samples};
 use super::sched::{SchedEvidence, sched_evidence, sched_sentence};
 use crate::format::{bytes, dur};
 use crate::model::{Proof, Session, Span, ThreadId};
@@ -80,6 +81,8 @@ pub struct Diagnosis {
     /// Its page faults, user and kernel time, and the system calls it was blocked in
     /// (protocol 1.7 probes).
     pub kernel: Option<KernelEvidence>,
+    /// Where its stack was sampled inside the gap (protocol 1.7 probes).
+    pub samples: Option<StackSamples>,
     /// The gap's length (at least 1) and its thread's name: what the sentence is made of
     /// besides the evidence.
     pub gap_ns: u64,
@@ -90,7 +93,7 @@ impl serde::Serialize for Diagnosis {
     /// The evidence, and the sentence made from it.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("Diagnosis", 9)?;
+        let mut st = s.serialize_struct("Diagnosis", 10)?;
         st.serialize_field("sentence", &self.sentence())?;
         st.serialize_field("kind", &self.kind)?;
         st.serialize_field("releases", &self.releases)?;
@@ -103,6 +106,11 @@ impl serde::Serialize for Diagnosis {
             st.serialize_field("kernel", &self.kernel)?;
         } else {
             st.skip_field("kernel")?;
+        }
+        if self.samples.is_some() {
+            st.serialize_field("samples", &self.samples)?;
+        } else {
+            st.skip_field("samples")?;
         }
         st.end()
     }
@@ -212,6 +220,7 @@ pub fn diagnose_in(
         stated: stated_cause(session, idx, span.thread, gap),
         sched: sched_evidence(session, idx, span, gap),
         kernel: kernel_evidence(session, span.thread, gap),
+        samples: stack_samples(session, span.thread, gap),
         gap_ns: len,
         thread: session.thread_name(span.thread).into_owned(),
         ..Diagnosis::default()
@@ -490,6 +499,7 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
     // Scheduling evidence leads unless the GPU's says more (a GPU phase's gap).
     if let (Some(s), None, false) = (&d.sched, d.gpu_util_pct, releases_lead) {
         parts.extend(thread_sentences(s, d.kernel.as_ref(), len));
+        parts.extend(d.samples.as_ref().and_then(samples_sentence));
     }
     if let Some(u) = d.gpu_util_pct {
         if u < 30.0 {
@@ -502,6 +512,7 @@ fn sentence(d: &Diagnosis, len: u64, thread: &str) -> String {
     }
     if let (Some(s), Some(_), false) = (&d.sched, d.gpu_util_pct, releases_lead) {
         parts.extend(thread_sentences(s, d.kernel.as_ref(), len));
+        parts.extend(d.samples.as_ref().and_then(samples_sentence));
     }
     if own && !releases_lead {
         parts.push(releases_sentence(r, len, thread));

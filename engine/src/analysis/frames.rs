@@ -192,6 +192,26 @@ pub fn who(frames: &[String]) -> Option<String> {
     })
 }
 
+/// The function of the program's own code a sampled stack was running in: its innermost frame
+/// that is neither the probe's, the allocator's nor a library's (nor an unsymbolised address),
+/// as "`name` (file)" — without the line, so that the samples of one function count together.
+/// The innermost frame when none is the program's.
+pub fn running_in(frames: &[String]) -> Option<String> {
+    let parsed: Vec<Frame<'_>> = frames.iter().map(|f| split(f)).collect();
+    let own = parsed
+        .iter()
+        .find(|(n, l)| !is_machinery(n, *l) && !is_library(n, *l) && !n.starts_with("0x"));
+    let &(name, loc) = own.or_else(|| parsed.first())?;
+    let file = loc.map(|l| {
+        let path = l.rsplit_once(':').map_or(l, |(p, _)| p);
+        path.rsplit('/').next().unwrap_or(path).to_owned()
+    });
+    Some(match file {
+        Some(f) => format!("`{}` ({f})", short(name)),
+        None => format!("`{}`", short(name)),
+    })
+}
+
 /// A frame: function name and `file:line`, when known.
 type Frame<'a> = (&'a str, Option<&'a str>);
 

@@ -405,7 +405,8 @@ mod tests {
         let d = tail(&loaded_code);
         assert_eq!(d.kind, DiagnosisKind::WaitingForCpu);
         assert!(
-            d.sentence().contains("its time on a CPU: 523.8 ms in user code"),
+            d.sentence()
+                .contains("its time on a CPU: 523.8 ms in user code"),
             "{}",
             d.sentence()
         );

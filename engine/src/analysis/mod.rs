@@ -13,6 +13,7 @@ pub mod kernel;
 pub mod listing;
 pub mod memory;
 pub mod releases;
+pub mod samples;
 pub mod sched;
 pub mod settled;
 pub mod stats;

@@ -194,6 +194,16 @@ impl Session {
                 |x| x.kernel.entry(ThreadId(k.thread)).or_default().push(k),
                 SAMPLE_BYTES,
             ),
+            Event::StackSample(k) => self.sample(
+                k.ts,
+                |x| {
+                    x.stack_samples
+                        .entry(ThreadId(k.thread))
+                        .or_default()
+                        .push(k)
+                },
+                SAMPLE_BYTES,
+            ),
             Event::OutputWrite(w) => self.sample(
                 w.ts,
                 |x| x.outputs.entry(w.stream).or_default().push(w),

@@ -118,6 +118,7 @@ enum Store {
     Drops,
     Sched,
     Kernel,
+    StackSamples,
     Output,
 }
 
@@ -139,6 +140,11 @@ impl Session {
                 .sum::<usize>()
             + self
                 .kernel
+                .values_mut()
+                .map(|t| t.trim_before(ts))
+                .sum::<usize>()
+            + self
+                .stack_samples
                 .values_mut()
                 .map(|t| t.trim_before(ts))
                 .sum::<usize>()
@@ -171,6 +177,14 @@ impl Session {
                 self.kernel.values().map(|t| t.len()).max().unwrap_or(0),
             ),
             (
+                Store::StackSamples,
+                self.stack_samples
+                    .values()
+                    .map(|t| t.len())
+                    .max()
+                    .unwrap_or(0),
+            ),
+            (
                 Store::Output,
                 self.outputs.values().map(|t| t.len()).max().unwrap_or(0),
             ),
@@ -201,6 +215,10 @@ impl Session {
             }
             Store::Kernel => {
                 let t = self.kernel.values_mut().max_by_key(|t| t.len());
+                (t.map_or(0, |t| t.trim_half()), SAMPLE_BYTES)
+            }
+            Store::StackSamples => {
+                let t = self.stack_samples.values_mut().max_by_key(|t| t.len());
                 (t.map_or(0, |t| t.trim_half()), SAMPLE_BYTES)
             }
             Store::Output => {

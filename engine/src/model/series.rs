@@ -21,6 +21,11 @@ impl Timed for probe_protocol::ThreadKernel {
         self.ts
     }
 }
+impl Timed for probe_protocol::StackSample {
+    fn ts(&self) -> u64 {
+        self.ts
+    }
+}
 impl Timed for probe_protocol::OutputWrite {
     fn ts(&self) -> u64 {
         self.ts

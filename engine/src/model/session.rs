@@ -7,8 +7,8 @@ use super::proof::{Proof, SpanTree};
 use super::records::{Block, DropReport, Goodbye, ThreadInfo};
 use super::series::TimeSeries;
 use probe_protocol::{
-    AllocSample, GpuSample, Hello, HistoryGap, OutputStream, OutputWrite, ThreadKernel,
-    ThreadSched, Welcome,
+    AllocSample, GpuSample, Hello, HistoryGap, OutputStream, OutputWrite, StackSample,
+    ThreadKernel, ThreadSched, Welcome,
 };
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -64,6 +64,8 @@ pub struct Session {
     pub(super) sched: BTreeMap<ThreadId, TimeSeries<ThreadSched>>,
     /// Kernel counters per thread, sampled with its scheduler counters (protocol 1.7).
     pub(super) kernel: BTreeMap<ThreadId, TimeSeries<ThreadKernel>>,
+    /// Stack samples per thread (protocol 1.7).
+    pub(super) stack_samples: BTreeMap<ThreadId, TimeSeries<StackSample>>,
     /// Writes to stdout and stderr, stamped where they happened (protocol 1.5).
     pub(super) outputs: BTreeMap<OutputStream, TimeSeries<OutputWrite>>,
     /// When this process held a CUDA context on each device (protocol 1.6).
@@ -258,6 +260,11 @@ impl Session {
     /// it was blocked in.
     pub fn kernel(&self, id: ThreadId) -> Option<&TimeSeries<ThreadKernel>> {
         self.kernel.get(&id)
+    }
+
+    /// The kernel's samples of thread `id`'s user-space call stack.
+    pub fn stack_samples(&self, id: ThreadId) -> Option<&TimeSeries<StackSample>> {
+        self.stack_samples.get(&id)
     }
 
     /// The write that carried byte `offset` of the program's `stream` (its own count of the

@@ -181,6 +181,11 @@ pub fn one_of_each() -> Vec<Event> {
             syscall: Some(2),
             syscall_arg: 1 << 30,
         }),
+        Event::StackSample(StackSample {
+            ts: 3_600_000,
+            thread: 1,
+            stack: 2,
+        }),
         Event::Subscribe(Subscribe {
             history: true,
             client: "proofscope 0.1.0".into(),
