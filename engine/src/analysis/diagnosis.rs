@@ -145,7 +145,11 @@ impl Diagnosis {
     /// or what the thread was doing.
     pub fn headline(&self) -> String {
         let r = &self.releases;
-        if r.are_own() {
+        let freeing = matches!(
+            self.kind,
+            DiagnosisKind::SynchronousRelease | DiagnosisKind::Releases
+        );
+        if r.are_own() && freeing {
             let sync = if self.kind == DiagnosisKind::SynchronousRelease {
                 "synchronous release: "
             } else {
@@ -160,7 +164,7 @@ impl Diagnosis {
                 crate::format::dur(r.inside_ns),
             );
         }
-        match self.kind {
+        let base = match self.kind {
             DiagnosisKind::SynchronousRelease | DiagnosisKind::Releases => "large releases",
             DiagnosisKind::GpuIdle => "the GPU idle",
             DiagnosisKind::GpuBusy => "the GPU busy with work no span covers",
@@ -172,8 +176,37 @@ impl Diagnosis {
             DiagnosisKind::Blocked => "the thread was blocked (a lock, I/O or a sleep)",
             DiagnosisKind::WaitingOnOtherThreads => "the thread waited on other threads",
             DiagnosisKind::NoEvidence => "no evidence",
+        };
+        self.named(base)
+    }
+
+    /// `base`, with what the kernel names: the call a blocked thread was in for half the gap
+    /// or more, the function a running thread's stack was sampled in half the time or more.
+    fn named(&self, base: &str) -> String {
+        let half_gap = |ns: u64| ns * 2 >= self.gap_ns;
+        let call = self
+            .kernel
+            .as_ref()
+            .and_then(|k| k.blocked_in.first())
+            .filter(|b| half_gap(b.ns));
+        let function = self
+            .samples
+            .as_ref()
+            .and_then(|s| s.top.first().filter(|(_, n)| n * 2 >= s.total));
+        let ran = matches!(
+            self.kind,
+            DiagnosisKind::RunningUninstrumented
+                | DiagnosisKind::WaitingForCpu
+                | DiagnosisKind::PageFaults
+                | DiagnosisKind::InKernel
+        );
+        match (self.kind, call, function) {
+            (DiagnosisKind::Blocked, Some(b), _) => {
+                format!("the thread was blocked {}", super::kernel::blocked_words(b))
+            }
+            (_, _, Some((f, _))) if ran => format!("{base}, in {f}"),
+            _ => base.to_owned(),
         }
-        .to_owned()
     }
 }
 

@@ -194,7 +194,7 @@ fn meaning(call: &str) -> &'static str {
 }
 
 /// A call the thread was blocked in, in words: "in `futex` 0.30 s (a lock or …)".
-fn blocked_words(b: &BlockedIn) -> String {
+pub fn blocked_words(b: &BlockedIn) -> String {
     let size = match b.call.as_str() {
         "munmap" | "madvise" | "mlock" | "mlock2" | "munlock" | "mmap" | "mprotect"
             if b.arg > 0 =>

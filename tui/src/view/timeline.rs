@@ -614,8 +614,14 @@ fn worst_flagged(
             d.so_far()
         },
     );
+    // What the diagnosis panel adds: for frees, who freed them; else the evidence.
+    let more = if d.releases.are_own() {
+        "who freed it, from where"
+    } else {
+        "what the thread was doing, and the evidence"
+    };
     let key = format!(
-        "  press {} for the diagnosis (who freed it, from where)",
+        "  press {} for the diagnosis ({more})",
         crate::input::key_of(crate::input::Action::Panel(super::Tab::Gaps))
     );
     Some((finding, key))
