@@ -4,11 +4,15 @@
 //! A gap whose thread ran code nobody instrumented is then named by that code: "on a CPU in
 //! `ghost_cpu_loop` (28 of 29 samples)".
 //!
-//! User space only (`exclude_kernel`), which `perf_event_paranoid` ≤ 2 allows without
-//! privileges: a thread in the kernel (page faults, a `munmap`) is not sampled there, and the
-//! kernel evidence ([`crate::kernel`]) says what it did. Call chains are the kernel's walk of
-//! frame pointers: the innermost frame is exact, the callers are as good as the program's
-//! frame pointers (`-fno-omit-frame-pointer`; without them they may be missing or wrong).
+//! The event counts kernel time too where the kernel allows it (`perf_event_paranoid` ≤ 1, or
+//! `CAP_PERFMON`): a thread pinning or first touching memory is then sampled inside the call,
+//! with the user-space part of its stack (the kernel's frames are never taken) — the `mlock`
+//! and the function that called it. Else user space only (`exclude_kernel`, which
+//! `perf_event_paranoid` 2 allows without privileges), and a thread in the kernel is sampled
+//! only as it runs user code; the kernel evidence ([`crate::kernel`]) says the rest. Call chains
+//! are the kernel's walk of frame pointers: the innermost frame is exact, the callers are as
+//! good as the program's frame pointers (`-fno-omit-frame-pointer`; without them they may be
+//! missing or wrong).
 //!
 //! Each thread's samples go to a ring the kernel writes and the collector reads each cycle:
 //! nothing on the program's threads. Where the kernel refuses (`perf_event_paranoid` 3, a
@@ -56,6 +60,8 @@ impl Drop for Event {
 /// The events of the threads sampled, by wire id.
 pub(crate) struct StackSampler {
     hz: u32,
+    /// Whether the kernel let an event count kernel time (tried first, once).
+    kernel_too: Option<bool>,
     events: HashMap<u32, Event>,
     /// Why the kernel refused, once: the session says it.
     refused: Option<String>,
@@ -69,6 +75,7 @@ impl StackSampler {
     pub fn new(hz: u32) -> StackSampler {
         StackSampler {
             hz,
+            kernel_too: None,
             events: HashMap::new(),
             refused: None,
             said: false,
@@ -86,8 +93,22 @@ impl StackSampler {
             if !on || self.events.len() >= MAX_THREADS {
                 return;
             }
-            match open(os_tid, self.hz) {
+            let tried = match self.kernel_too {
+                Some(k) => open(os_tid, self.hz, k),
+                // Kernel time too where allowed; else user space only, from then on.
+                None => open(os_tid, self.hz, true).or_else(|e| {
+                    let refused = matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM));
+                    if refused {
+                        self.kernel_too = Some(false);
+                        open(os_tid, self.hz, false)
+                    } else {
+                        Err(e)
+                    }
+                }),
+            };
+            match tried {
                 Ok(e) => {
+                    self.kernel_too.get_or_insert(true);
                     self.events.insert(thread, e);
                 }
                 Err(why) => {
@@ -148,8 +169,9 @@ fn paranoid() -> String {
         .unwrap_or_else(|_| "unreadable".into())
 }
 
-/// Opens and maps thread `os_tid`'s task-clock event, sampling every 1/`hz` s of its CPU time.
-fn open(os_tid: u32, hz: u32) -> std::io::Result<Event> {
+/// Opens and maps thread `os_tid`'s task-clock event, sampling every 1/`hz` s of its CPU time
+/// (its time in the kernel too when `kernel_too`; the kernel's frames never).
+fn open(os_tid: u32, hz: u32, kernel_too: bool) -> std::io::Result<Event> {
     use std::os::fd::{FromRawFd, OwnedFd};
     let mut attr = sys::bindings::perf_event_attr {
         type_: sys::bindings::PERF_TYPE_SOFTWARE,
@@ -166,7 +188,7 @@ fn open(os_tid: u32, hz: u32) -> std::io::Result<Event> {
     };
     // The task clock counts nanoseconds of the thread's CPU time.
     attr.__bindgen_anon_1.sample_period = 1_000_000_000 / u64::from(hz.max(1));
-    attr.set_exclude_kernel(1);
+    attr.set_exclude_kernel(u64::from(!kernel_too));
     attr.set_exclude_hv(1);
     attr.set_exclude_callchain_kernel(1);
     attr.set_use_clockid(1);
@@ -308,7 +330,7 @@ fn parse_sample(b: &[u8]) -> Option<RawSample> {
     let nr = read_u64(b, 16)? as usize;
     let ips = (0..nr.min(MAX_FRAMES * 2))
         .filter_map(|i| read_u64(b, 24 + 8 * i))
-        .filter(|&ip| ip < sys::bindings::PERF_CONTEXT_MAX as u64 && ip != 0)
+        .filter(|&ip| ip < sys::bindings::PERF_CONTEXT_MAX && ip != 0)
         .take(MAX_FRAMES)
         .map(|ip| ip as usize)
         .collect::<Vec<_>>();

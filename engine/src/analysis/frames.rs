@@ -196,11 +196,26 @@ pub fn who(frames: &[String]) -> Option<String> {
 /// that is neither the probe's, the allocator's nor a library's (nor an unsymbolised address),
 /// as "`name` (file)" — without the line, so that the samples of one function count together.
 /// The innermost frame when none is the program's.
+///
+/// The C library's system-call wrappers (`__GI_mlock` in syscall-template.S) are passed over
+/// for their caller when the stack has it, and said by their plain name when it has not (a
+/// thread in the kernel, its callers' frames lost without frame pointers).
 pub fn running_in(frames: &[String]) -> Option<String> {
     let parsed: Vec<Frame<'_>> = frames.iter().map(|f| split(f)).collect();
+    let program =
+        |(n, l): &&Frame<'_>| !is_machinery(n, *l) && !is_library(n, *l) && !n.starts_with("0x");
     let own = parsed
         .iter()
-        .find(|(n, l)| !is_machinery(n, *l) && !is_library(n, *l) && !n.starts_with("0x"));
+        .filter(program)
+        .find(|(n, l)| !is_c_library(n, *l));
+    if own.is_none()
+        && let Some(&(name, _)) = parsed.iter().find(program)
+    {
+        let plain = name
+            .trim_start_matches("__GI_")
+            .trim_start_matches("__libc_");
+        return Some(format!("`{plain}` (the C library)"));
+    }
     let &(name, loc) = own.or_else(|| parsed.first())?;
     let file = loc.map(|l| {
         let path = l.rsplit_once(':').map_or(l, |(p, _)| p);
@@ -210,6 +225,13 @@ pub fn running_in(frames: &[String]) -> Option<String> {
         Some(f) => format!("`{}` ({f})", short(name)),
         None => format!("`{}`", short(name)),
     })
+}
+
+/// A frame of the C library's own: its internal names, its assembly and `sysdeps/` sources.
+fn is_c_library(name: &str, loc: Option<&str>) -> bool {
+    name.starts_with("__GI_")
+        || name.starts_with("__libc_")
+        || loc.is_some_and(|l| l.contains("sysdeps/") || l.contains("syscall-template.S"))
 }
 
 /// A frame: function name and `file:line`, when known.

@@ -123,17 +123,25 @@ fn value_at(near: &[ThreadKernel], t: u64, f: fn(&ThreadKernel) -> u64) -> u64 {
     }
 }
 
-/// The system calls of the samples in `near`, each held until the next sample for as long as
-/// the thread was off a CPU, clipped to the gap. A thread blocked in a call gains no CPU time;
-/// one that gained some between two samples far apart (the collector stalled while the
-/// program held its address space) returned from it somewhere between, and only the time it
-/// was off a CPU is the call's — a `futex` read before a 580 ms `mlock` was otherwise held
+/// The system calls of the samples in `near`, clipped to the gap: between two samples, the
+/// time the thread was off a CPU is the earlier sample's call's, or — when the earlier one saw
+/// it in none — the later one's (it entered the call it was found blocked in after it last
+/// ran: a 300 ms wait for a lock was otherwise found in `futex` only from the collector's
+/// next reading, 90 ms late, its start read as no call). A thread blocked in a call gains no
+/// CPU time; one that gained some between two samples far apart (the collector stalled while
+/// the program held its address space) returned from it somewhere between, and only the time
+/// it was off a CPU is the call's — a `futex` read before a 580 ms `mlock` was otherwise held
 /// across it.
 fn blocked_in(session: &Session, near: &[ThreadKernel], gap: Interval) -> Vec<BlockedIn> {
     let mut found: Vec<BlockedIn> = Vec::new();
     for w in near.windows(2) {
-        let Some(name) = w[0].syscall else {
+        let Some(name) = w[0].syscall.or(w[1].syscall) else {
             continue;
+        };
+        let arg = if w[0].syscall.is_some() {
+            w[0].syscall_arg
+        } else {
+            w[1].syscall_arg
         };
         let pair = Interval::new(w[0].ts, w[1].ts);
         let ran = (w[1].user_ns + w[1].system_ns).saturating_sub(w[0].user_ns + w[0].system_ns);
@@ -147,12 +155,12 @@ fn blocked_in(session: &Session, near: &[ThreadKernel], gap: Interval) -> Vec<Bl
         match found.iter_mut().find(|b| b.call == call) {
             Some(b) => {
                 b.ns += ns;
-                b.arg = b.arg.max(w[0].syscall_arg);
+                b.arg = b.arg.max(arg);
             }
             None => found.push(BlockedIn {
                 call: call.to_owned(),
                 ns,
-                arg: w[0].syscall_arg,
+                arg,
             }),
         }
     }
@@ -437,6 +445,13 @@ mod tests {
             "{}",
             d.sentence()
         );
+        // Found in it only at the later reading: it entered the call after it last ran.
+        let entered = fixture(
+            &[(900, 0, 0), (3000, 10, 0)],
+            &[(900, 0, 0, 0, None), (3000, 0, 0, 10, Some("futex"))],
+        );
+        let k = tail(&entered).kernel.unwrap();
+        assert!(k.blocked_in[0].ns >= 1990 * MS, "{k:?}");
         let ran = fixture(
             &[(900, 0, 0), (3000, 1600, 0)],
             &[(900, 0, 0, 0, Some("futex")), (3000, 0, 1500, 0, None)],
