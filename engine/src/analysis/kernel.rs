@@ -233,7 +233,8 @@ pub fn faults_sentence(cpu_ns: u64, share_pct: f64, k: &KernelEvidence) -> Strin
     format!(
         "the thread ran on a CPU {} ({share_pct:.0}% of its time around the gap), {} of it in the kernel serving page faults: {}, memory touched for the first time or pinned",
         dur(cpu_ns),
-        dur(k.system_ns),
+        // The two come from different readings around the gap: never more than the whole.
+        dur(k.system_ns.min(cpu_ns)),
         faults_words(k),
     )
 }
@@ -249,7 +250,8 @@ pub fn in_kernel_sentence(cpu_ns: u64, share_pct: f64, k: &KernelEvidence) -> St
     format!(
         "the thread ran on a CPU {} ({share_pct:.0}% of its time around the gap), {} of it in the kernel with few page faults ({}): a system call no span covers (a munmap, madvise or mlock of a large range){seen}",
         dur(cpu_ns),
-        dur(k.system_ns),
+        // The two come from different readings around the gap: never more than the whole.
+        dur(k.system_ns.min(cpu_ns)),
         count(k.minor_faults + k.major_faults),
     )
 }
