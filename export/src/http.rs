@@ -18,7 +18,6 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::collections::HashMap;
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -331,11 +330,11 @@ impl RateLimited {
             self.held += 1;
             return;
         }
-        let more = match self.held {
-            0 => String::new(),
-            n => format!(" ({n} more like it held back)"),
-        };
-        let _ = writeln!(std::io::stderr(), "proofscope export: {line}{more}");
+        crate::log::log(
+            crate::log::Level::Warn,
+            line,
+            &[("held_back", &self.held.to_string())],
+        );
         self.last = Some(Instant::now());
         self.held = 0;
     }

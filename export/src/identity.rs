@@ -10,7 +10,6 @@
 use super::metrics::Metrics;
 use super::owned::Owned;
 use std::collections::HashMap;
-use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 #[derive(Debug)]
@@ -53,9 +52,10 @@ impl Workers {
             .unwrap_or_else(|| wanted.to_owned());
         if name != wanted {
             m.name_clashes.inc();
-            let _ = writeln!(
-                std::io::stderr(),
-                "proofscope export: two live provers ask for the worker name {wanted}: the later is {name} until the first is gone (give each its own PROOFSCOPE_INSTANCE)"
+            crate::log::log(
+                crate::log::Level::Warn,
+                "two live provers ask for one worker name: the later has another until the first is gone (give each its own PROOFSCOPE_INSTANCE)",
+                &[("wanted", wanted), ("given", &name)],
             );
         }
         let c = claims.entry(name.clone()).or_insert_with(|| Claim {

@@ -11,6 +11,7 @@ mod cap;
 mod exposition;
 mod http;
 mod identity;
+pub mod log;
 pub mod metrics;
 mod owned;
 mod process;
@@ -18,13 +19,13 @@ mod wake;
 mod watcher;
 
 use anyhow::{Context, Result};
+use log::Level;
 use metrics::Metrics;
 use probe_protocol::discovery;
 use prometheus_client::registry::Registry;
 use proofscope_engine::analysis::GapRule;
 use proofscope_engine::model::Retention;
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -87,14 +88,18 @@ pub fn run(opts: ExportOpts) -> Result<()> {
     let addr = listener
         .local_addr()
         .map_or_else(|_| opts.listen.clone(), |a| a.to_string());
-    let _ = writeln!(
-        std::io::stderr(),
-        "proofscope export: serving http://{addr}/metrics, watching {}",
-        opts.socket_dirs
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
+    let dirs: Vec<String> = opts
+        .socket_dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    log::log(
+        Level::Info,
+        "serving metrics",
+        &[
+            ("address", &format!("http://{addr}/metrics")),
+            ("socket_dirs", &dirs.join(",")),
+        ],
     );
     let m2 = metrics.clone();
     let o2 = opts.clone();
@@ -170,9 +175,10 @@ struct FleetGuard;
 
 impl Drop for FleetGuard {
     fn drop(&mut self) {
-        let _ = writeln!(
-            std::io::stderr(),
-            "proofscope export: the fleet thread stopped; exiting so that the exporter is restarted"
+        log::log(
+            Level::Error,
+            "the fleet thread stopped; exiting so that the exporter is restarted",
+            &[],
         );
         std::process::exit(1);
     }
@@ -294,10 +300,13 @@ impl Fleet {
                     );
                 }
                 Err(e) => {
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "proofscope export: cannot watch {}: {e}",
-                        path.display()
+                    log::log(
+                        Level::Warn,
+                        "cannot watch a prover",
+                        &[
+                            ("socket", &path.display().to_string()),
+                            ("err", &e.to_string()),
+                        ],
                     );
                 }
             }

@@ -23,7 +23,6 @@ use proofscope_engine::source::SourceMsg;
 use proofscope_engine::source::Target;
 use proofscope_engine::source::link::{Link, Next};
 use std::collections::{HashMap, VecDeque};
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -390,10 +389,10 @@ impl State {
     /// Prometheus will see what the history holds as a counter reset. Said once.
     fn history_cut(&self) {
         if let Some(l) = self.current_labels() {
-            let _ = writeln!(
-                std::io::stderr(),
-                "proofscope export: {}: the prover's history has lost its oldest events: its counters restart from what the history holds (a larger PROOFSCOPE_HISTORY_BYTES keeps more)",
-                l.worker
+            crate::log::log(
+                crate::log::Level::Warn,
+                "the prover's history has lost its oldest events: its counters restart from what the history holds (a larger PROOFSCOPE_HISTORY_BYTES keeps more)",
+                &[("worker", &l.worker)],
             );
         }
     }
@@ -544,11 +543,10 @@ impl State {
             };
             self.m.captures.get_or_create(&c).inc();
             self.owned.captures.insert(c);
-            let _ = writeln!(
-                std::io::stderr(),
-                "proofscope export: {}: {}",
-                l.worker,
-                outcome.describe()
+            crate::log::log(
+                crate::log::Level::Info,
+                &outcome.describe(),
+                &[("worker", &l.worker), ("result", outcome.result())],
             );
         }
     }

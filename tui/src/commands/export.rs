@@ -8,6 +8,7 @@ use proofscope_engine::model::Retention;
 
 /// Runs the exporter until it is stopped.
 pub(crate) fn export(x: &crate::cli::ExportArgs) -> Result<Exit> {
+    proofscope_export::log::init(x.log_level, x.log_format);
     proofscope_export::run(proofscope_export::ExportOpts {
         listen: x.listen.clone(),
         sockets: x.sockets.clone(),
