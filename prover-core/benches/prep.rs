@@ -1,6 +1,8 @@
 //! `prep_msm` on a batch of SHA-256 assignments: the split read in place (what the pipeline
 //! runs) against copying each circuit's L, A and B scalars into fresh vectors first (what it
-//! did before). `PREP_LOG` / `PREP_K` set the size (default 2^18, 8 circuits).
+//! did before). `PREP_LOG` / `PREP_K` set the size (default 2^18, 8 circuits), `PREP_CIRCUIT`
+//! the circuit (`sha256` by default; `mixed` is supraseal's benchmark witness: 45 % zeros,
+//! 45 % ones, 10 % field elements).
 use blstrs::{G1Affine, G2Affine, Scalar};
 use criterion::{Criterion, criterion_group, criterion_main};
 use group::prime::PrimeCurveAffine;
@@ -19,7 +21,11 @@ fn env(name: &str, default: u32) -> u32 {
 
 fn bench(c: &mut Criterion) {
     let (log, k) = (env("PREP_LOG", 18), env("PREP_K", 8) as usize);
-    let size = CircuitKind::Sha256.size_for(log).expect("a SHA-256 size");
+    let kind = match std::env::var("PREP_CIRCUIT").as_deref() {
+        Ok("mixed") => CircuitKind::Mixed,
+        _ => CircuitKind::Sha256,
+    };
+    let size = kind.size_for(log).expect("a size of that circuit");
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
     let circuits: Vec<_> = (0..k).map(|_| size.random(&mut rng).0).collect();
     let batch: Vec<ProvingAssignment> = circuits
@@ -38,7 +44,7 @@ fn bench(c: &mut Criterion) {
     let g1 = vec![G1Affine::generator(); n];
     let g2 = vec![G2Affine::generator(); n];
 
-    let mut g = c.benchmark_group(format!("prep_msm sha256 2^{log} x {k}"));
+    let mut g = c.benchmark_group(format!("prep_msm {} 2^{log} x {k}", kind.name()));
     g.sample_size(10);
     g.bench_function("in place (QueryView)", |b| {
         b.iter(|| prep::prepare(&g1, &g1, &g1, &g2, &dens, &ins, &aux))

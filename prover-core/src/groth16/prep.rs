@@ -56,8 +56,35 @@ pub struct Prepared {
     pub b_inputs: Vec<Vec<Scalar>>,
 }
 
-fn significant(s: &Scalar) -> bool {
-    !(bool::from(s.is_zero()) || *s == Scalar::ONE)
+/// A scalar's class for the split, from its Montgomery limbs (no constant-time compare: the
+/// witness is the prover's own, and `is_zero` and `==` through `subtle` cost most of the scan).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Zero,
+    One,
+    Other,
+}
+
+fn classify(s: &Scalar, one: &blst::blst_fr) -> Class {
+    let l = blst::blst_fr::from(*s).l;
+    if l == [0; 4] {
+        Class::Zero
+    } else if l == one.l {
+        Class::One
+    } else {
+        Class::Other
+    }
+}
+
+/// The variables of a query per block of the split's one pass (see [`split_view`]).
+const BLOCK: usize = 4096;
+
+/// What one block of variables gives the split: its significant positions, and per circuit
+/// the scalars there and the positions whose scalar is one elsewhere.
+struct BlockSplit {
+    tail: Vec<u32>,
+    tail_scalars: Vec<Vec<Scalar>>,
+    ones: Vec<Vec<u32>>,
 }
 
 /// One query's scalars for every circuit of the batch, read where they lie: element j of
@@ -109,23 +136,23 @@ pub fn split_query(full_bases: &[G1Affine], scalars: Vec<Vec<Scalar>>) -> QueryS
     )
 }
 
-/// Splits one query read in place (see [`QueryView`]).
+/// Splits one query read in place (see [`QueryView`]), in one pass over the scalars: by
+/// blocks of variables, in parallel, each block's scalars of every circuit read once (each
+/// circuit's run in order: 48 interleaved streams would defeat the prefetchers) and
+/// classified; the block's tail, tail scalars and ones are taken from what it read, while it is
+/// in cache. Three passes before (the significance scan, the gather of the tail, a scan for
+/// the ones) read every scalar twice and the tail's three times: 4 mixed circuits of 2^20 took
+/// 340–346 ms on the build VM, 202–205 ms now; 8 SHA-256 circuits of 2^18, 67–74 ms against
+/// 37–39 (docs/BENCHMARKS.md).
 pub fn split_view(full_bases: &[G1Affine], view: QueryView<'_>) -> QuerySplit {
     let len = view.len();
     let k = view.circuits.len();
-    // By blocks of variables, each circuit's run read in order (48 interleaved streams, one
-    // per circuit, would defeat the prefetchers).
-    const BLOCK: usize = 4096;
-    let mut sig = vec![false; len];
-    sig.par_chunks_mut(BLOCK).enumerate().for_each(|(b, out)| {
-        let base = b * BLOCK;
-        for c in 0..k {
-            for (j, o) in out.iter_mut().enumerate() {
-                *o = *o || significant(view.get(c, base + j));
-            }
-        }
-    });
-    let count = sig.iter().filter(|&&x| x).count();
+    let one = blst::blst_fr::from(Scalar::ONE);
+    let blocks: Vec<BlockSplit> = (0..len.div_ceil(BLOCK))
+        .into_par_iter()
+        .map(|b| split_block(&view, b * BLOCK..((b + 1) * BLOCK).min(len), &one))
+        .collect();
+    let count: usize = blocks.iter().map(|b| b.tail.len()).sum();
     if count * 2 > len {
         return QuerySplit {
             tail_scalars: (0..k)
@@ -136,29 +163,93 @@ pub fn split_view(full_bases: &[G1Affine], view: QueryView<'_>) -> QuerySplit {
             ..QuerySplit::default()
         };
     }
-    let tail_index: Vec<u32> = (0..len as u32).filter(|&i| sig[i as usize]).collect();
+    let tail_index: Vec<u32> = blocks.iter().flat_map(|b| b.tail.iter().copied()).collect();
     let tail_bases: Vec<G1Affine> = tail_index
         .par_iter()
         .map(|&i| full_bases[i as usize])
         .collect();
-    let tail_scalars = (0..k)
-        .into_par_iter()
-        .map(|c| view.gather(c, tail_index.iter().map(|&i| i as usize)))
-        .collect();
-    let ones = (0..k)
+    let (tail_scalars, ones) = (0..k)
         .into_par_iter()
         .map(|c| {
-            (0..len as u32)
-                .filter(|&i| !sig[i as usize] && *view.get(c, i as usize) == Scalar::ONE)
-                .collect()
+            let s: Vec<Scalar> = blocks
+                .iter()
+                .flat_map(|b| b.tail_scalars[c].iter().copied())
+                .collect();
+            let o: Vec<u32> = blocks
+                .iter()
+                .flat_map(|b| b.ones[c].iter().copied())
+                .collect();
+            (s, o)
         })
-        .collect();
+        .unzip();
     QuerySplit {
         tail_index: Some(tail_index),
         tail_bases,
         tail_scalars,
         ones,
         len,
+    }
+}
+
+/// One block's part of the split: which of its variables are significant in any circuit,
+/// each circuit's scalars there, and each circuit's ones among the rest.
+fn split_block(
+    view: &QueryView<'_>,
+    range: std::ops::Range<usize>,
+    one: &blst::blst_fr,
+) -> BlockSplit {
+    let k = view.circuits.len();
+    let n = range.len();
+    let mut class = vec![Class::Zero; k * n];
+    let mut sig = vec![false; n];
+    let mut ones_seen = vec![0usize; k];
+    for c in 0..k {
+        let row = &mut class[c * n..(c + 1) * n];
+        let mut mark = |(cl, s): (&mut Class, &mut bool), scalar: &Scalar| {
+            *cl = classify(scalar, one);
+            *s |= *cl == Class::Other;
+            ones_seen[c] += usize::from(*cl == Class::One);
+        };
+        // The position lookup decided once a run, not once a scalar.
+        let scalars = view.circuits[c];
+        match view.pos {
+            Some(p) => {
+                for (x, &i) in row.iter_mut().zip(sig.iter_mut()).zip(&p[range.clone()]) {
+                    mark(x, &scalars[i as usize]);
+                }
+            }
+            None => {
+                for (x, s) in row
+                    .iter_mut()
+                    .zip(sig.iter_mut())
+                    .zip(&scalars[range.clone()])
+                {
+                    mark(x, s);
+                }
+            }
+        }
+    }
+    let mut tail = Vec::with_capacity(sig.iter().filter(|&&s| s).count());
+    tail.extend((0..n).filter(|&j| sig[j]).map(|j| (range.start + j) as u32));
+    let tail_scalars = (0..k)
+        .map(|c| tail.iter().map(|&i| *view.get(c, i as usize)).collect())
+        .collect();
+    let ones = (0..k)
+        .map(|c| {
+            let row = &class[c * n..(c + 1) * n];
+            let mut o = Vec::with_capacity(ones_seen[c]);
+            o.extend(
+                (0..n)
+                    .filter(|&j| !sig[j] && row[j] == Class::One)
+                    .map(|j| (range.start + j) as u32),
+            );
+            o
+        })
+        .collect();
+    BlockSplit {
+        tail,
+        tail_scalars,
+        ones,
     }
 }
 
