@@ -185,22 +185,7 @@ fn encode_body(out: &mut Vec<u8>, cur: &mut Cursor, ev: &Event) -> Result<(), En
             write_opt_uint(out, p.used_bytes);
         }
         // Added in 1.7: absolute, as ThreadSched.
-        Event::ThreadKernel(k) => {
-            let t = u64::from(k.thread);
-            uints(
-                out,
-                &[
-                    k.ts,
-                    t,
-                    k.minor_faults,
-                    k.major_faults,
-                    k.user_ns,
-                    k.system_ns,
-                ],
-            );
-            write_opt_uint(out, k.syscall.map(u64::from));
-            write_uint(out, k.syscall_arg);
-        }
+        Event::ThreadKernel(k) => encode_thread_kernel(out, k),
         // Added in 1.7: absolute, as ThreadSched.
         Event::StackSample(s) => {
             uints(out, &[s.ts, u64::from(s.thread), u64::from(s.stack)]);
@@ -211,6 +196,16 @@ fn encode_body(out: &mut Vec<u8>, cur: &mut Cursor, ev: &Event) -> Result<(), En
         }
     }
     Ok(())
+}
+
+fn encode_thread_kernel(out: &mut Vec<u8>, k: &ThreadKernel) {
+    use msgpack::*;
+    let counters = [k.minor_faults, k.major_faults, k.user_ns, k.system_ns];
+    write_uint(out, k.ts);
+    write_uint(out, u64::from(k.thread));
+    counters.iter().for_each(|v| write_uint(out, *v));
+    write_opt_uint(out, k.syscall.map(u64::from));
+    write_uint(out, k.syscall_arg);
 }
 
 fn encode_marker(out: &mut Vec<u8>, cur: &mut Cursor, m: &Marker) -> Result<(), EncodeError> {

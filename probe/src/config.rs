@@ -25,6 +25,65 @@ pub const DEFAULT_LARGE_BLOCK: u64 = 1 << 20;
 /// Blocks from this size on carry their call stack: a capture costs about what freeing a few
 /// MiB does, so it stays a small share of these frees (docs/BENCHMARKS.md).
 pub const DEFAULT_STACK_BLOCK: u64 = 16 << 20;
+/// A size variable (`1048576`, `1M`).
+fn env_size(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<Option<u64>, ConfigError> {
+    match get(name) {
+        None => Ok(None),
+        Some(v) => parse_size(&v).map(Some).ok_or(ConfigError {
+            name,
+            value: v,
+            reason: "expected a size in bytes, e.g. 1048576 or 1M",
+        }),
+    }
+}
+
+/// A whole number of milliseconds.
+fn env_millis(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<Option<u64>, ConfigError> {
+    match get(name) {
+        None => Ok(None),
+        Some(v) => v.trim().parse::<u64>().map(Some).map_err(|_| ConfigError {
+            name,
+            value: v,
+            reason: "expected a whole number of milliseconds",
+        }),
+    }
+}
+
+/// A flag: 1/0, true/false, yes/no, on/off (empty: off).
+fn env_flag(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<Option<bool>, ConfigError> {
+    let Some(v) = get(name) else { return Ok(None) };
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(Some(true)),
+        "0" | "false" | "no" | "off" | "" => Ok(Some(false)),
+        _ => Err(ConfigError {
+            name,
+            value: v,
+            reason: "expected 1/0, true/false",
+        }),
+    }
+}
+
+/// `PROOFSCOPE_STACK_HZ`: samples a second, at most 10,000.
+fn stack_hz(v: String) -> Result<u32, ConfigError> {
+    match v.trim().parse::<u32>() {
+        Ok(hz) if hz <= 10_000 => Ok(hz),
+        _ => Err(ConfigError {
+            name: "PROOFSCOPE_STACK_HZ",
+            value: v,
+            reason: "expected a whole number of samples a second, 0 to 10000",
+        }),
+    }
+}
+
 /// Stack samples a second of a followed thread's CPU time: perf's default is 4,000; at 99 a
 /// thread busy all the time costs ~0.1 % of a core (docs/BENCHMARKS.md).
 pub const DEFAULT_STACK_HZ: u32 = 99;
@@ -145,58 +204,21 @@ impl ProbeConfig {
         mut self,
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<ProbeConfig, ConfigError> {
-        let size = |name: &'static str| -> Result<Option<u64>, ConfigError> {
-            match get(name) {
-                None => Ok(None),
-                Some(v) => parse_size(&v).map(Some).ok_or(ConfigError {
-                    name,
-                    value: v,
-                    reason: "expected a size in bytes, e.g. 1048576 or 1M",
-                }),
+        let size = |name| env_size(&get, name);
+        let millis = |name| env_millis(&get, name);
+        let flag = |name| env_flag(&get, name);
+        let flags = [
+            ("PROOFSCOPE_OFF", &mut self.off),
+            ("PROOFSCOPE_SCHED", &mut self.sched_sample),
+            ("PROOFSCOPE_KERNEL", &mut self.kernel_sample),
+        ];
+        for (name, field) in flags {
+            if let Some(v) = flag(name)? {
+                *field = v;
             }
-        };
-        let millis = |name: &'static str| -> Result<Option<u64>, ConfigError> {
-            match get(name) {
-                None => Ok(None),
-                Some(v) => v.trim().parse::<u64>().map(Some).map_err(|_| ConfigError {
-                    name,
-                    value: v,
-                    reason: "expected a whole number of milliseconds",
-                }),
-            }
-        };
-        let flag = |name: &'static str| -> Result<Option<bool>, ConfigError> {
-            let Some(v) = get(name) else { return Ok(None) };
-            match v.trim().to_ascii_lowercase().as_str() {
-                "1" | "true" | "yes" | "on" => Ok(Some(true)),
-                "0" | "false" | "no" | "off" | "" => Ok(Some(false)),
-                _ => Err(ConfigError {
-                    name,
-                    value: v,
-                    reason: "expected 1/0, true/false",
-                }),
-            }
-        };
-        if let Some(v) = flag("PROOFSCOPE_OFF")? {
-            self.off = v;
-        }
-        if let Some(v) = flag("PROOFSCOPE_SCHED")? {
-            self.sched_sample = v;
-        }
-        if let Some(v) = flag("PROOFSCOPE_KERNEL")? {
-            self.kernel_sample = v;
         }
         if let Some(v) = get("PROOFSCOPE_STACK_HZ") {
-            self.stack_hz = match v.trim().parse::<u32>() {
-                Ok(hz) if hz <= 10_000 => hz,
-                _ => {
-                    return Err(ConfigError {
-                        name: "PROOFSCOPE_STACK_HZ",
-                        value: v,
-                        reason: "expected a whole number of samples a second, 0 to 10000",
-                    });
-                }
-            };
+            self.stack_hz = stack_hz(v)?;
         }
         match get("PROOFSCOPE_STACK_BLOCK") {
             Some(v) if matches!(v.trim(), "off" | "none" | "0") => self.stack_block = u64::MAX,

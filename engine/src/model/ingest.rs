@@ -184,31 +184,10 @@ impl Session {
                 |x| x.gpu.entry(g.device).or_default().push(*g),
                 SAMPLE_BYTES,
             ),
-            Event::ThreadSched(t) => self.sample(
-                t.ts,
-                |x| x.sched.entry(ThreadId(t.thread)).or_default().push(t),
-                SAMPLE_BYTES,
-            ),
-            Event::ThreadKernel(k) => self.sample(
-                k.ts,
-                |x| x.kernel.entry(ThreadId(k.thread)).or_default().push(k),
-                SAMPLE_BYTES,
-            ),
-            Event::StackSample(k) => self.sample(
-                k.ts,
-                |x| {
-                    x.stack_samples
-                        .entry(ThreadId(k.thread))
-                        .or_default()
-                        .push(k)
-                },
-                SAMPLE_BYTES,
-            ),
-            Event::OutputWrite(w) => self.sample(
-                w.ts,
-                |x| x.outputs.entry(w.stream).or_default().push(w),
-                SAMPLE_BYTES,
-            ),
+            e @ (Event::ThreadSched(_)
+            | Event::ThreadKernel(_)
+            | Event::StackSample(_)
+            | Event::OutputWrite(_)) => self.thread_sample(e),
             Event::GpuProcess(p) => {
                 self.gpu_contexts.apply(&p);
                 0
@@ -237,6 +216,39 @@ impl Session {
         };
         self.bytes += grew;
         grew
+    }
+
+    /// A sample of one thread's (or one stream's) series: its scheduler or kernel counters,
+    /// a stack sample, a write to stdout or stderr.
+    fn thread_sample(&mut self, ev: Event) -> usize {
+        match ev {
+            Event::ThreadSched(t) => self.sample(
+                t.ts,
+                |x| x.sched.entry(ThreadId(t.thread)).or_default().push(t),
+                SAMPLE_BYTES,
+            ),
+            Event::ThreadKernel(k) => self.sample(
+                k.ts,
+                |x| x.kernel.entry(ThreadId(k.thread)).or_default().push(k),
+                SAMPLE_BYTES,
+            ),
+            Event::StackSample(k) => self.sample(
+                k.ts,
+                |x| {
+                    x.stack_samples
+                        .entry(ThreadId(k.thread))
+                        .or_default()
+                        .push(k)
+                },
+                SAMPLE_BYTES,
+            ),
+            Event::OutputWrite(w) => self.sample(
+                w.ts,
+                |x| x.outputs.entry(w.stream).or_default().push(w),
+                SAMPLE_BYTES,
+            ),
+            _ => 0,
+        }
     }
 
     /// A defined thread's first and last event times: threads of one name alive at once are
