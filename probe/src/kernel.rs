@@ -97,22 +97,19 @@ impl KernelTrack {
 }
 
 /// System call numbers to interned names (the name table takes a lock: once per number).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct SyscallNames {
     ids: HashMap<u32, u32>,
-    /// Nanoseconds per clock tick of `stat`'s times.
-    tick_ns: u64,
 }
 
-impl Default for SyscallNames {
-    fn default() -> Self {
+/// Nanoseconds per clock tick of `stat`'s times (asked once, when first needed).
+fn tick_ns() -> u64 {
+    static TICK: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TICK.get_or_init(|| {
         // SAFETY: sysconf only reads a constant of the system.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        SyscallNames {
-            ids: HashMap::new(),
-            tick_ns: 1_000_000_000 / u64::try_from(hz).ok().filter(|&h| h > 0).unwrap_or(100),
-        }
-    }
+        1_000_000_000 / u64::try_from(hz).ok().filter(|&h| h > 0).unwrap_or(100)
+    })
 }
 
 impl SyscallNames {
@@ -132,8 +129,8 @@ impl SyscallNames {
             thread,
             minor_faults: r.minor_faults,
             major_faults: r.major_faults,
-            user_ns: r.user_ticks * self.tick_ns,
-            system_ns: r.system_ticks * self.tick_ns,
+            user_ns: r.user_ticks * tick_ns(),
+            system_ns: r.system_ticks * tick_ns(),
             syscall: r.syscall.map(|(nr, _)| self.id(nr)),
             syscall_arg: r.syscall.map_or(0, |(_, a)| a),
         })

@@ -446,12 +446,14 @@ pub struct ExportArgs {
     pub max_mib_per_prover: u64,
     #[command(flatten)]
     pub capture: CaptureArgs,
-    /// Log lines at or above this level: debug, info, warn or error.
-    #[arg(long = "log.level", value_name = "LEVEL", default_value = "info")]
-    pub log_level: proofscope_export::log::Level,
-    /// Log line format: logfmt or json (the keys time, level and msg, as node_exporter's).
-    #[arg(long = "log.format", value_name = "FORMAT", default_value = "logfmt")]
-    pub log_format: proofscope_export::log::Format,
+    /// Log lines at or above this level.
+    #[arg(long = "log.level", value_name = "LEVEL", default_value = "info",
+          value_parser = ["debug", "info", "warn", "error"])]
+    pub log_level: String,
+    /// Log line format (the keys time, level and msg, as node_exporter's).
+    #[arg(long = "log.format", value_name = "FORMAT", default_value = "logfmt",
+          value_parser = ["logfmt", "json"])]
+    pub log_format: String,
 }
 
 impl MemoryArgs {

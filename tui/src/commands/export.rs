@@ -8,7 +8,9 @@ use proofscope_engine::model::Retention;
 
 /// Runs the exporter until it is stopped.
 pub(crate) fn export(x: &crate::cli::ExportArgs) -> Result<Exit> {
-    proofscope_export::log::init(x.log_level, x.log_format);
+    let level = x.log_level.parse().map_err(anyhow::Error::msg)?;
+    let format = x.log_format.parse().map_err(anyhow::Error::msg)?;
+    proofscope_export::log::init(level, format);
     proofscope_export::run(proofscope_export::ExportOpts {
         listen: x.listen.clone(),
         sockets: x.sockets.clone(),
