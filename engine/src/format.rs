@@ -1,5 +1,18 @@
 //! Human formats shared by views and reports.
 
+/// A count with thousands separated ("262,144").
+pub fn grouped(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `1.23 s`, `45.6 ms`, `789 µs`, `12 ns`.
 pub fn dur(ns: u64) -> String {
     let n = ns as f64;

@@ -63,9 +63,10 @@ pub(crate) struct StackSampler {
     /// Whether the kernel let an event count kernel time (tried first, once).
     kernel_too: Option<bool>,
     events: HashMap<u32, Event>,
-    /// Why the kernel refused, once: the session says it.
-    refused: Option<String>,
-    said: bool,
+    /// The kernel refused: no sampling from then on.
+    refused: bool,
+    /// Why, until the session has said it.
+    unsaid: Option<String>,
     /// Samples the kernel dropped (its ring was full).
     pub lost: u64,
 }
@@ -77,8 +78,8 @@ impl StackSampler {
             hz,
             kernel_too: None,
             events: HashMap::new(),
-            refused: None,
-            said: false,
+            refused: false,
+            unsaid: None,
             lost: 0,
         }
     }
@@ -86,40 +87,26 @@ impl StackSampler {
     /// Samples wire thread `thread` (OS tid `os_tid`) while `on`; opens its event on first
     /// need. A refusal stops all sampling and is kept for [`StackSampler::refusal`].
     pub fn follow(&mut self, thread: u32, os_tid: u32, on: bool) {
-        if self.hz == 0 || self.refused.is_some() {
+        if self.hz == 0 || self.refused {
             return;
         }
         if !self.events.contains_key(&thread) {
             if !on || self.events.len() >= MAX_THREADS {
                 return;
             }
-            let tried = match self.kernel_too {
-                Some(k) => open(os_tid, self.hz, k),
-                // Kernel time too where allowed; else user space only, from then on.
-                None => open(os_tid, self.hz, true).or_else(|e| {
-                    let refused = matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM));
-                    if refused {
-                        self.kernel_too = Some(false);
-                        open(os_tid, self.hz, false)
-                    } else {
-                        Err(e)
-                    }
-                }),
-            };
-            match tried {
+            match self.open(os_tid) {
                 Ok(e) => {
-                    self.kernel_too.get_or_insert(true);
                     self.events.insert(thread, e);
                 }
+                // A thread that exited is no refusal.
+                Err(why) if why.raw_os_error() == Some(libc::ESRCH) => return,
                 Err(why) => {
-                    // A thread that exited is no refusal.
-                    if why.raw_os_error() != Some(libc::ESRCH) {
-                        self.refused = Some(format!(
-                            "stack sampling off: perf_event_open refused ({why}; /proc/sys/kernel/perf_event_paranoid {})",
-                            paranoid()
-                        ));
-                        self.events.clear();
-                    }
+                    self.refused = true;
+                    self.unsaid = Some(format!(
+                        "stack sampling off: perf_event_open refused ({why}; /proc/sys/kernel/perf_event_paranoid {})",
+                        paranoid()
+                    ));
+                    self.events.clear();
                     return;
                 }
             }
@@ -139,6 +126,23 @@ impl StackSampler {
         }
     }
 
+    /// Thread `os_tid`'s event: counting kernel time too where the kernel allows it (tried on
+    /// the first thread), else user space only from then on.
+    fn open(&mut self, os_tid: u32) -> std::io::Result<Event> {
+        if let Some(k) = self.kernel_too {
+            return open(os_tid, self.hz, k);
+        }
+        let e = match open(os_tid, self.hz, true) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
+                self.kernel_too = Some(false);
+                return open(os_tid, self.hz, false);
+            }
+            r => r?,
+        };
+        self.kernel_too = Some(true);
+        Ok(e)
+    }
+
     /// The thread exited: its event goes.
     pub fn forget(&mut self, thread: u32) {
         self.events.remove(&thread);
@@ -146,12 +150,7 @@ impl StackSampler {
 
     /// Why sampling is off, the first time it is asked after the kernel refused.
     pub fn refusal(&mut self) -> Option<String> {
-        if self.said {
-            return None;
-        }
-        let r = self.refused.clone()?;
-        self.said = true;
-        Some(r)
+        self.unsaid.take()
     }
 
     /// Takes every sample the kernel wrote since the last call: (wire thread, sample).

@@ -447,13 +447,29 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub capture: CaptureArgs,
     /// Log lines at or above this level.
-    #[arg(long = "log.level", value_name = "LEVEL", default_value = "info",
-          value_parser = ["debug", "info", "warn", "error"])]
-    pub log_level: String,
+    #[arg(long = "log.level", value_name = "LEVEL", value_enum, default_value_t = LogLevel::Info)]
+    pub log_level: LogLevel,
     /// Log line format (the keys time, level and msg, as node_exporter's).
-    #[arg(long = "log.format", value_name = "FORMAT", default_value = "logfmt",
-          value_parser = ["logfmt", "json"])]
-    pub log_format: String,
+    #[arg(long = "log.format", value_name = "FORMAT", value_enum, default_value_t = LogFormat::Logfmt)]
+    pub log_format: LogFormat,
+}
+
+/// `export --log.level`: mapped onto the exporter's levels in `commands/export.rs`, the one
+/// place that names the exporter crate (an exhaustive match: a level added to either side
+/// fails to compile until it is on both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// `export --log.format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Logfmt,
+    Json,
 }
 
 impl MemoryArgs {

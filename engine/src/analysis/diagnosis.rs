@@ -474,11 +474,8 @@ fn thread_kind(s: &SchedEvidence, k: Option<&KernelEvidence>) -> DiagnosisKind {
 fn thread_sentences(s: &SchedEvidence, k: Option<&KernelEvidence>, len: u64) -> Vec<String> {
     let share = s.cpu_ns as f64 / s.window_ns.max(1) as f64 * 100.0;
     match (thread_kind(s, k), k) {
-        (DiagnosisKind::PageFaults, Some(k)) => {
-            vec![super::kernel::faults_sentence(s.cpu_ns, share, k) + &stretched(s)]
-        }
-        (DiagnosisKind::InKernel, Some(k)) => {
-            vec![super::kernel::in_kernel_sentence(s.cpu_ns, share, k) + &stretched(s)]
+        (DiagnosisKind::PageFaults | DiagnosisKind::InKernel, Some(k)) => {
+            vec![super::kernel::kernel_sentence(s.cpu_ns, share, k) + &stretched(s)]
         }
         (_, k) => std::iter::once(sched_sentence(s))
             .chain(k.map(|k| super::kernel::detail(k, len)).unwrap_or_default())

@@ -10,7 +10,7 @@
 //! the system call of the earlier one held until the later one.
 
 use super::gaps::Interval;
-use crate::format::{bytes, dur};
+use crate::format::{bytes, dur, grouped};
 use crate::model::{Session, ThreadId};
 use probe_protocol::ThreadKernel;
 
@@ -169,17 +169,12 @@ fn blocked_in(session: &Session, near: &[ThreadKernel], gap: Interval) -> Vec<Bl
     found
 }
 
-/// A count with thousands separated ("262,144").
-fn count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+/// The calls on a range of memory, whose second argument is its length.
+fn is_memory_call(call: &str) -> bool {
+    matches!(
+        call,
+        "munmap" | "madvise" | "mlock" | "mlock2" | "munlock" | "mmap" | "mprotect"
+    )
 }
 
 /// What a system call's blocking usually means, for a reader who does not know the call.
@@ -194,22 +189,17 @@ fn meaning(call: &str) -> &'static str {
         "poll" | "ppoll" | "select" | "pselect6" | "epoll_wait" | "epoll_pwait"
         | "epoll_pwait2" => " (waiting for an event)",
         "wait4" | "waitid" => " (a child process)",
-        "munmap" | "madvise" | "mlock" | "mlock2" | "munlock" | "mmap" | "mprotect" => {
-            " (a large range's pages)"
-        }
+        c if is_memory_call(c) => " (a large range's pages)",
         _ => "",
     }
 }
 
 /// A call the thread was blocked in, in words: "in `futex` 0.30 s (a lock or …)".
 pub fn blocked_words(b: &BlockedIn) -> String {
-    let size = match b.call.as_str() {
-        "munmap" | "madvise" | "mlock" | "mlock2" | "munlock" | "mmap" | "mprotect"
-            if b.arg > 0 =>
-        {
-            format!(" of {}", bytes(b.arg))
-        }
-        _ => String::new(),
+    let size = if is_memory_call(&b.call) && b.arg > 0 {
+        format!(" of {}", bytes(b.arg))
+    } else {
+        String::new()
     };
     format!("in `{}`{size} {}{}", b.call, dur(b.ns), meaning(&b.call))
 }
@@ -217,42 +207,43 @@ pub fn blocked_words(b: &BlockedIn) -> String {
 /// The faults, as a clause: "262,144 minor faults (≈ 1.0 GB at 4 KiB a page)".
 fn faults_words(k: &KernelEvidence) -> String {
     let major = if k.major_faults > 0 {
-        format!(" and {} major (read from disk)", count(k.major_faults))
+        format!(" and {} major (read from disk)", grouped(k.major_faults))
     } else {
         String::new()
     };
     format!(
         "{} minor faults{major} (≈ {} at 4 KiB a page)",
-        count(k.minor_faults),
+        grouped(k.minor_faults),
         bytes(k.faulted_bytes())
     )
 }
 
-/// The thread on a CPU mostly in the kernel serving page faults.
-pub fn faults_sentence(cpu_ns: u64, share_pct: f64, k: &KernelEvidence) -> String {
-    format!(
-        "the thread ran on a CPU {} ({share_pct:.0}% of its time around the gap), {} of it in the kernel serving page faults: {}, memory touched for the first time or pinned",
-        dur(cpu_ns),
-        // The two come from different readings around the gap: never more than the whole.
-        dur(k.system_ns.min(cpu_ns)),
-        faults_words(k),
-    )
-}
-
-/// The thread on a CPU mostly in the kernel with few faults: another call into the kernel.
-pub fn in_kernel_sentence(cpu_ns: u64, share_pct: f64, k: &KernelEvidence) -> String {
-    let seen: Vec<String> = k.blocked_in.iter().map(blocked_words).collect();
-    let seen = if seen.is_empty() {
-        String::new()
+/// The thread on a CPU mostly in the kernel: serving page faults when `k` is
+/// [`KernelEvidence::faulting`], else another call into the kernel (named where a sample saw
+/// the thread blocked in one).
+pub fn kernel_sentence(cpu_ns: u64, share_pct: f64, k: &KernelEvidence) -> String {
+    let what = if k.faulting() {
+        format!(
+            "serving page faults: {}, memory touched for the first time or pinned",
+            faults_words(k)
+        )
     } else {
-        format!("; seen {}", seen.join(", "))
+        let seen: Vec<String> = k.blocked_in.iter().map(blocked_words).collect();
+        let seen = if seen.is_empty() {
+            String::new()
+        } else {
+            format!("; seen {}", seen.join(", "))
+        };
+        format!(
+            "with few page faults ({}): a system call no span covers (a munmap, madvise or mlock of a large range){seen}",
+            grouped(k.minor_faults + k.major_faults),
+        )
     };
     format!(
-        "the thread ran on a CPU {} ({share_pct:.0}% of its time around the gap), {} of it in the kernel with few page faults ({}): a system call no span covers (a munmap, madvise or mlock of a large range){seen}",
+        "the thread ran on a CPU {} ({share_pct:.0}% of its time around the gap), {} of it in the kernel {what}",
         dur(cpu_ns),
         // The two come from different readings around the gap: never more than the whole.
         dur(k.system_ns.min(cpu_ns)),
-        count(k.minor_faults + k.major_faults),
     )
 }
 

@@ -5,7 +5,9 @@
 
 use super::ingest::{BLOCK_BYTES, SAMPLE_BYTES};
 use super::proof::cost;
+use super::series::{TimeSeries, Timed};
 use super::{Model, Retention, Session};
+use std::collections::BTreeMap;
 
 impl Model {
     fn over(&self) -> bool {
@@ -122,37 +124,34 @@ enum Store {
     Output,
 }
 
+/// Drops the samples before `ts` of every series of a map; returns how many.
+fn trim_all_before<K, T: Timed>(map: &mut BTreeMap<K, TimeSeries<T>>, ts: u64) -> usize {
+    map.values_mut().map(|t| t.trim_before(ts)).sum()
+}
+
+/// The length of a map's longest series.
+fn longest<K, T: Timed>(map: &BTreeMap<K, TimeSeries<T>>) -> usize {
+    map.values().map(TimeSeries::len).max().unwrap_or(0)
+}
+
+/// Halves a map's longest series; returns how many samples went.
+fn trim_longest_half<K, T: Timed>(map: &mut BTreeMap<K, TimeSeries<T>>) -> usize {
+    map.values_mut()
+        .max_by_key(|t| t.len())
+        .map_or(0, |t| t.trim_half())
+}
+
 impl Session {
     /// Drops samples of every series before `ts`; returns how many.
     fn trim_series_before(&mut self, ts: u64) -> usize {
         self.alloc.trim_before(ts)
             + self.releases.trim_before(ts)
             + self.allocs.trim_before(ts)
-            + self
-                .gpu
-                .values_mut()
-                .map(|g| g.trim_before(ts))
-                .sum::<usize>()
-            + self
-                .sched
-                .values_mut()
-                .map(|t| t.trim_before(ts))
-                .sum::<usize>()
-            + self
-                .kernel
-                .values_mut()
-                .map(|t| t.trim_before(ts))
-                .sum::<usize>()
-            + self
-                .stack_samples
-                .values_mut()
-                .map(|t| t.trim_before(ts))
-                .sum::<usize>()
-            + self
-                .outputs
-                .values_mut()
-                .map(|t| t.trim_before(ts))
-                .sum::<usize>()
+            + trim_all_before(&mut self.gpu, ts)
+            + trim_all_before(&mut self.sched, ts)
+            + trim_all_before(&mut self.kernel, ts)
+            + trim_all_before(&mut self.stack_samples, ts)
+            + trim_all_before(&mut self.outputs, ts)
     }
 
     /// Halves the largest store outside proofs; (items removed, bytes each), `None` when all
@@ -162,32 +161,13 @@ impl Session {
             (Store::Alloc, self.alloc.len()),
             (Store::Releases, self.releases.len()),
             (Store::Allocs, self.allocs.len()),
-            (
-                Store::Gpu,
-                self.gpu.values().map(|g| g.len()).max().unwrap_or(0),
-            ),
+            (Store::Gpu, longest(&self.gpu)),
             (Store::Loose, self.loose.items()),
             (Store::Drops, self.drops.len()),
-            (
-                Store::Sched,
-                self.sched.values().map(|t| t.len()).max().unwrap_or(0),
-            ),
-            (
-                Store::Kernel,
-                self.kernel.values().map(|t| t.len()).max().unwrap_or(0),
-            ),
-            (
-                Store::StackSamples,
-                self.stack_samples
-                    .values()
-                    .map(|t| t.len())
-                    .max()
-                    .unwrap_or(0),
-            ),
-            (
-                Store::Output,
-                self.outputs.values().map(|t| t.len()).max().unwrap_or(0),
-            ),
+            (Store::Sched, longest(&self.sched)),
+            (Store::Kernel, longest(&self.kernel)),
+            (Store::StackSamples, longest(&self.stack_samples)),
+            (Store::Output, longest(&self.outputs)),
         ];
         // Of equal sizes, the last listed goes first (`max_by_key` keeps the last maximum).
         let (store, n) = sizes.iter().copied().max_by_key(|(_, n)| *n)?;
@@ -198,10 +178,7 @@ impl Session {
             Store::Alloc => (self.alloc.trim_half(), SAMPLE_BYTES),
             Store::Releases => (self.releases.trim_half(), BLOCK_BYTES),
             Store::Allocs => (self.allocs.trim_half(), BLOCK_BYTES),
-            Store::Gpu => {
-                let g = self.gpu.values_mut().max_by_key(|g| g.len());
-                (g.map_or(0, |g| g.trim_half()), SAMPLE_BYTES)
-            }
+            Store::Gpu => (trim_longest_half(&mut self.gpu), SAMPLE_BYTES),
             Store::Loose => {
                 let (gone, n) = self.loose.trim_half();
                 for sp in gone {
@@ -209,22 +186,10 @@ impl Session {
                 }
                 (n, cost::SPAN)
             }
-            Store::Sched => {
-                let t = self.sched.values_mut().max_by_key(|t| t.len());
-                (t.map_or(0, |t| t.trim_half()), SAMPLE_BYTES)
-            }
-            Store::Kernel => {
-                let t = self.kernel.values_mut().max_by_key(|t| t.len());
-                (t.map_or(0, |t| t.trim_half()), SAMPLE_BYTES)
-            }
-            Store::StackSamples => {
-                let t = self.stack_samples.values_mut().max_by_key(|t| t.len());
-                (t.map_or(0, |t| t.trim_half()), SAMPLE_BYTES)
-            }
-            Store::Output => {
-                let t = self.outputs.values_mut().max_by_key(|t| t.len());
-                (t.map_or(0, |t| t.trim_half()), SAMPLE_BYTES)
-            }
+            Store::Sched => (trim_longest_half(&mut self.sched), SAMPLE_BYTES),
+            Store::Kernel => (trim_longest_half(&mut self.kernel), SAMPLE_BYTES),
+            Store::StackSamples => (trim_longest_half(&mut self.stack_samples), SAMPLE_BYTES),
+            Store::Output => (trim_longest_half(&mut self.outputs), SAMPLE_BYTES),
             Store::Drops => {
                 let n = self.drops.len().div_ceil(2);
                 self.drops.drain(..n);

@@ -6,36 +6,25 @@ pub trait Timed {
     fn ts(&self) -> u64;
 }
 
-impl Timed for probe_protocol::AllocSample {
-    fn ts(&self) -> u64 {
-        self.ts
-    }
+/// The protocol's sample kinds: their `ts` is the session time.
+macro_rules! timed {
+    ($($t:ident),*) => {$(
+        impl Timed for probe_protocol::$t {
+            fn ts(&self) -> u64 {
+                self.ts
+            }
+        }
+    )*};
 }
-impl Timed for probe_protocol::ThreadSched {
-    fn ts(&self) -> u64 {
-        self.ts
-    }
-}
-impl Timed for probe_protocol::ThreadKernel {
-    fn ts(&self) -> u64 {
-        self.ts
-    }
-}
-impl Timed for probe_protocol::StackSample {
-    fn ts(&self) -> u64 {
-        self.ts
-    }
-}
-impl Timed for probe_protocol::OutputWrite {
-    fn ts(&self) -> u64 {
-        self.ts
-    }
-}
-impl Timed for probe_protocol::GpuSample {
-    fn ts(&self) -> u64 {
-        self.ts
-    }
-}
+
+timed!(
+    AllocSample,
+    ThreadSched,
+    ThreadKernel,
+    StackSample,
+    OutputWrite,
+    GpuSample
+);
 
 #[derive(Debug, Clone)]
 pub struct TimeSeries<T> {

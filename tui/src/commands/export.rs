@@ -6,11 +6,29 @@ use anyhow::Result;
 use probe_protocol::discovery as discover;
 use proofscope_engine::model::Retention;
 
+fn level(l: crate::cli::LogLevel) -> proofscope_export::log::Level {
+    use crate::cli::LogLevel as C;
+    use proofscope_export::log::Level as E;
+    match l {
+        C::Debug => E::Debug,
+        C::Info => E::Info,
+        C::Warn => E::Warn,
+        C::Error => E::Error,
+    }
+}
+
+fn format(f: crate::cli::LogFormat) -> proofscope_export::log::Format {
+    use crate::cli::LogFormat as C;
+    use proofscope_export::log::Format as E;
+    match f {
+        C::Logfmt => E::Logfmt,
+        C::Json => E::Json,
+    }
+}
+
 /// Runs the exporter until it is stopped.
 pub(crate) fn export(x: &crate::cli::ExportArgs) -> Result<Exit> {
-    let level = x.log_level.parse().map_err(anyhow::Error::msg)?;
-    let format = x.log_format.parse().map_err(anyhow::Error::msg)?;
-    proofscope_export::log::init(level, format);
+    proofscope_export::log::init(level(x.log_level), format(x.log_format));
     proofscope_export::run(proofscope_export::ExportOpts {
         listen: x.listen.clone(),
         sockets: x.sockets.clone(),
