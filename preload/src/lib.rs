@@ -23,7 +23,7 @@
 use libc::{c_int, c_void, off_t, size_t};
 use std::cell::Cell;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 mod exec;
@@ -110,7 +110,7 @@ pub extern "C" fn proofscope_preload_attach_output(report: Option<WriteReporter>
 }
 
 /// The program's own probe asked: this library starts no session of its own.
-static TAKEN_OVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static TAKEN_OVER: AtomicBool = AtomicBool::new(false);
 
 /// This library's own session, when the program has none.
 static OWN: Mutex<Option<proofscope_probe::Probe>> = Mutex::new(None);
@@ -494,11 +494,33 @@ extern "C" fn start_own_session() {
     FORK_HANDLER.call_once(fds::init);
     // The program's signals never run on this thread, nor on the probe's it starts
     // (`with_signals_blocked` says why).
-    let _ = proofscope_probe::with_signals_blocked(|| {
+    let spawned = proofscope_probe::with_signals_blocked(|| {
         std::thread::Builder::new()
             .name("proofscope-preload".into())
-            .spawn(|| proofscope_probe::as_own_thread(start_after_delay))
+            .spawn(|| {
+                STARTER_UP.store(true, Ordering::Release);
+                proofscope_probe::as_own_thread(start_after_delay)
+            })
     });
+    if spawned.is_ok() {
+        wait_for_starter();
+    }
+}
+
+/// Set by the thread [`start_own_session`] starts, first thing.
+static STARTER_UP: AtomicBool = AtomicBool::new(false);
+
+/// Waits (at most 20 ms) until the starter thread runs: by then glibc has given it its arena
+/// (64 MiB of address space) and its stack, so that a program which reads its address space in
+/// `main` to bound it (`RLIMIT_AS`) counts them, and a session that would not fit is refused
+/// (the probe's headroom check) instead of taking the room from under it — under `proofscope
+/// run` the thread came up after `main` had read 7.6 MiB, then took 66 MiB, and 8 of the
+/// program's 400 `malloc`s failed. The wait costs a process about a thread's start (BENCHMARKS).
+fn wait_for_starter() {
+    let t0 = std::time::Instant::now();
+    while !STARTER_UP.load(Ordering::Acquire) && t0.elapsed() < Duration::from_millis(20) {
+        std::thread::yield_now();
+    }
 }
 
 /// The body of the thread `start_own_session` starts: the probe's work, its fds the probe's.

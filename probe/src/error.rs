@@ -36,6 +36,14 @@ pub enum ProbeError {
         what: &'static str,
         source: std::io::Error,
     },
+    #[error(
+        "the program bounds its address space (RLIMIT_AS {limit_mib} MiB, {free_mib} MiB of it left) and the probe's threads would reserve about {need_mib} MiB of it (glibc's 64 MiB arena and a stack per thread, the history budget): no session, so as to leave the program its memory; raise the limit to profile it"
+    )]
+    AddressSpace {
+        limit_mib: u64,
+        free_mib: u64,
+        need_mib: u64,
+    },
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
 }

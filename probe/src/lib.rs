@@ -25,6 +25,7 @@ mod encoded;
 mod error;
 mod fork;
 mod gpu;
+mod headroom;
 mod history;
 mod hook_queue;
 mod kernel;

@@ -35,6 +35,17 @@ pub struct Probe {
     gpu_reason: Option<String>,
 }
 
+/// The session's threads (collector, server, recorder, NVML sampler) and buffers must fit the
+/// program's address space with room to spare ([`crate::headroom`]).
+fn check_headroom(config: &ProbeConfig, gpus: bool) -> Result<(), ProbeError> {
+    let threads = 1
+        + u64::from(config.socket_path().is_some())
+        + u64::from(config.record.is_some())
+        + u64::from(gpus && config.gpu_sample.is_some());
+    let budgets = config.history_bytes as u64 + config.subscriber_bytes as u64;
+    crate::headroom::check(crate::headroom::need(threads, budgets))
+}
+
 fn spawn_named<T: Send + 'static>(
     name: &str,
     what: &'static str,
@@ -67,8 +78,9 @@ impl Probe {
             return Err(ProbeError::AlreadyRunning);
         }
         crate::fork::watch();
-        let clock = Clock::start();
         let inv = nvml::inventory();
+        check_headroom(&config, !inv.gpus.is_empty())?;
+        let clock = Clock::start();
         let hello = hello(&config, info, &clock, &inv);
         let socket = config.socket_path();
         let default_dir = config.socket == SocketChoice::Default;

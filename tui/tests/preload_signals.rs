@@ -25,10 +25,16 @@ fn build(dir: &Path) -> Option<PathBuf> {
 /// One run under the preload, its session on a socket of its own from the first instant;
 /// what it printed, or a deadlock.
 fn run_once(exe: &Path, socket: &Path) -> Result<String, String> {
-    let mut child = Command::new(exe)
-        .env("LD_PRELOAD", library("libproofscope_preload.so"))
+    let mut c = Command::new(exe);
+    c.env("LD_PRELOAD", library("libproofscope_preload.so"))
         .env("PROOFSCOPE_SOCKET", socket)
-        .env("PROOFSCOPE_PRELOAD_DELAY_MS", "0")
+        .env("PROOFSCOPE_PRELOAD_DELAY_MS", "0");
+    finished(c)
+}
+
+/// Runs `c` to its end: what it printed, or why not (a failure, or a deadlock).
+fn finished(mut c: Command) -> Result<String, String> {
+    let mut child = c
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -88,5 +94,27 @@ fn a_program_allocating_in_its_signal_handler_runs_20_times_in_a_row_under_the_p
             threads > 1,
             "run {run}: the probe's threads were there (the preload's session ran): {out}"
         );
+    }
+}
+
+/// A program forking from its timer's signal handler while another thread allocates, with the
+/// async-signal-safe `_Fork`, under `proofscope run`: 5 runs of 200 forks all finish — the
+/// child, in which no fork handler ran, exits; the probe in the parent goes on. (With glibc's
+/// `fork` the same program deadlocks without any observer: docs/RELIABILITY.md.)
+#[test]
+fn a_program_forking_from_its_signal_handler_runs_5_times_in_a_row_under_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = c_program(dir.path(), "fork_in_handler", &["-pthread"]) else {
+        return;
+    };
+    for run in 0..5 {
+        let mut c = Command::new(common::BIN);
+        c.args(["run", "--headless", "--preload"])
+            .arg(library("libproofscope_preload.so"))
+            .arg("--")
+            .arg(&exe)
+            .args(["_Fork", "200"]);
+        let out = finished(c).unwrap_or_else(|e| panic!("run {run}: {e}"));
+        assert!(out.contains("forked 200 times"), "run {run}: {out}");
     }
 }
