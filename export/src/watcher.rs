@@ -87,6 +87,12 @@ impl Watcher {
         self.live.load(Ordering::Relaxed)
     }
 
+    /// Asks the thread to stop, without waiting for it ([`Watcher::stop`] waits): the
+    /// watchers of many gone provers stop together, not one after another.
+    pub fn ask_to_stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
     /// Stops the thread after it has applied what it received.
     pub fn stop(mut self) {
         self.stop.store(true, Ordering::Relaxed);
