@@ -21,6 +21,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub use crate::web_config::{Access, Users};
+
 /// What a request asks, as the answer needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Asked {
@@ -140,6 +142,7 @@ const TAKE_OVER: Duration = Duration::from_millis(200);
 pub fn serve(
     listener: std::net::TcpListener,
     limits: Limits,
+    access: Access,
     answer: impl Fn(&Asked) -> Answer + Send + Sync + 'static,
 ) -> std::io::Error {
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -149,12 +152,13 @@ pub fn serve(
         Ok(rt) => rt,
         Err(e) => return e,
     };
-    rt.block_on(accept_loop(listener, limits, Arc::new(answer)))
+    rt.block_on(accept_loop(listener, limits, access, Arc::new(answer)))
 }
 
 async fn accept_loop(
     listener: std::net::TcpListener,
     limits: Limits,
+    access: Access,
     answer: Arc<dyn Fn(&Asked) -> Answer + Send + Sync>,
 ) -> std::io::Error {
     if let Err(e) = listener.set_nonblocking(true) {
@@ -183,7 +187,7 @@ async fn accept_loop(
             drop(stream);
             continue;
         };
-        serve_connection(stream, slot, answer.clone(), open.clone(), limits);
+        serve_connection(stream, slot, &access, answer.clone(), open.clone(), limits);
     }
 }
 
@@ -216,43 +220,100 @@ async fn take_slot(
 }
 
 /// Serves one connection on its own task, holding `slot` until it closes (its lifetime is
-/// up, or a newer connection took it over while idle).
+/// up, or a newer connection took it over while idle); over TLS when `access` says so (the
+/// handshake within the header deadline).
 fn serve_connection(
     stream: tokio::net::TcpStream,
     slot: tokio::sync::OwnedSemaphorePermit,
+    access: &Access,
     answer: Arc<dyn Fn(&Asked) -> Answer + Send + Sync>,
     open: Arc<Mutex<Open>>,
     limits: Limits,
 ) {
     let stop = Arc::new(tokio::sync::Notify::new());
     let id = open.lock().map(|mut o| o.add(stop.clone())).unwrap_or(0);
+    let (tls, users) = (access.tls.clone(), access.users.clone());
     tokio::spawn(async move {
         let _slot = slot;
-        let marks = open.clone();
-        let service = service_fn(move |req| {
-            let mark = |busy| {
-                if let Ok(mut o) = marks.lock() {
-                    o.set_busy(id, busy);
+        let served = async {
+            match tls {
+                None => http(stream, id, users, answer, open.clone(), limits).await,
+                Some(tls) => {
+                    let handshake =
+                        tokio::time::timeout(limits.header_timeout, tls.accept(stream)).await;
+                    if let Ok(Ok(stream)) = handshake {
+                        http(stream, id, users, answer, open.clone(), limits).await;
+                    }
                 }
-            };
-            mark(true);
-            let a = answer(&asked(&req));
-            mark(false);
-            async move { Ok::<_, std::convert::Infallible>(response(a)) }
-        });
-        let conn = http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(limits.header_timeout)
-            .max_buf_size(limits.header_bytes.max(8192))
-            .serve_connection(TokioIo::new(stream), service);
+            }
+        };
         tokio::select! {
-            _ = tokio::time::timeout(limits.connection_lifetime, conn) => {}
+            _ = tokio::time::timeout(limits.connection_lifetime, served) => {}
             _ = stop.notified() => {}
         }
         if let Ok(mut o) = open.lock() {
             o.conns.remove(&id);
         }
     });
+}
+
+/// HTTP/1 on `io` until the client is done; each request checked against `users` first.
+async fn http<Io>(
+    io: Io,
+    id: u64,
+    users: Option<Users>,
+    answer: Arc<dyn Fn(&Asked) -> Answer + Send + Sync>,
+    open: Arc<Mutex<Open>>,
+    limits: Limits,
+) where
+    Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |req| {
+        let asked = asked(&req);
+        let authorization = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let (users, answer, open) = (users.clone(), answer.clone(), open.clone());
+        async move {
+            if let Some(users) = users {
+                // bcrypt takes tens of milliseconds: off the thread that serves everyone.
+                let allowed =
+                    tokio::task::spawn_blocking(move || users.allows(authorization.as_deref()))
+                        .await
+                        .unwrap_or(false);
+                if !allowed {
+                    return Ok::<_, std::convert::Infallible>(unauthorized());
+                }
+            }
+            let mark = |busy| {
+                if let Ok(mut o) = open.lock() {
+                    o.set_busy(id, busy);
+                }
+            };
+            mark(true);
+            let a = answer(&asked);
+            mark(false);
+            Ok(response(a))
+        }
+    });
+    let _ = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_buf_size(limits.header_bytes.max(8192))
+        .serve_connection(TokioIo::new(io), service)
+        .await;
+}
+
+/// 401 with the challenge a client answers with its user and password.
+fn unauthorized() -> hyper::Response<Full<Bytes>> {
+    let mut r = response(Answer::text(401, "Unauthorized\n"));
+    r.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        hyper::header::HeaderValue::from_static("Basic realm=\"proofscope export\""),
+    );
+    r
 }
 
 /// Errors `accept` recovers from: out of descriptors or memory, or a connection the peer

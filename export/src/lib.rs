@@ -17,6 +17,7 @@ mod owned;
 mod process;
 mod wake;
 mod watcher;
+pub mod web_config;
 
 use anyhow::{Context, Result};
 use log::Level;
@@ -36,6 +37,8 @@ use watcher::{Shared, Watcher};
 #[derive(Debug, Clone)]
 pub struct ExportOpts {
     pub listen: String,
+    /// `--web.config.file`: TLS and basic auth (web_config.rs).
+    pub web_config: Option<PathBuf>,
     /// Sockets to watch besides the ones discovery finds.
     pub sockets: Vec<PathBuf>,
     /// Where discovery looks.
@@ -82,6 +85,10 @@ pub fn run(opts: ExportOpts) -> Result<()> {
     );
     let metrics = Metrics::register(&mut registry);
     registry.register_collector(Box::new(process::ProcessCollector));
+    let access = match &opts.web_config {
+        Some(path) => web_config::load(path)?,
+        None => http::Access::default(),
+    };
     let files = http::raise_file_limit();
     let listener = std::net::TcpListener::bind(&opts.listen)
         .with_context(|| format!("cannot listen on {}", opts.listen))?;
@@ -97,8 +104,22 @@ pub fn run(opts: ExportOpts) -> Result<()> {
         Level::Info,
         "serving metrics",
         &[
-            ("address", &format!("http://{addr}/metrics")),
+            (
+                "address",
+                &format!(
+                    "{}://{addr}/metrics",
+                    if access.tls.is_some() {
+                        "https"
+                    } else {
+                        "http"
+                    }
+                ),
+            ),
             ("socket_dirs", &dirs.join(",")),
+            (
+                "basic_auth",
+                if access.users.is_some() { "on" } else { "off" },
+            ),
         ],
     );
     let m2 = metrics.clone();
@@ -120,7 +141,7 @@ pub fn run(opts: ExportOpts) -> Result<()> {
         ..http::Limits::default()
     };
     let registry = Arc::new(registry);
-    let failed = http::serve(listener, limits, move |asked| {
+    let failed = http::serve(listener, limits, access, move |asked| {
         respond(asked, &registry, &metrics, ready.load(Ordering::Acquire))
     });
     Err(failed).with_context(|| format!("serving on {addr}"))

@@ -414,6 +414,11 @@ pub struct ExportArgs {
         default_value = "127.0.0.1:9464"
     )]
     pub listen: String,
+    /// TLS and basic auth, in the exporter-toolkit's format (as node_exporter's
+    /// --web.config.file): tls_server_config's cert_file and key_file, basic_auth_users with
+    /// bcrypt hashes (docs/FLEET.md, "TLS and basic auth").
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config: Option<PathBuf>,
     /// Sockets to watch besides the provers found in the socket directories.
     pub sockets: Vec<PathBuf>,
     /// Look for provers in this directory instead of the default ones (repeatable).

@@ -1842,3 +1842,130 @@ fn waves_of_provers_leave_no_threads_or_memory_behind() {
         );
     }
 }
+
+/// Whether `cmd` runs (asked `version_arg`): a skip here when not, a failure in CI (.ci/run
+/// installs it).
+fn tool(cmd: &str, version_arg: &str) -> bool {
+    let found = Command::new(cmd)
+        .arg(version_arg)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(std::env::var_os("CI").is_none(), "CI without {cmd}");
+        println!("SKIPPED: {cmd} is not installed");
+    }
+    found
+}
+
+/// `curl` with `args`: its status code (000 when no HTTP answer came) and body.
+fn curl(args: &[&str]) -> (String, String) {
+    let out = Command::new("curl")
+        .args(["-s", "-m", "10", "-o", "-", "-w", "\n%{http_code}"])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.to_owned(), body.to_owned())
+}
+
+/// The exporter behind `--web.config.file` with a certificate openssl makes and one user:
+/// curl gets the metrics over TLS with the user's password, a 401 without it or with another,
+/// and nothing over plain HTTP; a web config with a mistake stops the exporter at start with
+/// the reason.
+#[test]
+fn tls_and_basic_auth_from_the_exporter_toolkits_web_config() {
+    if !tool("curl", "--version") || !tool("openssl", "version") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let made = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "1", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "openssl: {made:?}");
+    let hash = bcrypt::hash("s3cret", 4).unwrap();
+    let web = dir.path().join("web.yml");
+    std::fs::write(
+        &web,
+        format!(
+            "tls_server_config:\n  cert_file: tls.crt\n  key_file: tls.key\nbasic_auth_users:\n  prometheus: {hash}\n"
+        ),
+    )
+    .unwrap();
+    let sockets = dir.path().join("sockets");
+    std::fs::create_dir(&sockets).unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "export",
+        "--web.listen-address",
+        "127.0.0.1:0",
+        "--web.config.file",
+    ])
+    .arg(&web)
+    .arg("--socket-dir")
+    .arg(&sockets)
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let _exp = Running(child);
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("basic_auth=on"), "{line}");
+    let url = line
+        .split("address=")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    assert!(url.starts_with("https://127.0.0.1:"), "{url}");
+    let ca = cert.to_str().unwrap();
+    let (code, body) = curl(&["--cacert", ca, "-u", "prometheus:s3cret", &url]);
+    assert_eq!(code, "200", "{body}");
+    assert!(body.contains("proofscope_exporter_provers"), "{body}");
+    let healthy = url.replace("/metrics", "/-/healthy");
+    let (code, _) = curl(&["--cacert", ca, "-u", "prometheus:s3cret", &healthy]);
+    assert_eq!(code, "200");
+    let (code, _) = curl(&["--cacert", ca, &url]);
+    assert_eq!(code, "401", "no password");
+    let (code, _) = curl(&["--cacert", ca, "-u", "prometheus:wrong", &url]);
+    assert_eq!(code, "401", "a wrong password");
+    let plain = url.replace("https://", "http://");
+    let (code, _) = curl(&["-u", "prometheus:s3cret", &plain]);
+    assert_ne!(code, "200", "plain HTTP is not served");
+
+    std::fs::write(&web, "tls_server_config:\n  cert_file: tls.crt\n").unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "export",
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "--web.config.file",
+        ])
+        .arg(&web)
+        .arg("--socket-dir")
+        .arg(&sockets)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("needs both cert_file and key_file"),
+        "{stderr}"
+    );
+}

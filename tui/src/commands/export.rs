@@ -31,6 +31,7 @@ pub(crate) fn export(x: &crate::cli::ExportArgs) -> Result<Exit> {
     proofscope_export::log::init(level(x.log_level), format(x.log_format));
     proofscope_export::run(proofscope_export::ExportOpts {
         listen: x.listen.clone(),
+        web_config: x.web_config.clone(),
         sockets: x.sockets.clone(),
         socket_dirs: if x.socket_dir.is_empty() {
             discover::socket_dirs()
