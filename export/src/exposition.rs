@@ -111,6 +111,29 @@ fn prometheus_text(om: &str) -> String {
     out
 }
 
+/// `openmetrics` without the exemplars that name a capture `kept` says is gone: a bucket keeps
+/// its latest exemplar for as long as the exporter runs, and the capture directory's rotation
+/// (`--capture-max-files`, `--capture-max-mib`) removes files meanwhile — an exemplar must not
+/// send an operator to a file that is not there.
+pub fn without_removed_captures(openmetrics: String, kept: impl Fn(&str) -> bool) -> String {
+    const MARK: &str = "# {capture=\"";
+    if !openmetrics.contains(MARK) {
+        return openmetrics;
+    }
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        let named = line
+            .find(MARK)
+            .and_then(|at| line[at + MARK.len()..].split('"').next());
+        match named {
+            Some(file) if !kept(file) => out.push_str(without_exemplar(line)),
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// A sample line without its exemplar (` # {…} value [ts]`): outside label values, which
 /// are quoted and may hold ` # ` themselves.
 fn without_exemplar(line: &str) -> &str {
@@ -194,5 +217,17 @@ proofscope_proof_seconds_count 3\n"
             .read_to_string(&mut back)
             .unwrap();
         assert_eq!(back, OM);
+    }
+
+    #[test]
+    fn an_exemplar_naming_a_removed_capture_is_dropped_and_the_sample_kept() {
+        let om = "x_bucket{le=\"1\"} 1 # {capture=\"capture-a.psrec\"} 0.5\nx_bucket{le=\"2\"} 3 # {capture=\"capture-b.psrec\"} 1.5 17.0\nx_count 3\n# EOF\n";
+        let kept = without_removed_captures(om.to_owned(), |f| f == "capture-b.psrec");
+        assert_eq!(
+            kept,
+            "x_bucket{le=\"1\"} 1\nx_bucket{le=\"2\"} 3 # {capture=\"capture-b.psrec\"} 1.5 17.0\nx_count 3\n# EOF\n"
+        );
+        let none = "x_count 3\n# EOF\n".to_owned();
+        assert_eq!(without_removed_captures(none.clone(), |_| false), none);
     }
 }

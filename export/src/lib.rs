@@ -141,19 +141,31 @@ pub fn run(opts: ExportOpts) -> Result<()> {
         ..http::Limits::default()
     };
     let registry = Arc::new(registry);
+    let captures = opts.capture.as_ref().map(|c| c.store.dir.clone());
     let failed = http::serve(listener, limits, access, move |asked| {
-        respond(asked, &registry, &metrics, ready.load(Ordering::Acquire))
+        let scrape = Scrape {
+            registry: &registry,
+            metrics: &metrics,
+            captures: captures.as_deref(),
+            ready: ready.load(Ordering::Acquire),
+        };
+        respond(asked, &scrape)
     });
     Err(failed).with_context(|| format!("serving on {addr}"))
 }
 
-/// `ready`: the fleet has looked for provers once (before, `/metrics` would show none).
-fn respond(
-    asked: &http::Asked,
-    registry: &Registry,
-    metrics: &Metrics,
+/// What a request is answered from.
+struct Scrape<'a> {
+    registry: &'a Registry,
+    metrics: &'a Metrics,
+    /// The capture directory (`--capture-dir`): exemplars name files in it.
+    captures: Option<&'a std::path::Path>,
+    /// The fleet has looked for provers once (before, `/metrics` would show none).
     ready: bool,
-) -> http::Answer {
+}
+
+fn respond(asked: &http::Asked, scrape: &Scrape) -> http::Answer {
+    let (registry, metrics, ready) = (scrape.registry, scrape.metrics, scrape.ready);
     if asked.method != "GET" && asked.method != "HEAD" {
         return http::Answer::text(405, "only GET /metrics\n");
     }
@@ -163,6 +175,9 @@ fn respond(
             let mut body = String::with_capacity(64 << 10);
             if let Err(e) = prometheus_client::encoding::text::encode(&mut body, registry) {
                 return http::Answer::text(500, format!("encoding failed: {e}\n"));
+            }
+            if let Some(dir) = scrape.captures {
+                body = exposition::without_removed_captures(body, |file| dir.join(file).exists());
             }
             let format = exposition::Exposition::negotiate(asked.accept.as_deref());
             let body = format.body(body).into_bytes();
