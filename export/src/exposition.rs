@@ -111,6 +111,80 @@ fn prometheus_text(om: &str) -> String {
     out
 }
 
+/// `openmetrics` with each counter sample's `_created` (OpenMetrics: when the series began, in
+/// Unix seconds), right after its `_total`: a worker's series began when its first prover's
+/// session did — before the exporter started, for a prover already running then, so that a
+/// consumer that reads `_created` takes the restarted exporter's totals for what they are,
+/// not for proofs counted since its start. `born(worker)` says when (`None` for a counter
+/// without a worker label: the exporter's own, born with it); a counter whose worker is not
+/// known gets none.
+pub fn with_created(openmetrics: String, born: impl Fn(Option<&str>) -> Option<f64>) -> String {
+    let mut out = String::with_capacity(openmetrics.len() + openmetrics.len() / 4);
+    let mut counter: Option<String> = None;
+    for line in openmetrics.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            counter = match rest.split_once(' ') {
+                Some((name, "counter")) => Some(format!("{name}_total")),
+                _ => None,
+            };
+            continue;
+        }
+        let Some(total) = counter.as_deref() else {
+            continue;
+        };
+        let sample = without_exemplar(line);
+        let Some(labels) = sample.strip_prefix(total) else {
+            continue;
+        };
+        let labels = match labels.find(' ') {
+            Some(end) if labels.starts_with('{') => &labels[..end],
+            Some(0) => "",
+            _ => continue,
+        };
+        if let Some(t) = born(label(labels, "worker").as_deref()) {
+            let name = &total[..total.len() - "_total".len()];
+            out.push_str(&format!("{name}_created{labels} {t}\n"));
+        }
+    }
+    out
+}
+
+/// The value of label `key` in a label set `{a="x",b="y"}` (escapes undone).
+fn label(labels: &str, key: &str) -> Option<String> {
+    let body = labels.strip_prefix('{')?.strip_suffix('}')?;
+    let mut rest = body;
+    while !rest.is_empty() {
+        let (k, after) = rest.split_once("=\"")?;
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let mut end = None;
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some((_, n)) = chars.next() {
+                        value.push(match n {
+                            'n' => '\n',
+                            other => other,
+                        });
+                    }
+                }
+                '"' => {
+                    end = Some(i);
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        if k.trim_start_matches(',') == key {
+            return Some(value);
+        }
+        rest = after[end? + 1..].trim_start_matches(',');
+    }
+    None
+}
+
 /// `openmetrics` without the exemplars that name a capture `kept` says is gone: a bucket keeps
 /// its latest exemplar for as long as the exporter runs, and the capture directory's rotation
 /// (`--capture-max-files`, `--capture-max-mib`) removes files meanwhile — an exemplar must not
@@ -229,5 +303,19 @@ proofscope_proof_seconds_count 3\n"
         );
         let none = "x_count 3\n# EOF\n".to_owned();
         assert_eq!(without_removed_captures(none.clone(), |_| false), none);
+    }
+
+    #[test]
+    fn a_counter_gets_its_created_time_right_after_its_total() {
+        let om = "# HELP p Proofs.\n# TYPE p counter\np_total{host=\"h\",worker=\"w\\\"q\"} 3 # {capture=\"c\"} 1.0\np_total{host=\"h\",worker=\"gone\"} 1\n# TYPE s counter\ns_total 7\n# TYPE g gauge\ng{worker=\"w\\\"q\"} 1\n# EOF\n";
+        let born = |w: Option<&str>| match w {
+            Some("w\"q") => Some(1700000000.5),
+            Some(_) => None,
+            None => Some(1800000000.0),
+        };
+        assert_eq!(
+            with_created(om.to_owned(), born),
+            "# HELP p Proofs.\n# TYPE p counter\np_total{host=\"h\",worker=\"w\\\"q\"} 3 # {capture=\"c\"} 1.0\np_created{host=\"h\",worker=\"w\\\"q\"} 1700000000.5\np_total{host=\"h\",worker=\"gone\"} 1\n# TYPE s counter\ns_total 7\ns_created 1800000000\n# TYPE g gauge\ng{worker=\"w\\\"q\"} 1\n# EOF\n"
+        );
     }
 }

@@ -20,6 +20,10 @@ struct Claim {
     pid: u32,
     /// The series of the name's watchers that have stopped, carried over to the next one.
     owned: Owned,
+    /// When the name's series began (Unix ns): the session start of its first prover this
+    /// exporter saw — before the exporter's own start for a prover already running — kept
+    /// across restarts, whose series continue (OpenMetrics `_created`).
+    born_unix_ns: Option<u64>,
 }
 
 /// The worker names in use, shared by every watcher of one exporter.
@@ -63,6 +67,7 @@ impl Workers {
             live: true,
             pid,
             owned: Owned::default(),
+            born_unix_ns: None,
         });
         if c.pid != pid {
             let worker = super::metrics::ProverLabels {
@@ -79,6 +84,21 @@ impl Workers {
         c.watcher = watcher;
         c.live = true;
         name
+    }
+
+    /// `name`'s series began at `unix_ns` unless they began earlier (a restart continues them).
+    pub fn born(&self, name: &str, unix_ns: u64) {
+        if let Some(c) = self.lock().get_mut(name) {
+            c.born_unix_ns.get_or_insert(unix_ns);
+        }
+    }
+
+    /// When each worker's series began, in Unix seconds (OpenMetrics `_created`).
+    pub fn born_s(&self) -> HashMap<String, f64> {
+        self.lock()
+            .iter()
+            .filter_map(|(name, c)| Some((name.clone(), c.born_unix_ns? as f64 / 1e9)))
+            .collect()
     }
 
     /// Whether `watcher`'s stream is flowing: a name whose holder's stream has ended may be

@@ -95,42 +95,21 @@ pub fn run(opts: ExportOpts) -> Result<()> {
     let addr = listener
         .local_addr()
         .map_or_else(|_| opts.listen.clone(), |a| a.to_string());
-    let dirs: Vec<String> = opts
-        .socket_dirs
-        .iter()
-        .map(|d| d.display().to_string())
-        .collect();
-    log::log(
-        Level::Info,
-        "serving metrics",
-        &[
-            (
-                "address",
-                &format!(
-                    "{}://{addr}/metrics",
-                    if access.tls.is_some() {
-                        "https"
-                    } else {
-                        "http"
-                    }
-                ),
-            ),
-            ("socket_dirs", &dirs.join(",")),
-            (
-                "basic_auth",
-                if access.users.is_some() { "on" } else { "off" },
-            ),
-        ],
-    );
+    say_serving(&opts, &addr, &access);
     let m2 = metrics.clone();
     let o2 = opts.clone();
+    let workers = identity::Workers::default();
+    let w2 = workers.clone();
+    let started_unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
     let ready = Arc::new(AtomicBool::new(false));
     let r2 = ready.clone();
     std::thread::Builder::new()
         .name("proofscope-export-fleet".into())
         .spawn(move || {
             let _fatal = FleetGuard;
-            Fleet::new(m2, o2).run(&r2)
+            Fleet::new(m2, o2, w2, started_unix_ns).run(&r2)
         })
         .context("starting the fleet thread")?;
     // Half the descriptors at most for clients: the rest are the watchers' and the captures'.
@@ -147,11 +126,40 @@ pub fn run(opts: ExportOpts) -> Result<()> {
             registry: &registry,
             metrics: &metrics,
             captures: captures.as_deref(),
+            workers: &workers,
+            started_s: started_unix_ns as f64 / 1e9,
             ready: ready.load(Ordering::Acquire),
         };
         respond(asked, &scrape)
     });
     Err(failed).with_context(|| format!("serving on {addr}"))
+}
+
+/// The first line of the log: where, for which sockets, how protected (tests and operators
+/// read the address from it).
+fn say_serving(opts: &ExportOpts, addr: &str, access: &http::Access) {
+    let dirs: Vec<String> = opts
+        .socket_dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    let scheme = if access.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    log::log(
+        Level::Info,
+        "serving metrics",
+        &[
+            ("address", &format!("{scheme}://{addr}/metrics")),
+            ("socket_dirs", &dirs.join(",")),
+            (
+                "basic_auth",
+                if access.users.is_some() { "on" } else { "off" },
+            ),
+        ],
+    );
 }
 
 /// What a request is answered from.
@@ -160,6 +168,10 @@ struct Scrape<'a> {
     metrics: &'a Metrics,
     /// The capture directory (`--capture-dir`): exemplars name files in it.
     captures: Option<&'a std::path::Path>,
+    /// Whose series began when (`_created`).
+    workers: &'a identity::Workers,
+    /// When the exporter started, Unix seconds: its own counters' `_created`.
+    started_s: f64,
     /// The fleet has looked for provers once (before, `/metrics` would show none).
     ready: bool,
 }
@@ -180,6 +192,13 @@ fn respond(asked: &http::Asked, scrape: &Scrape) -> http::Answer {
                 body = exposition::without_removed_captures(body, |file| dir.join(file).exists());
             }
             let format = exposition::Exposition::negotiate(asked.accept.as_deref());
+            if format == exposition::Exposition::OpenMetrics {
+                let born = scrape.workers.born_s();
+                body = exposition::with_created(body, |worker| match worker {
+                    Some(w) => born.get(w).copied(),
+                    None => Some(scrape.started_s),
+                });
+            }
             let body = format.body(body).into_bytes();
             metrics.scrapes.inc();
             metrics.scrape_duration.set(t.elapsed().as_secs_f64());
@@ -240,15 +259,18 @@ struct Fleet {
 }
 
 impl Fleet {
-    fn new(metrics: Metrics, opts: ExportOpts) -> Fleet {
+    fn new(
+        metrics: Metrics,
+        opts: ExportOpts,
+        workers: identity::Workers,
+        started_unix_ns: u64,
+    ) -> Fleet {
         let cap = cap::LabelCap::new(opts.max_label_values, metrics.labels_capped.clone());
         Fleet {
             shared: Shared {
-                started_unix_ns: std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64),
+                started_unix_ns,
                 metrics,
-                workers: identity::Workers::default(),
+                workers,
                 cap,
                 rule: opts.rule,
                 retention: opts.retention,

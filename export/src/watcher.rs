@@ -309,6 +309,7 @@ impl State {
         let l = ProverLabels {
             worker: self.workers.claim(&worker_name(h), self.n, h.pid, &self.m),
         };
+        self.workers.born(&l.worker, h.session_start_unix_ns);
         let info = ProverInfoLabels {
             worker: l.worker.clone(),
             prover: h.prover_name.clone(),

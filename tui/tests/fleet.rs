@@ -1203,6 +1203,28 @@ fn an_anomalous_proof_is_captured_with_its_neighbours_and_named_by_an_exemplar()
     // The 0.0.4 text has no exemplars.
     let plain = get(&addr, "/metrics");
     assert!(!plain.contains(" # {"), "exemplar in the 0.0.4 text");
+    // The recorded prover was running before this exporter started: its series began with its
+    // session (OpenMetrics `_created`, right after each `_total`), hours before now; the
+    // exporter's own counters began with it.
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let created = |name: &str| -> Vec<f64> {
+        exposition
+            .lines()
+            .filter(|l| l.starts_with(name))
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect()
+    };
+    let proofs = created("proofscope_proofs_created{");
+    assert!(
+        !proofs.is_empty() && proofs.iter().all(|&t| t < now_s - 600.0 && t > 1.7e9),
+        "{proofs:?}\n{exposition}"
+    );
+    let own = created("proofscope_exporter_scrapes_created");
+    assert!(own.len() == 1 && (now_s - own[0]).abs() < 600.0, "{own:?}");
+    assert!(!plain.contains("_created"), "_created in the 0.0.4 text");
 
     let whole = proofs_by_id(&replay_json(&original));
     let captured = proofs_by_id(&replay_json(&file));
