@@ -1911,6 +1911,21 @@ fn tool(cmd: &str, version_arg: &str) -> bool {
     found
 }
 
+/// The exporter on a free port behind the web config `web`, watching `sockets`.
+fn exporter_with_web_config(web: &Path, sockets: &Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "export",
+        "--web.listen-address",
+        "127.0.0.1:0",
+        "--web.config.file",
+    ])
+    .arg(web)
+    .arg("--socket-dir")
+    .arg(sockets);
+    cmd
+}
+
 /// `curl` with `args`: its status code (000 when no HTTP answer came) and body.
 fn curl(args: &[&str]) -> (String, String) {
     let out = Command::new("curl")
@@ -1963,19 +1978,11 @@ fn tls_and_basic_auth_from_the_exporter_toolkits_web_config() {
     .unwrap();
     let sockets = dir.path().join("sockets");
     std::fs::create_dir(&sockets).unwrap();
-    let mut cmd = Command::new(BIN);
-    cmd.args([
-        "export",
-        "--web.listen-address",
-        "127.0.0.1:0",
-        "--web.config.file",
-    ])
-    .arg(&web)
-    .arg("--socket-dir")
-    .arg(&sockets)
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
+    let mut child = exporter_with_web_config(&web, &sockets)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let _exp = Running(child);
     let mut line = String::new();
@@ -2004,18 +2011,7 @@ fn tls_and_basic_auth_from_the_exporter_toolkits_web_config() {
     assert_ne!(code, "200", "plain HTTP is not served");
 
     std::fs::write(&web, "tls_server_config:\n  cert_file: tls.crt\n").unwrap();
-    let out = Command::new(BIN)
-        .args([
-            "export",
-            "--web.listen-address",
-            "127.0.0.1:0",
-            "--web.config.file",
-        ])
-        .arg(&web)
-        .arg("--socket-dir")
-        .arg(&sockets)
-        .output()
-        .unwrap();
+    let out = exporter_with_web_config(&web, &sockets).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(
