@@ -115,6 +115,12 @@ fn a_program_forking_from_its_signal_handler_runs_5_times_in_a_row_under_run() {
             .arg(&exe)
             .args(["_Fork", "200"]);
         let out = finished(c).unwrap_or_else(|e| panic!("run {run}: {e}"));
-        assert!(out.contains("forked 200 times"), "run {run}: {out}");
+        // At least 200: a signal or two more may land while the main thread sees the 200th.
+        let forks: u32 = out
+            .split("forked ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("run {run}: {out}"));
+        assert!(forks >= 200, "run {run}: {out}");
     }
 }
