@@ -37,9 +37,9 @@ pub struct Probe {
 
 /// The session's threads (collector, server, recorder, NVML sampler) and buffers must fit the
 /// program's address space with room to spare ([`crate::headroom`]).
-fn check_headroom(config: &ProbeConfig, gpus: bool) -> Result<(), ProbeError> {
+fn check_headroom(config: &ProbeConfig, serving: bool, gpus: bool) -> Result<(), ProbeError> {
     let threads = 1
-        + u64::from(config.socket_path().is_some())
+        + u64::from(serving)
         + u64::from(config.record.is_some())
         + u64::from(gpus && config.gpu_sample.is_some());
     let budgets = config.history_bytes as u64 + config.subscriber_bytes as u64;
@@ -78,11 +78,11 @@ impl Probe {
             return Err(ProbeError::AlreadyRunning);
         }
         crate::fork::watch();
-        let inv = nvml::inventory();
-        check_headroom(&config, !inv.gpus.is_empty())?;
         let clock = Clock::start();
-        let hello = hello(&config, info, &clock, &inv);
+        let inv = nvml::inventory();
         let socket = config.socket_path();
+        check_headroom(&config, socket.is_some(), !inv.gpus.is_empty())?;
+        let hello = hello(&config, info, &clock, &inv);
         let default_dir = config.socket == SocketChoice::Default;
         let record = config.record.clone();
         let gpu_sample = config.gpu_sample;

@@ -183,21 +183,7 @@ fn prove(dir: &Path, instance: &str, args: &[&str]) -> (u32, usize) {
 }
 
 fn prometheus_available() -> bool {
-    let found = Command::new("prometheus")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        // CI installs Prometheus (.ci/run): there a missing one is a failure, not a skip.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI without prometheus (apt-get install prometheus)"
-        );
-        println!("SKIPPED: prometheus is not installed (apt-get install prometheus)");
-    }
-    found
+    tool("prometheus", "--version", "prometheus")
 }
 
 fn free_port() -> u16 {
@@ -1607,16 +1593,7 @@ fn health_readiness_build_and_counters_from_the_first_scrape() {
 #[test]
 fn the_systemd_unit_verifies_and_is_hardened() {
     let unit = root().join("deploy/systemd/proofscope-export.service");
-    let found = Command::new("systemd-analyze")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI without systemd-analyze (apt-get install systemd)"
-        );
-        println!("SKIPPED: systemd-analyze is not installed");
+    if !tool("systemd-analyze", "--version", "systemd") {
         return;
     }
     let verify = Command::new("systemd-analyze")
@@ -1897,16 +1874,21 @@ fn waves_of_provers_leave_no_threads_or_memory_behind() {
     }
 }
 
-/// Whether `cmd` runs (asked `version_arg`): a skip here when not, a failure in CI (.ci/run
-/// installs it).
-fn tool(cmd: &str, version_arg: &str) -> bool {
+/// Whether `cmd` runs (asked `version_arg`): a skip here when not, a failure in CI, which
+/// installs Debian's `package` (.ci/run).
+fn tool(cmd: &str, version_arg: &str, package: &str) -> bool {
     let found = Command::new(cmd)
         .arg(version_arg)
-        .output()
-        .is_ok_and(|o| o.status.success());
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
     if !found {
-        assert!(std::env::var_os("CI").is_none(), "CI without {cmd}");
-        println!("SKIPPED: {cmd} is not installed");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI without {cmd} (apt-get install {package})"
+        );
+        println!("SKIPPED: {cmd} is not installed (apt-get install {package})");
     }
     found
 }
@@ -1944,7 +1926,7 @@ fn curl(args: &[&str]) -> (String, String) {
 /// the reason.
 #[test]
 fn tls_and_basic_auth_from_the_exporter_toolkits_web_config() {
-    if !tool("curl", "--version") || !tool("openssl", "version") {
+    if !tool("curl", "--version", "curl") || !tool("openssl", "version", "openssl") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
